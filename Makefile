@@ -1,0 +1,31 @@
+# Two commands do everything on a fresh machine:
+#   make report   the main job (sized for a 2-core CPU), installs into .venv first
+#   make test     the whole test suite, installs into .venv first
+# CPU torch by default. A GPU user installs a CUDA build of torch into .venv first
+# (or sets TORCH="torch==<version>" with a CUDA index configured for pip).
+
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0
+PY      = $(VENV)/bin/python
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: install report test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+report: install
+	$(VENV)/bin/mdm-theory report
+
+test: install
+	$(PY) -m pytest -n 2
+
+clean:
+	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis

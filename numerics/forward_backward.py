@@ -1,0 +1,152 @@
+"""Masked forward-backward: the oracle denoiser of an HMM language.
+
+Given token sequences of which some positions are masked (unobserved), computes per sequence
+
+* ``loglik[b] = log q(x_obs)``, the log-probability of the observed tokens (``-inf`` when they
+  are impossible, never NaN), and
+* ``marginals[b, j, v] = q(x_j = v | x_obs)``, the exact posterior marginal at every position
+  (one-hot at observed positions; NaN for every position of an impossible sequence, where the
+  conditional law is undefined).
+
+This module holds the public entry point and the plain NumPy reference (:func:`forward_backward_numpy`).
+The compiled kernels live in :mod:`numerics._fb_numba` and must agree with the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hmm import HMM, Language, NGram
+
+__all__ = ["Posterior", "masked_forward_backward", "forward_backward_numpy", "check_observations"]
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """Result of the masked forward-backward.
+
+    Attributes
+    ----------
+    loglik : (B,) float64
+        ``log q(x_obs)`` (natural log); ``-inf`` when the observed tokens are impossible.
+    marginals : (B, L, V) float64
+        ``q(x_j = v | x_obs)``; one-hot at observed positions; NaN rows for impossible sequences.
+    """
+
+    loglik: np.ndarray
+    marginals: np.ndarray
+
+
+def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and normalize ``tokens`` (int, ``(B, L)``) and ``mask`` (bool, ``(B, L)``, True = masked).
+
+    Tokens at masked positions are ignored (and replaced by 0). Raises ``ValueError`` on shape
+    mismatch, an empty length, or an observed token outside ``0..V-1``.
+    """
+    tokens = np.asarray(tokens)
+    mask = np.asarray(mask)
+    if tokens.ndim == 1:
+        tokens = tokens[None, :]
+    if mask.ndim == 1:
+        mask = mask[None, :]
+    if mask.dtype != np.bool_:
+        raise ValueError(f"mask must be boolean (True = masked), got dtype {mask.dtype}")
+    if not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens must be integers, got dtype {tokens.dtype}")
+    mask = np.broadcast_to(mask, tokens.shape) if mask.shape != tokens.shape and mask.shape[0] == 1 else mask
+    if tokens.shape != mask.shape:
+        raise ValueError(f"tokens {tokens.shape} and mask {mask.shape} have different shapes")
+    if tokens.shape[1] < 1:
+        raise ValueError("sequences must have length >= 1")
+    V = language.vocab_size
+    observed = ~mask
+    bad = observed & ((tokens < 0) | (tokens >= V))
+    if np.any(bad):
+        b, j = np.argwhere(bad)[0]
+        raise ValueError(f"observed token {int(tokens[b, j])} at sequence {b}, position {j} is outside 0..{V - 1}")
+    clean = np.where(mask, 0, tokens).astype(np.int64)
+    return np.ascontiguousarray(clean), np.ascontiguousarray(mask)
+
+
+def forward_backward_numpy(language: Language, tokens: np.ndarray, mask: np.ndarray) -> Posterior:
+    """Plain NumPy reference of the masked forward-backward (scaled recursions, one sequence at a time).
+
+    Dense over the HMM's states (an :class:`NGram` is expanded with :meth:`NGram.to_hmm`). Slow
+    and obviously correct: the twin against which the compiled kernels are tested.
+
+    Recursions (``e_j(s) = emission[s, x_j]`` if ``j`` observed, else 1):
+    ``alpha_1 = initial * e_1``, ``alpha_{j+1} = (alpha_j @ transition) * e_{j+1}``, each
+    normalized by its sum ``c_j``; ``log q(x_obs) = sum_j log c_j``;
+    ``beta_L = 1``, ``beta_j = transition @ (e_{j+1} * beta_{j+1}) / c_{j+1}``;
+    ``gamma_j = alpha_j * beta_j``; ``marginals_j = gamma_j @ emission`` at masked positions.
+    """
+    tokens, mask = check_observations(language, tokens, mask)
+    hmm: HMM = language.to_hmm()
+    A, E, mu = hmm.transition, hmm.emission, hmm.initial
+    B, L = tokens.shape
+    V = hmm.vocab_size
+    loglik = np.empty(B)
+    marginals = np.empty((B, L, V))
+    for b in range(B):
+        ev = np.where(mask[b][:, None], 1.0, E[:, tokens[b]].T)  # (L, S) evidence
+        alpha = np.empty_like(ev)
+        c = np.empty(L)
+        a = mu * ev[0]
+        ok = True
+        for j in range(L):
+            if j:
+                a = (alpha[j - 1] @ A) * ev[j]
+            c[j] = a.sum()
+            if c[j] == 0.0:
+                ok = False
+                break
+            alpha[j] = a / c[j]
+        if not ok:
+            loglik[b] = -np.inf
+            marginals[b] = np.nan
+            continue
+        loglik[b] = np.log(c).sum()
+        beta = np.ones(hmm.n_states)
+        for j in range(L - 1, -1, -1):
+            if j < L - 1:
+                beta = A @ (ev[j + 1] * beta) / c[j + 1]
+            gamma = alpha[j] * beta
+            if mask[b, j]:
+                marginals[b, j] = gamma @ E
+            else:
+                marginals[b, j] = 0.0
+                marginals[b, j, tokens[b, j]] = 1.0
+    return Posterior(loglik, marginals)
+
+
+def masked_forward_backward(
+    language: Language, tokens: np.ndarray, mask: np.ndarray, *, backend: str = "auto"
+) -> Posterior:
+    """Exact ``log q(x_obs)`` and posterior marginals ``q(x_j = v | x_obs)`` for a batch.
+
+    Parameters
+    ----------
+    language : HMM or NGram
+    tokens : (B, L) int array
+        Token ids; values at masked positions are ignored.
+    mask : (B, L) bool array
+        True where the position is masked (unobserved). Any pattern, including all or none.
+    backend : {"auto", "numba", "numpy"}
+        ``"numpy"`` is the slow reference; ``"auto"`` uses the compiled kernels when available.
+    """
+    if backend == "numpy":
+        return forward_backward_numpy(language, tokens, mask)
+    if backend not in ("auto", "numba"):
+        raise ValueError(f"unknown backend {backend!r}; choose 'auto', 'numba' or 'numpy'")
+    try:
+        from . import _fb_numba
+    except ImportError:
+        if backend == "numba":
+            raise
+        return forward_backward_numpy(language, tokens, mask)
+    tokens, mask = check_observations(language, tokens, mask)
+    if isinstance(language, NGram):
+        return _fb_numba.forward_backward_ngram(language, tokens, mask)
+    return _fb_numba.forward_backward_dense(language, tokens, mask)

@@ -1,0 +1,247 @@
+"""Languages as hidden Markov models: the dense :class:`HMM` and the sparse :class:`NGram`.
+
+Every language of the engine is a distribution ``q`` over token sequences ``x_1..x_L`` given by
+an HMM (MATH.md section 2): hidden states ``z_1..z_L`` with ``z_1 ~ initial``,
+``z_{j+1} | z_j ~ transition[z_j]`` and ``x_j | z_j ~ emission[z_j]``.
+
+An n-gram language (order ``n``) is the HMM whose state is the window of the last ``n-1``
+tokens. Its transition matrix has only ``V`` non-zeros per row, so it is stored sparsely as
+``conditional[s, v] = q(next token = v | window s)``; see :class:`NGram` for the state layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+__all__ = ["HMM", "NGram", "Language", "ROW_SUM_ATOL", "load_language_file"]
+
+ROW_SUM_ATOL = 1e-9  # a probability row must sum to 1 within this (float64 round-off of generators)
+
+
+def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
+    """Return ``array`` as float64 after checking it is a (batch of) probability row(s).
+
+    Raises ``ValueError`` naming ``name`` and the first offending row.
+    """
+    arr = np.asarray(array, dtype=np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(f"{name} has a non-finite entry at index {tuple(int(i) for i in bad)}")
+    if np.any(arr < 0):
+        bad = np.argwhere(arr < 0)[0]
+        raise ValueError(
+            f"{name} has a negative entry {arr[tuple(bad)]!r} at index {tuple(int(i) for i in bad)}"
+        )
+    sums = arr.sum(axis=-1)
+    off = np.abs(sums - 1.0) > ROW_SUM_ATOL
+    if np.any(off):
+        if ndim == 1:
+            raise ValueError(f"{name} sums to {sums!r}, not 1 (tolerance {ROW_SUM_ATOL})")
+        row = int(np.argwhere(off)[0][0])
+        raise ValueError(
+            f"{name} row {row} sums to {sums[row]!r}, not 1 (tolerance {ROW_SUM_ATOL}); "
+            "it is not a stochastic matrix"
+        )
+    arr.setflags(write=False)
+    return arr
+
+
+def _sample_rows(cum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw one index per row of cumulative sums ``cum`` (shape ``(n, K)``), exactly.
+
+    Uses the inverse CDF with ``u * total``; an index of probability zero has an empty interval
+    and is never drawn.
+    """
+    target = rng.random(cum.shape[0]) * cum[:, -1]
+    return (cum <= target[:, None]).sum(axis=1)
+
+
+@dataclass(frozen=True, eq=False)
+class HMM:
+    """A hidden Markov model over ``S`` hidden states and ``V`` tokens.
+
+    Parameters
+    ----------
+    initial : (S,) array
+        ``initial[s] = q(z_1 = s)``.
+    transition : (S, S) array
+        ``transition[s, t] = q(z_{j+1} = t | z_j = s)``.
+    emission : (S, V) array
+        ``emission[s, v] = q(x_j = v | z_j = s)``.
+    """
+
+    initial: np.ndarray
+    transition: np.ndarray
+    emission: np.ndarray
+
+    def __post_init__(self) -> None:
+        initial = _check_distribution("initial", self.initial, 1)
+        transition = _check_distribution("transition", self.transition, 2)
+        emission = _check_distribution("emission", self.emission, 2)
+        S = initial.shape[0]
+        if transition.shape != (S, S):
+            raise ValueError(f"transition has shape {transition.shape}, expected ({S}, {S}) from initial")
+        if emission.shape[0] != S:
+            raise ValueError(f"emission has {emission.shape[0]} rows, expected {S} (one per hidden state)")
+        object.__setattr__(self, "initial", initial)
+        object.__setattr__(self, "transition", transition)
+        object.__setattr__(self, "emission", emission)
+
+    @property
+    def n_states(self) -> int:
+        return self.initial.shape[0]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.emission.shape[1]
+
+    def to_hmm(self) -> "HMM":
+        return self
+
+    def save(self, path: Union[str, Path]) -> None:
+        """Write ``.npz`` with keys ``initial``, ``transition``, ``emission``."""
+        np.savez(path, initial=self.initial, transition=self.transition, emission=self.emission)
+
+    def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
+        _check_sample_args(n, length, rng)
+        cum_t = np.cumsum(self.transition, axis=1)
+        cum_e = np.cumsum(self.emission, axis=1)
+        z = _sample_rows(np.broadcast_to(np.cumsum(self.initial), (n, self.n_states)), rng)
+        out = np.empty((n, length), dtype=np.int64)
+        for j in range(length):
+            if j:
+                z = _sample_rows(cum_t[z], rng)
+            out[:, j] = _sample_rows(cum_e[z], rng)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class NGram:
+    """An n-gram language over ``V`` tokens, the HMM whose state is the last ``n-1`` tokens.
+
+    State layout: the window ``(a_1, .., a_{n-1})`` (``a_{n-1}`` the newest token) has index
+    ``s = sum_k a_k V^(n-1-k)``; it emits ``s % V`` deterministically, and on token ``v`` moves to
+    ``successor(s, v) = (s % V^(n-2)) * V + v``. The state at position 1 is a window whose last
+    token is ``x_1`` and whose earlier tokens are an unobserved pre-history drawn with it from
+    ``initial``; so ``x_1..x_{n-1}`` have the law of the window's marginal, and from position
+    ``n-1`` on the state is a function of the visible tokens alone.
+
+    Parameters
+    ----------
+    order : int
+        ``n >= 2``; ``n = 2`` is a first-order Markov chain over tokens.
+    initial : (V^(n-1),) array
+        Law of the state at position 1.
+    conditional : (V^(n-1), V) array
+        ``conditional[s, v] = q(x_{j+1} = v | state s at position j)``.
+    """
+
+    order: int
+    initial: np.ndarray
+    conditional: np.ndarray
+
+    def __post_init__(self) -> None:
+        if int(self.order) != self.order or self.order < 2:
+            raise ValueError(f"order must be an integer >= 2, got {self.order!r}")
+        object.__setattr__(self, "order", int(self.order))
+        conditional = _check_distribution("conditional", self.conditional, 2)
+        initial = _check_distribution("initial", self.initial, 1)
+        V = conditional.shape[1]
+        S = V ** (self.order - 1)
+        if conditional.shape[0] != S:
+            raise ValueError(
+                f"conditional has {conditional.shape[0]} rows, expected V^(n-1) = {V}^{self.order - 1} = {S}"
+            )
+        if initial.shape != (S,):
+            raise ValueError(f"initial has shape {initial.shape}, expected ({S},) = V^(n-1) windows")
+        object.__setattr__(self, "initial", initial)
+        object.__setattr__(self, "conditional", conditional)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.conditional.shape[1]
+
+    @property
+    def n_states(self) -> int:
+        return self.conditional.shape[0]
+
+    def successors(self) -> np.ndarray:
+        """``(S, V)`` int64 array: ``successors()[s, v]`` is the state after emitting ``v`` from ``s``."""
+        V, S = self.vocab_size, self.n_states
+        base = (np.arange(S) % (S // V)) * V
+        return base[:, None] + np.arange(V)[None, :]
+
+    def emitted_token(self) -> np.ndarray:
+        """``(S,)`` int64 array: the token that state ``s`` emits (its newest token, ``s % V``)."""
+        return np.arange(self.n_states) % self.vocab_size
+
+    def to_hmm(self) -> HMM:
+        """The same language as a dense ``V^(n-1)``-state :class:`HMM` (for references and tests)."""
+        S, V = self.n_states, self.vocab_size
+        transition = np.zeros((S, S))
+        np.put_along_axis(transition, self.successors(), self.conditional, axis=1)
+        emission = np.zeros((S, V))
+        emission[np.arange(S), self.emitted_token()] = 1.0
+        return HMM(self.initial, transition, emission)
+
+    def save(self, path: Union[str, Path]) -> None:
+        """Write ``.npz`` with keys ``order``, ``initial``, ``conditional``."""
+        np.savez(path, order=np.int64(self.order), initial=self.initial, conditional=self.conditional)
+
+    def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
+        _check_sample_args(n, length, rng)
+        V = self.vocab_size
+        cum_c = np.cumsum(self.conditional, axis=1)
+        succ_base = (np.arange(self.n_states) % (self.n_states // V)) * V
+        s = _sample_rows(np.broadcast_to(np.cumsum(self.initial), (n, self.n_states)), rng)
+        out = np.empty((n, length), dtype=np.int64)
+        for j in range(length):
+            if j:
+                v = _sample_rows(cum_c[s], rng)
+                s = succ_base[s] + v
+            out[:, j] = s % V
+        return out
+
+
+Language = Union[HMM, NGram]
+
+
+def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if n < 0 or length < 1:
+        raise ValueError(f"need n >= 0 sequences and length >= 1, got n={n}, length={length}")
+
+
+def load_language_file(path: Union[str, Path]) -> Language:
+    """Load a language written by :meth:`HMM.save` or :meth:`NGram.save`.
+
+    An ``.npz`` with keys ``initial``, ``transition``, ``emission`` is an :class:`HMM`; one with
+    ``order``, ``initial``, ``conditional`` is an :class:`NGram`. Anything else is a ``ValueError``
+    naming the keys that were found.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            keys = set(data.files)
+            arrays = {k: data[k] for k in keys}
+    except (OSError, ValueError) as exc:  # missing, truncated or not an npz
+        raise ValueError(f"cannot read language file {str(path)!r}: {exc}") from exc
+    if {"initial", "transition", "emission"} <= keys:
+        return HMM(arrays["initial"], arrays["transition"], arrays["emission"])
+    if {"order", "initial", "conditional"} <= keys:
+        return NGram(int(arrays["order"]), arrays["initial"], arrays["conditional"])
+    raise ValueError(
+        f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM) "
+        "or order/initial/conditional (n-gram)"
+    )

@@ -1,0 +1,1 @@
+"""Experiments, the proof-companion report and the ``mdm-theory`` command line. Nothing imports this package."""

@@ -1,0 +1,56 @@
+"""The ``mdm-theory`` command line: a click group whose subcommands live in :mod:`validation.commands`."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+from typing import Any
+
+import click
+
+from numerics.provenance import to_jsonable
+
+__all__ = ["main", "emit", "json_option"]
+
+
+def emit(result: Any, as_json: bool, human: str | None = None) -> None:
+    """Print ``result`` as one JSON object (``--json``) or as ``human`` text (default: indented JSON)."""
+    if as_json or human is None:
+        click.echo(json.dumps(to_jsonable(result), indent=None if as_json else 2, allow_nan=False))
+    else:
+        click.echo(human)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mdm-theory")
+def main() -> None:
+    """Exact theory-verification engine for masked diffusion language models (arXiv 2502.09622)."""
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks that print their figures (ratios against a reference measured in the same run)."""
+
+
+def _register() -> None:
+    import validation.commands as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for command in getattr(module, "COMMANDS", ()):
+            main.add_command(command)
+        for command in getattr(module, "BENCH_COMMANDS", ()):
+            bench.add_command(command)
+
+
+_register()
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
