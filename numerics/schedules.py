@@ -91,7 +91,9 @@ class Schedule:
         if length < 1 or batch < 1:
             raise ValueError(f"need length >= 1 and batch >= 1, got {length}, {batch}")
         pi = self.pi[:-1]
-        return float(1.0 + np.sum(-np.expm1(batch * length * np.log1p(-pi))))
+        with np.errstate(divide="ignore"):  # pi_i = 1 gives log1p(-1) = -inf, i.e. a certain call
+            log_none = batch * length * np.log1p(-pi)
+        return float(1.0 + np.sum(-np.expm1(log_none)))
 
     def sample_steps(self, rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
         """Draw i.i.d. reveal steps in ``1..N`` with ``P(step = i) = pi_i`` (float64 inverse CDF)."""
