@@ -1,0 +1,79 @@
+"""``mdm-theory report`` (the proof-companion report) and ``mdm-theory docs`` (the docs site)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ._common import emit, json_option
+
+__all__ = ["COMMANDS"]
+
+
+@click.command("report")
+@click.option("--full", "scale", flag_value="full", help="Paper scale (GPU-sized sweeps; hours on a CPU).")
+@click.option("--tiny", "scale", flag_value="tiny", hidden=True, help="Seconds-sized smoke run (tests).")
+@click.option("--default", "scale", flag_value="default", default=True, hidden=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("report"),
+              show_default=True, help="Folder of the report (index.html, figures/, results/).")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Cache folder of computed points  [default: OUT/cache].")
+@click.option("--only", multiple=True, help="Run only this experiment (repeatable): ter, ser, lemmas, learned, cost.")
+@click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A trained model checkpoint to evaluate against the oracle (repeatable).")
+@click.option("--train", is_flag=True, help="Train the cpu-small MDM first (adds about 10 minutes on 2 cores).")
+@click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
+@json_option
+def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
+               checkpoints: tuple[str, ...], train: bool, strict: bool, progress: bool, as_json: bool) -> None:
+    """Run the experiments that are missing from the cache and write the HTML report.
+
+    The default is sized for a 2-core CPU (at most 10 minutes from an empty cache); a re-run or an
+    interrupted run resumes from the cache. Exit status 1 if an experiment or a part of one raised
+    (the report is written all the same and shows the traceback).
+    """
+    from validation.report import build_report
+
+    overrides = {}
+    if checkpoints or train:
+        overrides["learned"] = {"checkpoints": tuple(str(Path(c).resolve()) for c in checkpoints), "train": train}
+    outcome = build_report(out_dir, scale=scale, cache_dir=cache_dir, only=only or None, overrides=overrides,
+                           progress=progress, strict=strict)
+    summary = {
+        "index": str(outcome.index),
+        "scale": scale,
+        "experiments": {n: {"status": r.status, "missing": r.missing, "elapsed_s": r.elapsed_s}
+                        for n, r in outcome.results.items()},
+        "errors": sorted(outcome.errors),
+        "cache": outcome.cache_counts,
+    }
+    lines = [f"report: {outcome.index}"] + [
+        f"  {n:8s} {r.status:12s} {r.elapsed_s:7.1f} s" + (f"  ({len(r.missing)} parts missing)" if r.missing else "")
+        for n, r in outcome.results.items()]
+    emit(summary, as_json, "\n".join(lines))
+    if outcome.errors or any(r.errors for r in outcome.results.values()):
+        sys.exit(1)
+
+
+@click.command("docs")
+@click.option("--docs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("docs"), show_default=True,
+              help="The MkDocs source folder (generated pages go to theory/ and cli.md inside it).")
+@click.option("--build/--no-build", default=False, show_default=True, help="Then run `mkdocs build --strict`.")
+@click.option("--site", "site_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("site"),
+              show_default=True, help="Output folder of the built site.")
+@json_option
+def docs_cmd(docs_dir: Path, build: bool, site_dir: Path, as_json: bool) -> None:
+    """Generate the per-lemma pages (from the theory registry) and the CLI reference; optionally build."""
+    from validation.docs import build_site, generate_docs
+
+    written = generate_docs(docs_dir)
+    result = {"written": [str(p) for p in written]}
+    if build:
+        result["site"] = str(build_site(docs_dir.parent / "mkdocs.yml", site_dir))
+    emit(result, as_json, "\n".join([f"wrote {p}" for p in written] + ([f"site: {result['site']}"] if build else [])))
+
+
+COMMANDS = [report_cmd, docs_cmd]

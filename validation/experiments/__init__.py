@@ -1,0 +1,32 @@
+"""The report's experiments, one module each (frozen ``Config``, ``run(cfg)``, ``plot(result)``).
+
+==========  ================================================================================
+``ter``     TER vs steps: oracle generative perplexity and the Jensen KL bound vs ``N``,
+            Theorem 4.2's bound, steps needed vs ``L`` (paper Figure 1, top)
+``ser``     SER vs steps on the pruned presets and the exact SER of the ``interval`` language
+            with Theorem 4.4's bound; steps needed vs ``L`` with a fitted slope (Figure 1, bottom)
+``lemmas``  every claim and proof step of ``theory`` checked: instances, violations, slack
+``learned`` trained MDM curves next to the oracle's, with measured ``eps_learning``
+``cost``    expected vs measured network calls (NFE) under caching; MDM vs AR timing
+==========  ================================================================================
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import cost, learned, lemmas, ser, ter
+from ._base import ExperimentResult, MissingInput, Plot
+
+__all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
+
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost)}
+SCALES = ("tiny", "default", "full")
+
+
+def config_for(name: str, scale: str = "default"):
+    """The config of experiment ``name`` at ``scale`` (``tiny`` for tests, ``full`` = paper scale)."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; known: {SCALES}")
+    module = EXPERIMENTS[name]
+    return {"tiny": module.Config.tiny, "default": module.Config, "full": module.Config.full}[scale]()

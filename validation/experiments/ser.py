@@ -1,0 +1,267 @@
+"""Experiment 2 -- SER vs steps (the paper's Figure 1, bottom), with the oracle denoiser.
+
+On the threshold-pruned presets (which have invalid sequences) the SER of the oracle factorized
+sampler is estimated by Monte Carlo with an exact support check (binomial 95% interval). On the
+``interval`` language of Theorem 4.4 (Example C.7) the SER is exact: ``1 - (E[2^-c])^(L/l)``,
+``c`` the number of pairs of an interval revealed in the same step. Lemma C.6's lower bound
+``1 - (1 - p_e (1 - (1 - 1/N)^(l-1)))^(L/l)`` is overlaid where ``theory`` provides ``p_e``.
+Then the number of steps needed for ``SER <= 1/2`` and ``SER <= 0.1`` is found exactly (search
+over ``N``) for growing ``L`` and a line is fitted on log-log axes: Theorem 4.4 says it grows
+linearly in ``L`` (slope 1).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cache import ResultCache
+from . import _engine as eng
+from ._base import ExperimentResult, MissingInput, Parts, Plot, point_cache, progress_iter
+
+NAME = "ser"
+TITLE = "SER vs steps: pruned presets and the Theorem 4.4 interval language"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the SER experiment.
+
+    Attributes
+    ----------
+    languages : pruned presets for the Monte Carlo curves.
+    lengths, steps, samples : grid and sampled sequences per point of those curves.
+    interval : interval length ``l`` of the Theorem 4.4 language (vocabulary ``2^(l-1)``).
+    interval_lengths : lengths of the exact interval SER curves (multiples of ``l``).
+    interval_steps : steps of those curves.
+    needed_lengths : lengths at which the steps needed for each threshold are searched.
+    thresholds : SER levels for the steps-needed search.
+    schedule : schedule family.
+    seed : seed of every random draw.
+    """
+
+    languages: tuple[str, ...] = ("2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned")
+    lengths: tuple[int, ...] = (32, 64, 128)
+    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    samples: int = 64
+    interval: int = 5
+    interval_lengths: tuple[int, ...] = (20, 80, 320, 1280)
+    interval_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+    needed_lengths: tuple[int, ...] = (10, 20, 40, 80, 160, 320, 640, 1280)
+    thresholds: tuple[float, ...] = (0.5, 0.1)
+    schedule: str = "linear"
+    seed: int = 0
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        return cls(languages=("2gram-pruned",), lengths=(4, 8), steps=(1, 2, 4), samples=8,
+                   interval_lengths=(10, 20), interval_steps=(1, 4, 16, 64), needed_lengths=(5, 10, 20))
+
+    @classmethod
+    def full(cls) -> "Config":
+        return cls(lengths=(64, 128, 256, 512, 1024, 2048),
+                   steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
+                   interval_lengths=(20, 80, 320, 1280, 5120),
+                   needed_lengths=(10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120))
+
+
+def _seed(cfg: Config, *parts: int | str) -> list[int]:
+    return [cfg.seed, VERSION] + [p if isinstance(p, int) else sum(map(ord, p)) for p in parts]
+
+
+def _mc_point(cfg: Config, lang: str, L: int, N: int) -> dict:
+    language = eng.load_language(lang)
+    tokens, nfe = eng.oracle_samples(language, eng.schedule_for(cfg.schedule, N), cfg.samples, L,
+                                     _seed(cfg, lang, L, N))
+    est = eng.ser(language, tokens)
+    est["nfe_mean"] = float(np.mean(nfe))
+    return est
+
+
+def _steps_needed(cfg: Config, L: int, threshold: float) -> dict:
+    """Smallest ``N`` with exact interval SER <= threshold (doubling, then bisection).
+
+    The search assumes SER is non-increasing in ``N`` for the schedule family; the SER at
+    ``N - 1`` is returned too, so a reader can see the crossing.
+    """
+    def f(n: int) -> float:
+        return eng.interval_ser(eng.schedule_for(cfg.schedule, n), L, cfg.interval)
+
+    hi = 1
+    while f(hi) > threshold:
+        hi *= 2
+        if hi > 1 << 24:
+            return {"length": L, "threshold": threshold, "steps_needed": None, "ser_at": None, "ser_before": None}
+    lo = hi // 2  # f(lo) > threshold (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if f(mid) > threshold:
+            lo = mid
+        else:
+            hi = mid
+    return {"length": L, "threshold": threshold, "steps_needed": hi, "ser_at": f(hi),
+            "ser_before": f(hi - 1) if hi > 1 else None}
+
+
+def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
+    started = time.perf_counter()
+    cache = point_cache(cache)
+    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    parts = Parts(strict)
+    attempt = parts.attempt
+
+    # Monte Carlo SER on the pruned presets
+    rows = []
+    grid = [(lang, L, N) for lang in cfg.languages for L in cfg.lengths for N in cfg.steps]
+    for lang, L, N in progress_iter(grid, progress, "ser: presets"):
+        key = {"v": VERSION, "language": lang, "length": L, "steps": N, "schedule": cfg.schedule,
+               "samples": cfg.samples, "seed": cfg.seed}
+        e = attempt("oracle SER on the pruned presets", lambda: cache.get_or_compute(
+            "ser-mc", key, lambda: _mc_point(cfg, lang, L, N)))
+        if e is not None:
+            rows.append({"language": lang, "length": L, "steps": N, "ser": e["value"], "ser_stderr": e["stderr"],
+                         "ser_lower": e.get("lower"), "ser_upper": e.get("upper"), "samples": e["samples"],
+                         "method": e["method"], "nfe_mean": e.get("nfe_mean")})
+    if rows:
+        out.tables["preset_ser"] = rows
+
+    # exact SER of the interval language, with Lemma C.6 / Theorem 4.4's lower bound
+    irows = []
+    igrid = [(L, N) for L in cfg.interval_lengths for N in cfg.interval_steps]
+    for L, N in progress_iter(igrid, progress, "ser: interval"):
+        key = {"v": VERSION, "l": cfg.interval, "length": L, "steps": N, "schedule": cfg.schedule}
+        s = attempt("exact interval SER", lambda: cache.get_or_compute(
+            "ser-interval", key, lambda: eng.interval_ser(eng.schedule_for(cfg.schedule, N), L, cfg.interval)))
+        b = attempt("Theorem 4.4 / Lemma C.6 bound", lambda: cache.get_or_compute(
+            "ser-thm44", key, lambda: eng.theorem44(N, L, cfg.interval)))
+        if s is not None or b is not None:
+            irows.append({"length": L, "steps": N, "steps_per_length": N / L, "exact_ser": s,
+                          "lemma_c6_lower_bound": b.get("ser_lower") if b else None,
+                          "p_e": b.get("p_e") if b else None})
+    if irows:
+        out.tables["interval_ser"] = irows
+
+    # steps needed vs L, with a fitted slope
+    nrows = []
+    for L in progress_iter(cfg.needed_lengths, progress, "ser: steps needed"):
+        for thr in cfg.thresholds:
+            key = {"v": VERSION, "l": cfg.interval, "length": L, "threshold": thr, "schedule": cfg.schedule}
+            r = attempt("exact interval SER", lambda: cache.get_or_compute(
+                "ser-needed", key, lambda: _steps_needed(cfg, L, thr)))
+            if r is not None:
+                nrows.append(r)
+    if nrows:
+        out.tables["steps_needed"] = nrows
+        fits = []
+        for thr in cfg.thresholds:
+            pts = [(r["length"], r["steps_needed"]) for r in nrows if r["threshold"] == thr and r["steps_needed"]]
+            if len(pts) >= 2:
+                x, y = np.log(np.array(pts, dtype=float)).T
+                slope, intercept = np.polyfit(x, y, 1)
+                ratio = [n / L for L, n in pts]
+                fits.append({"threshold": thr, "slope": float(slope), "intercept": float(intercept),
+                             "points": len(pts), "steps_per_length_at_largest_L": ratio[-1]})
+        out.tables["slope_fit"] = fits
+        for f in fits:
+            out.notes.append(
+                f"Interval language (l = {cfg.interval}, {cfg.schedule} schedule): steps needed for SER <= "
+                f"{f['threshold']} grow like L^{f['slope']:.3f} (least squares on log-log, {f['points']} lengths); "
+                f"N/L at the largest L = {f['steps_per_length_at_largest_L']:.3f}.")
+    parts.record(out)
+    return out.finish(started)
+
+
+def plot(result: ExperimentResult) -> list[Plot]:
+    from ._style import Z95, band, language_color, length_styles, new_figure
+
+    plots = []
+    rows = result.tables.get("preset_ser", [])
+    if rows:
+        langs = list(dict.fromkeys(r["language"] for r in rows))
+        lengths = sorted({r["length"] for r in rows})
+        styles = length_styles(lengths)
+        fig, axes = new_figure(ncols=len(langs))
+        for ax, lang in zip(axes[0], langs):
+            for L in lengths:
+                pts = sorted((r for r in rows if r["language"] == lang and r["length"] == L), key=lambda r: r["steps"])
+                if not pts:
+                    continue
+                st = styles[L]
+                x = [r["steps"] for r in pts]
+                ax.plot(x, [r["ser"] for r in pts], color=language_color(lang), marker=st["marker"],
+                        linestyle=st["linestyle"], alpha=st["alpha"], markersize=3, label=f"L={L}")
+                if all(r["ser_lower"] is not None for r in pts):
+                    ax.fill_between(x, [r["ser_lower"] for r in pts], [r["ser_upper"] for r in pts],
+                                    color=language_color(lang), alpha=0.15, linewidth=0)
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_xlabel("steps N")
+            ax.set_ylabel("SER")
+            ax.set_title(lang)
+            ax.legend(fontsize=7)
+        plots.append(Plot("preset_ser_vs_steps", fig,
+                          "SER of the oracle factorized sampler on the pruned presets vs steps (Monte Carlo with an "
+                          "exact support check; bands: 95% binomial intervals)."))
+
+    irows = result.tables.get("interval_ser", [])
+    if irows:
+        lengths = sorted({r["length"] for r in irows})
+        fig, axes = new_figure(ncols=2)
+        color = language_color("interval")
+        styles = length_styles(lengths)
+        for k, xkey in enumerate(("steps", "steps_per_length")):
+            ax = axes[0, k]
+            for L in lengths:
+                pts = sorted((r for r in irows if r["length"] == L), key=lambda r: r["steps"])
+                st = styles[L]
+                ex = [(r[xkey], r["exact_ser"]) for r in pts if r["exact_ser"] is not None]
+                if ex:
+                    ax.plot(*zip(*ex), color=color, marker=st["marker"], linestyle=st["linestyle"],
+                            alpha=st["alpha"], markersize=3, label=f"exact, L={L}")
+                lb = [(r[xkey], r["lemma_c6_lower_bound"]) for r in pts if r["lemma_c6_lower_bound"] is not None]
+                if lb:
+                    ax.plot(*zip(*lb), color="k", linestyle=st["linestyle"], linewidth=0.8, alpha=st["alpha"],
+                            label=f"Lemma C.6 bound, L={L}")
+            ax.axhline(0.5, color="0.5", linewidth=0.6, linestyle=":")
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_xlabel("steps N" if xkey == "steps" else "steps per token N / L")
+            ax.set_ylabel("SER")
+            ax.legend(fontsize=6)
+        axes[0, 0].set_title(f"interval language, l = {result.config.get('interval')}")
+        axes[0, 1].set_title("same, against N / L")
+        plots.append(Plot("interval_ser_vs_steps", fig,
+                          "Exact SER 1 - (E[2^-c])^(L/l) of the interval language (Theorem 4.4) vs N and vs N/L; "
+                          "black: Lemma C.6's lower bound with the theory's p_e. Curves collapsing against N/L mean "
+                          "the steps needed grow linearly in L."))
+
+    nrows = result.tables.get("steps_needed", [])
+    if nrows:
+        fig, axes = new_figure()
+        ax = axes[0, 0]
+        fits = {f["threshold"]: f for f in result.tables.get("slope_fit", [])}
+        for k, thr in enumerate(sorted({r["threshold"] for r in nrows}, reverse=True)):
+            pts = sorted((r["length"], r["steps_needed"]) for r in nrows if r["threshold"] == thr and r["steps_needed"])
+            if not pts:
+                continue
+            x, y = zip(*pts)
+            ax.plot(x, y, marker="o", linestyle="none", color=f"C{k}", label=f"SER <= {thr}")
+            if thr in fits:
+                f = fits[thr]
+                xs = np.array([min(x), max(x)], dtype=float)
+                ax.plot(xs, np.exp(f["intercept"]) * xs ** f["slope"], color=f"C{k}", linewidth=0.9,
+                        label=f"fit: slope {f['slope']:.3f}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("length L")
+        ax.set_ylabel("steps needed N")
+        ax.set_title("interval language: steps needed")
+        ax.legend(fontsize=7)
+        plots.append(Plot("steps_needed_vs_length", fig,
+                          "Exact smallest N with SER <= 1/2 and <= 0.1 on the interval language vs L, with a "
+                          "least-squares line on log-log axes (Theorem 4.4: slope 1)."))
+    return plots

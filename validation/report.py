@@ -1,0 +1,352 @@
+"""The proof-companion report: run the experiments (resuming from the cache) and write one HTML page.
+
+Layout of the output folder::
+
+    OUT/index.html              the report (self-contained: inline CSS, no remote resources)
+    OUT/figures/NAME_PLOT.png   every plot, embedded in the page
+    OUT/figures/NAME_PLOT.svg   the same plot as vector graphics (linked under each figure)
+    OUT/results/NAME.json       each experiment's result with its config and provenance
+
+The experiments compute their points through a :class:`validation.cache.ResultCache`, so a re-run
+resumes where an interrupted run stopped and recomputes only stale or corrupt entries.
+An experiment whose inputs are missing (a module of the engine that has not been built, no
+checkpoint) is shown with what is missing; nothing is made up in its place.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+import re
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+from numerics.provenance import atomic_write_bytes, provenance
+
+from .cache import ResultCache, canonical
+from .experiments import EXPERIMENTS, config_for
+from .experiments._base import ExperimentResult
+
+__all__ = ["ReportOutcome", "build_report", "run_experiments", "write_report", "broken_links"]
+
+FIG_DPI = 110
+
+
+@dataclass
+class ReportOutcome:
+    """Where the report was written and what each experiment returned."""
+
+    index: Path
+    results: dict[str, ExperimentResult]
+    errors: dict[str, str] = field(default_factory=dict)
+    cache_counts: dict[str, int] = field(default_factory=dict)
+
+
+def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool = True,
+                    strict: bool = False) -> tuple[dict[str, ExperimentResult], dict[str, str]]:
+    """Run each experiment of ``configs`` (name -> config); an exception is recorded, not fatal.
+
+    With ``strict`` an exception propagates (tests). Returns results and errors (name -> traceback).
+    """
+    results: dict[str, ExperimentResult] = {}
+    errors: dict[str, str] = {}
+    for name, cfg in configs.items():
+        module = EXPERIMENTS[name]
+        if progress:
+            print(f"[report] {name}: {module.TITLE}", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        try:
+            results[name] = module.run(cfg, cache=cache, progress=progress, strict=strict)
+        except Exception:  # noqa: BLE001 -- one failing experiment must not hide the others
+            if strict:
+                raise
+            errors[name] = traceback.format_exc()
+            results[name] = ExperimentResult(
+                name, module.TITLE, config=canonical(cfg), status="error",
+                missing=[f"the experiment raised an exception (traceback below)"],
+                elapsed_s=time.perf_counter() - started,
+            )
+        if progress:
+            r = results[name]
+            print(f"[report] {name}: {r.status} in {r.elapsed_s:.1f} s", file=sys.stderr, flush=True)
+    return results, errors
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1180px;
+margin:1.5em auto;padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.82em;margin:.6em 0}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:right} th{background:#f2f2f2}
+td.s,th.s{text-align:left}
+figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.85em;color:#444}
+pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
+.badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:.75em;color:#fff;vertical-align:middle}
+.ok{background:#2e7d32}.partial{background:#ef6c00}.unavailable{background:#757575}.error{background:#c62828}
+.missing{color:#8a4b00} .doc{color:#333;font-size:.92em}
+nav ul{columns:2}
+"""
+
+# Marks the page once every image has loaded or failed: a headless browser reads
+# data-images-ok / data-images-broken from the DOM (validation/screenshot.py).
+_IMG_CHECK_JS = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var broken = imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); });
+  document.body.setAttribute('data-images-ok', String(imgs.length - broken.length));
+  document.body.setAttribute('data-images-broken', String(broken.length));
+});
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "&mdash;"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        if v in (float("inf"), float("-inf")):
+            return "&infin;" if v > 0 else "&minus;&infin;"
+        if v == 0:
+            return "0"
+        a = abs(v)
+        return f"{v:.4g}" if 1e-3 <= a < 1e6 else f"{v:.3e}"
+    if isinstance(v, (list, dict)):
+        return _esc(json.dumps(v, allow_nan=True)[:200])
+    return _esc(v)
+
+
+def _table(rows: list[dict], max_rows: int = 400) -> str:
+    if not rows:
+        return "<p><em>(empty)</em></p>"
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    numeric = {c: all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) for c in cols}
+    head = "".join(f'<th class="{"" if numeric[c] else "s"}">{_esc(c)}</th>' for c in cols)
+    body = []
+    for r in rows[:max_rows]:
+        body.append("<tr>" + "".join(
+            f'<td class="{"" if numeric[c] else "s"}">{_fmt(r.get(c))}</td>' for c in cols) + "</tr>")
+    more = f"<p><em>{len(rows) - max_rows} more rows in the JSON results.</em></p>" if len(rows) > max_rows else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+
+
+def _doc_paragraphs(doc: str | None) -> str:
+    """The module docstring's paragraphs as HTML (``code`` becomes <code>, ``*`` bullets a list)."""
+    if not doc:
+        return ""
+    out = []
+    for para in [p.strip() for p in doc.strip().split("\n\n") if p.strip()][:5]:
+        items = [" ".join(i.split()) for i in re.split(r"(?m)^\* ", para) if i.strip()] if para.startswith("* ") else None
+        texts = items if items else [" ".join(para.split())]
+        texts = [re.sub(r"``(.+?)``", lambda m: f"<code>{m.group(1)}</code>", _esc(t)) for t in texts]
+        texts = [re.sub(r":(?:func|class|meth|mod):`~?([^`]+)`", r"<code>\1</code>", t) for t in texts]
+        out.append('<ul class="doc">' + "".join(f"<li>{t}</li>" for t in texts) + "</ul>" if items
+                   else f'<p class="doc">{texts[0]}</p>')
+    return "".join(out)
+
+
+def _save_plots(name: str, result: ExperimentResult, fig_dir: Path) -> tuple[list[tuple[str, str, str]], str | None]:
+    """Save each plot as PNG and SVG; returns (png, svg, caption) relative paths and an error."""
+    module = EXPERIMENTS[name]
+    try:
+        plots = module.plot(result)
+    except Exception:  # noqa: BLE001 -- a plotting bug is reported in the page
+        return [], traceback.format_exc()
+    import matplotlib.pyplot as plt
+
+    saved = []
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for p in plots:
+        stem = f"{name}_{p.name}"
+        for ext in ("png", "svg"):
+            tmp = fig_dir / f".{stem}.tmp.{ext}"
+            p.figure.savefig(tmp, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
+            tmp.replace(fig_dir / f"{stem}.{ext}")
+        plt.close(p.figure)
+        saved.append((f"figures/{stem}.png", f"figures/{stem}.svg", p.caption))
+    return saved, None
+
+
+def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: dict[str, str],
+                 scale: str, cache: ResultCache, elapsed_s: float) -> Path:
+    """Write figures, per-experiment JSON and ``index.html`` into ``out_dir``; returns the page."""
+    out_dir = Path(out_dir)
+    prov = provenance()
+    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    sections, toc = [], []
+    for name, result in results.items():
+        module = EXPERIMENTS[name]
+        rel_json = f"results/{name}.json"
+        atomic_write_json_nan(out_dir / rel_json, {
+            "result": result.to_json(), "provenance": prov, "generated_utc": generated, "scale": scale,
+            "error": errors.get(name),
+        })
+        figs, plot_error = _save_plots(name, result, out_dir / "figures") if result.status != "error" else ([], None)
+        parts = [f'<h2 id="{name}">{_esc(result.title)} '
+                 f'<span class="badge {result.status}">{_esc(result.status)}</span></h2>',
+                 _doc_paragraphs(module.__doc__)]
+        if result.missing:
+            parts.append("<p><strong>Not computed:</strong></p><ul class=\"missing\">" +
+                         "".join(f"<li>{_esc(m)}</li>" for m in result.missing) + "</ul>")
+        if name in errors:
+            parts.append(f"<pre>{_esc(errors[name])}</pre>")
+        for part, tb in result.errors.items():
+            parts.append(f"<details><summary>Traceback of the failed part <em>{_esc(part)}</em></summary>"
+                         f"<pre>{_esc(tb)}</pre></details>")
+        if plot_error:
+            parts.append(f"<p class=\"missing\">Plotting failed:</p><pre>{_esc(plot_error)}</pre>")
+        for png, svg, caption in figs:
+            parts.append(f'<figure><img src="{_esc(png)}" alt="{_esc(caption[:120])}">'
+                         f'<figcaption>{_esc(caption)} <a href="{_esc(svg)}">[SVG]</a></figcaption></figure>')
+        if result.notes:
+            parts.append("<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in result.notes) + "</ul>")
+        for tname, rows in result.tables.items():
+            parts.append(f"<details{' open' if len(rows) <= 40 else ''}><summary>Table <code>{_esc(tname)}</code> "
+                         f"({len(rows)} rows)</summary>{_table(rows)}</details>")
+        parts.append(f"<details><summary>Config and raw results</summary><pre>"
+                     f"{_esc(json.dumps(canonical(result.config), indent=1, sort_keys=True, allow_nan=True))}</pre>"
+                     f'<p><a href="{rel_json}">{rel_json}</a> &middot; computed in {result.elapsed_s:.1f} s</p></details>')
+        sections.append(f'<section>{"".join(parts)}</section>')
+        toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> '
+                   f'<span class="badge {result.status}">{_esc(result.status)}</span></li>')
+
+    counts = cache.counts()
+    problems = cache.problems()
+    versions = "".join(f"<tr><td class=\"s\">{_esc(k)}</td><td class=\"s\">{_esc(v)}</td></tr>"
+                       for k, v in {**prov["versions"], "python": platform.python_version(),
+                                    "platform": platform.platform()}.items())
+    cache_html = (f"<p>Cache <code>{_esc(cache.root)}</code>: {counts['hit']} points reused, {counts['miss']} computed, "
+                  f"{counts['stale']} stale and {counts['corrupt']} corrupt entries recomputed.</p>")
+    if problems:
+        cache_html += "<ul>" + "".join(f"<li>{_esc(p.what)}: {_esc(p.path)} ({_esc(p.reason)})</li>"
+                                       for p in problems[:50]) + "</ul>"
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>mdm-theory: proof-companion report</title>
+<style>{_CSS}</style></head>
+<body>
+<h1>Masked diffusion LMs: theory vs exact numbers</h1>
+<p>Proof-companion report for <em>Theoretical Benefit and Limitation of Diffusion Language Model</em>
+(arXiv 2502.09622): the oracle (best possible) factorized sampler computed exactly or with stated
+error bars, each bound overlaid, every lemma checked. Scale <strong>{_esc(scale)}</strong>;
+generated {_esc(generated)} in {elapsed_s:.1f} s; commit <code>{_esc(prov['commit'])}</code>.</p>
+<nav><ul>{''.join(toc)}</ul></nav>
+{''.join(sections)}
+<h2 id="provenance">Provenance</h2>
+<table><tbody>{versions}</tbody></table>
+{cache_html}
+<p>Regenerate with <code>mdm-theory report{' --full' if scale == 'full' else ''}</code>; every figure is
+re-plotted from <code>results/*.json</code>.</p>
+<script>{_IMG_CHECK_JS}</script>
+</body></html>
+"""
+    index = out_dir / "index.html"
+    atomic_write_bytes(index, page.encode())
+    return index
+
+
+def atomic_write_json_nan(path: Path, payload: Any) -> None:
+    """Atomically write JSON keeping NaN/Infinity tokens (Python's JSON reads them back)."""
+    text = json.dumps(canonical(payload), indent=1, sort_keys=True, allow_nan=True)
+    atomic_write_bytes(path, (text + "\n").encode())
+
+
+def build_report(out_dir: str | Path = "report", scale: str = "default", cache_dir: str | Path | None = None,
+                 only: Iterable[str] | None = None, overrides: dict[str, dict] | None = None,
+                 progress: bool = True, strict: bool = False) -> ReportOutcome:
+    """Run the experiments at ``scale`` (resuming from the cache) and write the report.
+
+    Parameters
+    ----------
+    out_dir : folder of the report (``index.html``, ``figures/``, ``results/``).
+    scale : ``"tiny"`` (tests), ``"default"`` (2-core CPU, <= 10 minutes) or ``"full"`` (paper).
+    cache_dir : cache folder (default ``OUT/cache``); ``None`` keeps it inside ``out_dir``.
+    only : experiment names to run (default: all).
+    overrides : experiment name -> {config field: value} applied on top of the scale's config
+        (e.g. checkpoints for ``learned`` and ``cost``).
+    """
+    from dataclasses import replace
+
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    names = list(EXPERIMENTS) if only is None else list(only)
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        raise ValueError(f"unknown experiment(s) {unknown}; known: {list(EXPERIMENTS)}")
+    configs = {}
+    for n in names:
+        cfg = config_for(n, scale)
+        extra = {k: v for k, v in (overrides or {}).get(n, {}).items() if hasattr(cfg, k)}
+        configs[n] = replace(cfg, **extra) if extra else cfg
+    cache = ResultCache(Path(cache_dir) if cache_dir is not None else out_dir / "cache")
+    results, errors = run_experiments(configs, cache, progress=progress, strict=strict)
+    index = write_report(out_dir, results, errors, scale, cache, time.perf_counter() - started)
+    return ReportOutcome(index, results, errors, cache.counts())
+
+
+# --------------------------------------------------------------------------------------------
+# link check (pure Python; the browser check is validation/screenshot.py)
+# --------------------------------------------------------------------------------------------
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if key in ("src", "href") and value is not None:
+                self.refs.append(value)
+            if key == "id" and value:
+                self.ids.add(value)
+
+
+def broken_links(html_path: str | Path) -> list[str]:
+    """Every ``src``/``href`` of the page that points to a missing local file or anchor.
+
+    Remote URLs (``http:``, ``https:``, ``mailto:``) are not followed (the report has none).
+    """
+    html_path = Path(html_path)
+    parser = _Links()
+    parser.feed(html_path.read_text(encoding="utf-8"))
+    bad = []
+    for ref in parser.refs:
+        url = urlparse(ref)
+        if url.scheme in ("http", "https", "mailto", "data"):
+            continue
+        if url.scheme not in ("", "file"):
+            bad.append(f"{ref} (unsupported scheme)")
+            continue
+        if not url.path:
+            if url.fragment and url.fragment not in parser.ids:
+                bad.append(f"{ref} (no element with this id)")
+            continue
+        target = Path(unquote(url.path)) if url.scheme == "file" else html_path.parent / unquote(url.path)
+        if not target.is_file():
+            bad.append(f"{ref} (no such file)")
+    return bad

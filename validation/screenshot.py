@@ -1,0 +1,89 @@
+"""Open the report in headless Chromium, check it renders, and save a screenshot.
+
+    python -m validation.screenshot report/index.html report/screenshot.png [--height 6000]
+
+Two browser runs: ``--dump-dom`` after the page's load event (the report's script then marks
+``<body data-images-ok=K data-images-broken=M>``: images that the browser really decoded), and
+``--screenshot``. Exit status 0 when every image loaded, at least one is present, the pure-Python
+link check (:func:`validation.report.broken_links`) finds nothing and the PNG was written; 1
+otherwise; 2 when no Chromium is installed (``apt-get install chromium``). Tests never require it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["find_chromium", "browser_check", "main"]
+
+_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def find_chromium() -> str | None:
+    """Path of a Chromium/Chrome binary on PATH, or ``None``."""
+    for name in _CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _run(browser: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="mdm-chromium-") as profile:
+        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def browser_check(html: Path, png: Path, width: int = 1280, height: int = 6000, timeout: float = 120) -> dict:
+    """Render ``html`` in headless Chromium; returns what was checked (see module docstring)."""
+    from validation.report import broken_links
+
+    browser = find_chromium()
+    if browser is None:
+        raise FileNotFoundError("no Chromium found (apt-get install chromium)")
+    url = html.resolve().as_uri()
+    dom = _run(browser, ["--dump-dom", url], timeout).stdout
+    ok = re.search(r'data-images-ok="(\d+)"', dom)
+    broken = re.search(r'data-images-broken="(\d+)"', dom)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    shot = _run(browser, [f"--screenshot={png.resolve()}", f"--window-size={width},{height}", url], timeout)
+    return {
+        "browser": browser,
+        "images_ok": int(ok.group(1)) if ok else None,
+        "images_broken": int(broken.group(1)) if broken else None,
+        "broken_links": broken_links(html),
+        "screenshot": str(png),
+        "screenshot_bytes": png.stat().st_size if png.exists() else 0,
+        "browser_stderr_tail": shot.stderr[-500:],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("html", type=Path)
+    ap.add_argument("png", type=Path)
+    ap.add_argument("--width", type=int, default=1280)
+    ap.add_argument("--height", type=int, default=6000)
+    args = ap.parse_args(argv)
+    try:
+        res = browser_check(args.html, args.png, args.width, args.height)
+    except FileNotFoundError as err:
+        print(err, file=sys.stderr)
+        return 2
+    for k, v in res.items():
+        if k != "browser_stderr_tail":
+            print(f"{k}: {v}")
+    good = (res["images_ok"] or 0) > 0 and res["images_broken"] == 0 and not res["broken_links"] \
+        and res["screenshot_bytes"] > 0
+    print("render check:", "ok" if good else "FAILED")
+    return 0 if good else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
