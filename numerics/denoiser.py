@@ -32,10 +32,16 @@ class Denoiser(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class OracleDenoiser:
-    """The exact posterior marginals ``q(x_j = v | x_obs)`` of ``language`` (masked forward-backward)."""
+    """The exact posterior marginals ``q(x_j = v | x_obs)`` of ``language`` (masked forward-backward).
+
+    Observed tokens of probability 0 leave the posterior undefined: ``strict=True`` raises,
+    ``strict=False`` returns NaN rows for those sequences (the samplers' "undefined" signal, see
+    :mod:`numerics.samplers`; a factorized sampler on a pruned language reaches such states).
+    """
 
     language: Language
     backend: str = "auto"
+    strict: bool = True  # False: impossible observations give NaN rows instead of an error
 
     @property
     def vocab_size(self) -> int:
@@ -43,7 +49,7 @@ class OracleDenoiser:
 
     def __call__(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
         post = masked_forward_backward(self.language, tokens, mask, backend=self.backend)
-        if not np.all(np.isfinite(post.loglik)):
+        if self.strict and not np.all(np.isfinite(post.loglik)):
             b = int(np.argwhere(~np.isfinite(post.loglik))[0][0])
             raise ValueError(
                 f"sequence {b} of the batch has observed tokens of probability 0 under the language; "
