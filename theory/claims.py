@@ -1,0 +1,302 @@
+"""The :class:`Claim` type, the registry of every lemma, theorem and proof step, and :func:`check`.
+
+A claim is one inequality (or equality) of the paper's appendix, or one step inside a proof:
+``lhs  <relation>  rhs`` over named symbols. It carries
+
+* ``lhs``, ``rhs``: sympy expressions; a quantity with no closed form (an exact expectation
+  computed by a transfer matrix, a KL divergence computed by enumeration) appears as an
+  undefined sympy function such as ``E_gap(L, n, u_{i-1}, pi_i)`` and is evaluated by a Python
+  callable;
+* ``evaluate(instance) -> (lhs, rhs)``: the fast numeric form (closed forms are lambdified);
+* ``exact(instance) -> (lhs, rhs)`` in ``fractions.Fraction`` where the mathematics is rational;
+* ``domain(instance)``: raises ``ValueError`` naming the violated condition;
+* ``generate(rng) -> instance``: a random instance for property checks and ``mdm-theory check``;
+* ``free``: the continuous fields a counterexample search may move (see
+  :mod:`theory.search`).
+
+An instance is a plain ``dict`` of named values (scalars, vectors, small tables).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import sympy as sp
+
+__all__ = [
+    "Claim",
+    "CheckResult",
+    "REGISTRY",
+    "register",
+    "get",
+    "claims",
+    "check",
+    "closed_form",
+    "latex",
+    "LATEX_NAMES",
+    "RTOL_FLOAT",
+    "ATOL_CANCEL",
+]
+
+RTOL_FLOAT = 1e-12  # float64 round-off of both sides; exact checks (Fractions) use no tolerance
+ATOL_CANCEL = 1e-14  # absolute: a side formed as 1 - x (x = O(1) float) carries ~1e-16 absolute error per term
+PROB_SUM_ATOL = 1e-9  # a float probability vector sums to 1 within this (as numerics.hmm.ROW_SUM_ATOL)
+
+#: LaTeX names of the symbols whose Python names cannot carry them.
+LATEX_NAMES: dict[sp.Symbol, str] = {}
+
+Relation = str  # "<=", ">=", "=="
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of :func:`check` on one instance.
+
+    Attributes
+    ----------
+    lhs, rhs : float or Fraction
+        Both sides, evaluated.
+    holds : bool
+        Whether ``lhs <relation> rhs`` holds (float: up to ``RTOL_FLOAT`` relative round-off).
+    slack : float
+        ``rhs - lhs`` for ``<=``, ``lhs - rhs`` for ``>=``, ``-|lhs - rhs|`` for ``==``;
+        negative slack beyond round-off is a violation.
+    tightness : float
+        ``rhs / lhs`` for ``<=`` (bound / exact), ``lhs / rhs`` for ``>=``, 1 for a held equality;
+        ``inf`` when the exact side is ``<= 0`` (0 up to round-off) and the bound is positive, NaN
+        when both are.
+    exact : bool
+        True when both sides were computed in exact rational arithmetic.
+    """
+
+    lhs: Any
+    rhs: Any
+    holds: bool
+    slack: float
+    tightness: float
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement (module docstring).
+
+    Attributes
+    ----------
+    id : str
+        Registry key: the paper's number (``"C.5"``) or a step inside its proof (``"C.5.jensen"``).
+    paper : str
+        The paper's name for it (``"Lemma C.5"``, ``"Theorem 4.4 / C.9"``, ``"proof of Lemma C.5"``).
+    title : str
+        One line.
+    lhs, rhs : sympy.Expr
+    relation : str
+        ``"<="``, ``">="`` or ``"=="``.
+    evaluate : callable
+        ``instance -> (lhs, rhs)`` as floats.
+    domain : callable
+        ``instance -> None``; raises ``ValueError`` for an instance outside the claim's hypotheses.
+    generate : callable
+        ``numpy.random.Generator -> instance`` (a dict).
+    doc : str
+        How the claim is checked (what is exact, what is enumerated, what each side is).
+    steps : tuple of str
+        Ids of the proof-step claims of this claim.
+    exact : callable or None
+        ``instance -> (lhs, rhs)`` as Fractions, where the mathematics is rational.
+    free : dict
+        ``field -> kind`` for the counterexample search: ``"simplex"`` (probability vector),
+        ``"unit"`` (scalar in (0, 1)), ``"positive"`` (scalar > 0).
+    expect : str
+        ``"holds"``, or ``"false"`` where the engine found and pinned a counterexample
+        (docs/findings.md). Never used to excuse a violation: it only labels the report.
+    parameters : dict
+        ``name -> description`` of the instance fields, for ``mdm-theory bounds``.
+    build : callable or None
+        ``**cli_values -> instance`` for ``mdm-theory bounds --lemma ID --N .. --l ..``.
+    atol : float
+        Absolute round-off allowance of the float check, 0 unless a side is computed with
+        cancellation (:data:`ATOL_CANCEL`); exact checks never use it.
+    """
+
+    id: str
+    paper: str
+    title: str
+    lhs: sp.Expr
+    rhs: sp.Expr
+    relation: Relation
+    evaluate: Callable[[Mapping[str, Any]], tuple[float, float]]
+    domain: Callable[[Mapping[str, Any]], None]
+    generate: Callable[[np.random.Generator], dict]
+    doc: str
+    steps: tuple[str, ...] = ()
+    exact: Callable[[Mapping[str, Any]], tuple[Fraction, Fraction]] | None = None
+    free: dict[str, str] = field(default_factory=dict)
+    expect: str = "holds"
+    parameters: dict[str, str] = field(default_factory=dict)
+    build: Callable[..., dict] | None = None
+    atol: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.relation not in ("<=", ">=", "=="):
+            raise ValueError(f"relation must be one of <=, >=, ==; got {self.relation!r}")
+        if self.expect not in ("holds", "false"):
+            raise ValueError(f"expect must be 'holds' or 'false', got {self.expect!r}")
+
+    @property
+    def statement(self) -> sp.Basic:
+        """The statement as one sympy relation."""
+        op = {"<=": sp.Le, ">=": sp.Ge, "==": sp.Eq}[self.relation]
+        return op(self.lhs, self.rhs, evaluate=False)
+
+    @property
+    def statement_latex(self) -> str:
+        """LaTeX of the statement."""
+        return latex(self.statement)
+
+    @property
+    def docstring(self) -> str:
+        return self.doc
+
+    def __call__(self, instance: Mapping[str, Any]) -> "CheckResult":
+        return check(self, instance)
+
+
+REGISTRY: dict[str, Claim] = {}
+
+
+def register(claim: Claim) -> Claim:
+    """Add ``claim`` to :data:`REGISTRY` (ids are unique)."""
+    if claim.id in REGISTRY:
+        raise ValueError(f"claim id {claim.id!r} is registered twice")
+    REGISTRY[claim.id] = claim
+    return claim
+
+
+def _load_all() -> None:
+    # the modules register their claims on import
+    from . import chernoff, collision, information, negative, positive  # noqa: F401
+
+
+def get(claim_id: str) -> Claim:
+    """The claim with this id; ``ValueError`` listing the known ids otherwise."""
+    _load_all()
+    try:
+        return REGISTRY[claim_id]
+    except KeyError:
+        raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(sorted(REGISTRY))}") from None
+
+
+def _sort_key(claim_id: str) -> tuple:
+    parts = claim_id.split(".")
+    out = []
+    for p in parts:
+        out.append((0, int(p), "") if p.isdigit() else (1, 0, p))
+    return tuple(out)
+
+
+def claims(prefix: str | None = None, top_level: bool = False) -> list[Claim]:
+    """All registered claims in paper order; ``prefix="C.5"`` selects C.5 and its steps.
+
+    ``top_level=True`` keeps only the paper's lemmas and theorems (no proof steps).
+    """
+    _load_all()
+    out = []
+    for cid in sorted(REGISTRY, key=_sort_key):
+        c = REGISTRY[cid]
+        if prefix is not None and not (cid == prefix or cid.startswith(prefix + ".")):
+            continue
+        if top_level and c.paper.startswith("proof of"):
+            continue
+        out.append(c)
+    return out
+
+
+def _compare(lhs, rhs, relation: str, exact: bool, atol: float = 0.0) -> tuple[bool, float, float]:
+    lf, rf = float(lhs), float(rhs)
+    if relation == "<=":
+        slack = rf - lf
+        tight = rf / lf if lf > 0 else (float("nan") if rf <= 0 else float("inf"))
+        holds = (lhs <= rhs) if exact else lf <= rf + RTOL_FLOAT * max(abs(lf), abs(rf)) + atol
+    elif relation == ">=":
+        slack = lf - rf
+        tight = lf / rf if rf > 0 else (float("nan") if lf <= 0 else float("inf"))
+        holds = (lhs >= rhs) if exact else lf >= rf - RTOL_FLOAT * max(abs(lf), abs(rf)) - atol
+    else:
+        slack = -abs(lf - rf)
+        holds = (lhs == rhs) if exact else abs(lf - rf) <= RTOL_FLOAT * max(abs(lf), abs(rf)) + atol
+        tight = 1.0 if holds else (lf / rf if rf != 0 else float("inf"))
+    return bool(holds), slack, tight
+
+
+def check(claim: Claim, instance: Mapping[str, Any], exact: bool = False) -> CheckResult:
+    """Evaluate ``claim`` on ``instance``: left side, right side, holds, slack, tightness.
+
+    ``exact=True`` uses the claim's rational form (``ValueError`` if it has none). The domain
+    is checked first; an instance outside it raises ``ValueError``.
+    """
+    claim.domain(instance)
+    if exact:
+        if claim.exact is None:
+            raise ValueError(f"claim {claim.id} has no exact rational form")
+        lhs, rhs = claim.exact(instance)
+    else:
+        lhs, rhs = claim.evaluate(instance)
+        lhs, rhs = float(lhs), float(rhs)
+        if np.isnan(lhs) or np.isnan(rhs):
+            raise ValueError(f"claim {claim.id}: a side evaluated to NaN on {instance!r}")
+    holds, slack, tight = _compare(lhs, rhs, claim.relation, exact, claim.atol)
+    return CheckResult(lhs, rhs, holds, slack, tight, exact)
+
+
+def latex(expr: sp.Basic) -> str:
+    """LaTeX with the project's symbol names (:data:`LATEX_NAMES`)."""
+    return sp.latex(expr, symbol_names=LATEX_NAMES)
+
+
+def closed_form(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], keys: tuple[str, ...] | None = None):
+    """A fast numeric form of a closed-form ``expr``: ``instance -> float`` via ``sympy.lambdify``.
+
+    ``keys[j]`` is the instance field bound to ``symbols[j]`` (default: the symbol names).
+    """
+    keys = keys if keys is not None else tuple(s.name for s in symbols)
+    fn = sp.lambdify(symbols, expr, modules="numpy")
+
+    def evaluate(instance: Mapping[str, Any]) -> float:
+        return float(fn(*(instance[k] for k in keys)))
+
+    evaluate.expr = expr  # type: ignore[attr-defined]
+    evaluate.symbols = symbols  # type: ignore[attr-defined]
+    evaluate.keys = keys  # type: ignore[attr-defined]
+    return evaluate
+
+
+def exact_value(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], values: tuple) -> sp.Expr:
+    """``expr`` with exact (Rational) values substituted; the symbolic side of the sympy-vs-numeric tests."""
+    subs = {s: sp.nsimplify(v) if not isinstance(v, Fraction) else sp.Rational(v.numerator, v.denominator)
+            for s, v in zip(symbols, values)}
+    return sp.simplify(expr.subs(subs))
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``condition``: the domain checks of every claim."""
+    if not condition:
+        raise ValueError(message)
+
+
+def probability_vector(name: str, p, allow_zero: bool = True) -> np.ndarray:
+    """Validate a probability vector (entries in [0, 1], summing to 1 within round-off)."""
+    arr = np.asarray(p, dtype=object if any(isinstance(x, Fraction) for x in np.ravel(p)) else np.float64)
+    require(arr.ndim == 1 and arr.size >= 1, f"{name} must be a non-empty vector")
+    require(all(0 <= x <= 1 for x in arr), f"{name} entries must lie in [0, 1]")
+    total = sum(arr)
+    if arr.dtype == object:
+        require(total == 1, f"{name} must sum to 1 exactly, got {total}")
+    else:
+        require(abs(float(total) - 1.0) <= PROB_SUM_ATOL, f"{name} must sum to 1, got {float(total)!r}")
+    if not allow_zero:
+        require(all(x > 0 for x in arr), f"{name} entries must be > 0")
+    return arr

@@ -1,0 +1,249 @@
+"""Running claims over many instances (``mdm-theory check``) and hunting for violations (``counterexamples``).
+
+:func:`run_claim` evaluates a claim on generated instances and summarizes violations, the
+minimum slack and the tightness (bound / exact). :func:`search_counterexamples` adds numerical
+optimization: from the instances of smallest relative slack it moves the claim's ``free``
+fields (a probability vector through softmax, a scalar in (0, 1) through the logistic map, a
+positive scalar through exp) with Nelder-Mead to minimize the relative slack; every instance
+that violates the claim is returned as a :class:`Finding`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit, logit, softmax
+
+from .claims import Claim, CheckResult, check
+
+__all__ = ["ClaimSummary", "Finding", "run_claim", "search_counterexamples", "relative_slack", "jsonable_instance"]
+
+
+def relative_slack(result: CheckResult) -> float:
+    """``slack / (|lhs| + |rhs|)`` (0 when both sides are 0): scale-free, negative = violation."""
+    scale = abs(float(result.lhs)) + abs(float(result.rhs))
+    return result.slack / scale if scale > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class ClaimSummary:
+    """One row of the ``mdm-theory check`` table.
+
+    Attributes
+    ----------
+    claim, paper, expect : str
+    instances : int
+        Instances evaluated (domain errors of generated instances are counted in ``skipped``).
+    violations : int
+    min_slack : float
+        Smallest ``slack`` over the instances (negative = violated).
+    min_tightness, median_tightness : float
+        ``bound / exact`` (1 = tight); NaN when undefined on every instance.
+    exact_checks : int
+        Instances also checked in exact rational arithmetic.
+    worst : dict
+        The instance of smallest relative slack (JSON-ready) with its sides.
+    skipped : int
+    """
+
+    claim: str
+    paper: str
+    expect: str
+    instances: int
+    violations: int
+    min_slack: float
+    min_tightness: float
+    median_tightness: float
+    exact_checks: int
+    worst: dict
+    skipped: int = 0
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Fraction):
+        return str(x)
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x)
+    if isinstance(x, str) or x is None:
+        return x
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [_jsonable(y) for y in x]
+    return repr(x)
+
+
+def jsonable_instance(instance: dict) -> dict:
+    """The instance with arrays as (nested) lists, Fractions as strings and other objects by repr."""
+    return {k: _jsonable(v) for k, v in instance.items()}
+
+
+def run_claim(claim: Claim, n_instances: int, rng: np.random.Generator, exact_every: int = 4) -> ClaimSummary:
+    """Evaluate ``claim`` on ``n_instances`` generated instances (and in exact arithmetic on every
+    ``exact_every``-th one when the claim has an exact form and the instance is rational)."""
+    violations, exact_checks, skipped = 0, 0, 0
+    min_slack, worst_rel, worst = math.inf, math.inf, {}
+    tight: list[float] = []
+    done = 0
+    for t in range(n_instances):
+        inst = claim.generate(rng)
+        try:
+            res = check(claim, inst)
+        except ValueError:
+            skipped += 1
+            continue
+        done += 1
+        bad = not res.holds
+        if claim.exact is not None and t % exact_every == 0 and _is_rational(inst):
+            rex = check(claim, inst, exact=True)
+            exact_checks += 1
+            bad = bad or not rex.holds
+        violations += bad
+        min_slack = min(min_slack, res.slack)
+        if math.isfinite(res.tightness):
+            tight.append(res.tightness)
+        rel = relative_slack(res)
+        if rel < worst_rel:
+            worst_rel = rel
+            worst = {"instance": jsonable_instance(inst), "lhs": float(res.lhs), "rhs": float(res.rhs), "relative_slack": rel}
+    return ClaimSummary(
+        claim.id,
+        claim.paper,
+        claim.expect,
+        done,
+        violations,
+        min_slack if done else math.nan,
+        float(np.min(tight)) if tight else math.nan,
+        float(np.median(tight)) if tight else math.nan,
+        exact_checks,
+        worst,
+        skipped,
+    )
+
+
+def _is_rational(inst: dict) -> bool:
+    for v in inst.values():
+        vals = np.ravel(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+        for x in vals:
+            if isinstance(x, (float, np.floating)) and not isinstance(x, Fraction):
+                return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# counterexample search
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A violation: the claim, the instance (JSON-ready), both sides and how it was found."""
+
+    claim: str
+    paper: str
+    expect: str
+    instance: dict
+    lhs: float
+    rhs: float
+    relative_slack: float
+    method: str
+
+
+@dataclass
+class _Codec:
+    claim: Claim
+    base: dict
+    layout: list[tuple[str, str, int]] = field(default_factory=list)
+
+    def __post_init__(self):
+        for key, kind in self.claim.free.items():
+            v = self.base[key]
+            size = int(np.size(v)) if kind in ("simplex", "unitvec") else 1
+            self.layout.append((key, kind, size))
+
+    def encode(self) -> np.ndarray:
+        parts = []
+        for key, kind, size in self.layout:
+            v = np.asarray([float(x) for x in np.ravel(self.base[key])])
+            if kind == "simplex":
+                parts.append(np.log(np.maximum(v, 1e-300)))
+            elif kind in ("unit", "unitvec"):
+                parts.append(logit(np.clip(v, 1e-12, 1 - 1e-12)))
+            elif kind == "positive":
+                parts.append(np.log(np.maximum(v, 1e-300)))
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def decode(self, z: np.ndarray) -> dict:
+        inst = dict(self.base)
+        pos = 0
+        for key, kind, size in self.layout:
+            part = z[pos : pos + size]
+            pos += size
+            if kind == "simplex":
+                val = softmax(part)
+                inst[key] = val.reshape(np.shape(self.base[key])) if isinstance(self.base[key], np.ndarray) else val
+            elif kind == "unitvec":
+                inst[key] = expit(part)
+            elif kind == "unit":
+                inst[key] = float(expit(part[0]))
+            elif kind == "positive":
+                inst[key] = float(np.exp(part[0]))
+        return inst
+
+
+def _objective(claim: Claim, codec: _Codec):
+    def f(z):
+        try:
+            res = check(claim, codec.decode(z))
+        except (ValueError, FloatingPointError, ZeroDivisionError, OverflowError):
+            return 1.0
+        return relative_slack(res) if math.isfinite(res.slack) else 1.0
+
+    return f
+
+
+def search_counterexamples(claim: Claim, budget: int, rng: np.random.Generator, n_optimize: int = 3,
+                           maxiter: int = 200) -> tuple[list[Finding], float]:
+    """Random search over ``budget`` generated instances, then Nelder-Mead from the ``n_optimize``
+    instances of least relative slack. Returns the violations found and the least relative slack seen."""
+    findings: list[Finding] = []
+    scored: list[tuple[float, dict]] = []
+    least = math.inf
+    for _ in range(budget):
+        inst = claim.generate(rng)
+        try:
+            res = check(claim, inst)
+        except ValueError:
+            continue
+        rel = relative_slack(res)
+        least = min(least, rel)
+        scored.append((rel, inst))
+        if not res.holds:
+            findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(inst), float(res.lhs),
+                                    float(res.rhs), rel, "random"))
+    if claim.free:
+        scored.sort(key=lambda t: t[0])
+        for _, inst in scored[:n_optimize]:
+            codec = _Codec(claim, inst)
+            z0 = codec.encode()
+            if z0.size == 0:
+                continue
+            opt = minimize(_objective(claim, codec), z0, method="Nelder-Mead",
+                           options={"maxiter": maxiter, "xatol": 1e-10, "fatol": 1e-14})
+            cand = codec.decode(opt.x)
+            try:
+                res = check(claim, cand)
+            except ValueError:
+                continue
+            rel = relative_slack(res)
+            least = min(least, rel)
+            if not res.holds:
+                findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(cand), float(res.lhs),
+                                        float(res.rhs), rel, "nelder-mead"))
+    return findings, least
