@@ -212,3 +212,10 @@ def test_cli_unknown_preset():
     out = CliRunner().invoke(main, ["languages", "export", "7gram", "x.npz"])
     assert out.exit_code == 2 and "2gram-pruned" in out.output
     assert "interval" in PRESETS
+
+
+def test_cli_draws_do_not_depend_on_what_else_is_listed():
+    args = ["--length", "6", "--samples", "40", "--json", "--no-progress"]
+    alone = CliRunner().invoke(main, ["languages", "--language", "hmm", *args])
+    both = CliRunner().invoke(main, ["languages", "--language", "2gram", "--language", "hmm", *args])
+    assert json.loads(alone.output)["languages"][0] == json.loads(both.output)["languages"][1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+import zlib
 from pathlib import Path
 
 import click
@@ -35,7 +36,8 @@ def _fmt_summary(s) -> str:
               help="Sequence length L of the one-step SER and the entropy rate.")
 @click.option("--samples", type=click.IntRange(min=2), default=1000, show_default=True,
               help="Monte Carlo samples K (one-step SER; entropy of HMMs without a closed form).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the Monte Carlo draws (each language's stream is seeded by (SEED, its name)).")
 @click.option("--language", "languages", multiple=True, metavar="NAME|FILE.npz",
               help="Summarize only these (repeatable; a preset name or an .npz file)  [default: all presets].")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
@@ -57,9 +59,9 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
     from numerics.presets import get_preset, language_summary, preset_names
 
     names = list(languages) or preset_names()
-    rng = np.random.default_rng(seed)
     summaries = []
     for name in tqdm(names, desc="languages", file=sys.stderr, disable=not progress or None, leave=False):
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode())])  # same draws whatever else is listed
         try:
             summary = language_summary(name, length, samples, rng)
         except ValueError as exc:
