@@ -9,6 +9,12 @@ from .schedules import Schedule, from_u, make_schedule
 from .interval import IntervalLanguage, SparseHMM, whole_intervals
 from .entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
 from .presets import PRESETS, LanguageSummary, language_summary, load_language, preset_names, random_hmm, random_ngram
+from .output_law import ExactMetrics, OutputLaw, law_metrics
+from .exact_enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
+from .exact_dp import dp_metrics, dp_output_law
+from .information_curve import InformationCurve, JensenBound, information_curve_table, jensen_bound_from_curve
+from .chain_rule import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
+from .interval_exact import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
 
 __all__ = [
     "HMM",
@@ -35,4 +41,24 @@ __all__ = [
     "random_hmm",
     "language_summary",
     "LanguageSummary",
+    "OutputLaw",
+    "ExactMetrics",
+    "law_metrics",
+    "enumerate_output_law",
+    "enumerate_metrics",
+    "instance_output_law",
+    "dp_output_law",
+    "dp_metrics",
+    "InformationCurve",
+    "JensenBound",
+    "information_curve_table",
+    "jensen_bound_from_curve",
+    "MarkovChain",
+    "markov_chain_of",
+    "jensen_bound_markov",
+    "information_curve_markov",
+    "interval_ser",
+    "interval_validity",
+    "prob_distinct_steps",
+    "sequence_collision_probability",
 ]

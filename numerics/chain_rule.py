@@ -138,7 +138,7 @@ def markov_chain_of(language: Any) -> MarkovChain:
             "this HMM is not a first-order Markov chain over tokens (its emission is not a one-to-one "
             "0/1 map from states to tokens); the chain-rule closed form does not apply"
         )
-    raise TypeError(f"cannot read a Markov chain from a {type(language).__name__}")
+    raise ValueError(f"a {type(language).__name__} is not a first-order Markov chain over tokens")
 
 
 def _entropies_of_rows(m: np.ndarray) -> np.ndarray:
