@@ -106,3 +106,38 @@ def test_language_colors_are_consistent():
     assert language_color("2gram") == language_color("2gram-pruned")
     assert language_color("interval") == language_color("interval-l3")
     assert len({language_color(n) for n in ("2gram", "3gram", "4gram", "hmm", "interval")}) == 5
+
+
+def test_learned_trains_tiny_model_and_compares_with_oracle(tmp_path):
+    """--train path: the tiny MDM is trained, evaluated against the oracle and eps_learning measured."""
+    import dataclasses
+
+    from validation.experiments import learned
+
+    cfg = dataclasses.replace(learned.Config.tiny(), train=True)
+    result = learned.run(cfg, cache=ResultCache(tmp_path), strict=True)
+    if result.status == "unavailable":
+        pytest.skip("; ".join(result.missing))
+    pts = result.tables["points"]
+    assert [r["steps"] for r in pts] == list(cfg.steps)
+    for r in pts:
+        assert r["kind"] == "mdm" and r["gen_ppl"] > 0 and r["oracle_gen_ppl"] > 0
+        assert r["gen_ppl_lo"] <= r["gen_ppl"] <= r["gen_ppl_hi"]
+    eps = result.tables["eps_learning"][0]
+    assert eps["mean"] >= 0 and eps["max"] >= eps["mean"]
+    for p in learned.plot(result):
+        plt.close(p.figure)
+
+
+def test_interval_ser_shortcut_is_bit_identical_to_numerics():
+    """The SER experiment reuses one interval's validity across lengths; same floats as interval_ser."""
+    from validation.experiments import _engine as eng
+
+    try:
+        for N in (1, 3, 17, 64):
+            sched = eng.schedule_for("linear", N)
+            comp = eng.interval_validity_complement(sched, 5)
+            for L in (5, 20, 640):
+                assert eng.ser_from_validity(comp, L, 5) == eng.interval_ser(sched, L, 5)
+    except MissingInput as err:
+        pytest.skip(str(err))

@@ -37,9 +37,18 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     """
     from validation.report import build_report
 
-    overrides = {}
+    overrides: dict[str, dict] = {}
     if checkpoints or train:
-        overrides["learned"] = {"checkpoints": tuple(str(Path(c).resolve()) for c in checkpoints), "train": train}
+        paths = tuple(str(Path(c).resolve()) for c in checkpoints)
+        overrides["learned"] = {"checkpoints": paths, "train": train}
+        if paths:
+            from validation.experiments._engine import checkpoint_kind
+
+            kinds: dict[str, list[str]] = {}
+            for p in paths:
+                kinds.setdefault(checkpoint_kind(p), []).append(p)
+            if kinds.get("mdm") and kinds.get("ar"):  # time the first MDM against the first AR model
+                overrides["cost"] = {"mdm_checkpoint": kinds["mdm"][0], "ar_checkpoint": kinds["ar"][0]}
     outcome = build_report(out_dir, scale=scale, cache_dir=cache_dir, only=only or None, overrides=overrides,
                            progress=progress, strict=strict)
     summary = {

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # the report runs headless; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["plt", "language_color", "new_figure", "band", "Z95", "length_styles"]
+__all__ = ["plt", "language_color", "new_figure", "band", "band_ci", "Z95", "length_styles"]
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile for +-Z*stderr bands
 
@@ -65,3 +65,14 @@ def band(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | 
         s = np.asarray(se, dtype=float)
         if np.any(s > 0):
             ax.fill_between(x, y - Z95 * s, y + Z95 * s, color=color, alpha=0.18, linewidth=0)
+
+
+def band_ci(ax: Any, x: Sequence[float], y: Sequence[float], lo: Sequence[float | None],
+            hi: Sequence[float | None], color: str, label: str | None = None, **line_kw: Any) -> None:
+    """A line with a shaded band between given interval limits (skipped where a limit is missing)."""
+    ax.plot(x, y, color=color, label=label, **line_kw)
+    pts = [(a, b, c) for a, b, c in zip(x, lo, hi) if b is not None and c is not None
+           and np.isfinite(b) and np.isfinite(c)]
+    if pts:
+        xs, los, his = zip(*pts)
+        ax.fill_between(xs, los, his, color=color, alpha=0.18, linewidth=0)

@@ -9,8 +9,9 @@ Two independent measurements are set against the formula:
 * *simulated*: draw the i.i.d. reveal steps of ``runs`` sequences with
   :meth:`Schedule.sample_steps` and count ``1 + #{i < N : tau_i non-empty}`` -- a Monte Carlo
   check of the formula, with a standard error;
-* *sampler*: the NFE the oracle factorized sampler (``numerics.samplers``) actually counted while
-  generating sequences of a language (only where that module exists).
+* *sampler*: the calls the factorized sampler (``numerics.samplers``, generic path, oracle
+  denoiser) really made while generating sequences of a language, counted by a wrapper around
+  the denoiser, and checked against the NFE the sampler reports.
 
 When checkpoints of an MDM and an AR model are given, their wall-clock sampling times are
 measured with ``neural``'s timing protocol (warm-up excluded, median of repeats).
@@ -49,7 +50,8 @@ class Config:
         the oracle sampler run whose counted NFE is compared with the formula (batch of one
         sequence per call, ``sampler_samples`` sequences).
     mdm_checkpoint, ar_checkpoint : optional checkpoint paths for the MDM vs AR timing.
-    timing_steps : steps of the MDM in the timing comparison.
+    timing_steps, timing_batch, timing_repeats : the MDM's steps, the batch size and the timed
+        repeats of the timing comparison.
     seed : seed of every random draw.
     """
 
@@ -64,6 +66,8 @@ class Config:
     mdm_checkpoint: str | None = None
     ar_checkpoint: str | None = None
     timing_steps: int = 64
+    timing_batch: int = 16
+    timing_repeats: int = 3
     seed: int = 0
 
     @classmethod
@@ -93,7 +97,21 @@ def _simulated_point(schedule_name: str, length: int, n_steps: int, runs: int, s
     }
 
 
+class _CountingDenoiser:
+    """Wraps a denoiser and counts its calls: the NFE measured from outside the sampler."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.vocab_size = inner.vocab_size
+        self.calls = 0
+
+    def __call__(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return self.inner(tokens, mask)
+
+
 def _sampler_point(cfg: Config, n_steps: int) -> dict:
+    """Run the sampler (generic path, ``ddpm_cache``) one sequence at a time and count the calls."""
     samplers = need("numerics.samplers", "sample_factorized")
     presets = need("numerics.presets", "load_language")
     from numerics.denoiser import OracleDenoiser
@@ -101,21 +119,35 @@ def _sampler_point(cfg: Config, n_steps: int) -> dict:
     lang = presets.load_language(cfg.sampler_language)
     sched = make_schedule("linear", n_steps)
     rng = np.random.default_rng([cfg.seed, 7, n_steps])
-    res = samplers.sample_factorized(OracleDenoiser(lang), sched, cfg.sampler_samples, cfg.sampler_length,
-                                     rng, batch_size=1, cache=True)
-    nfe = np.asarray(res.nfe, dtype=float).ravel()  # one count per batch (= per sequence here)
+    counted, reported = [], []
+    for _ in range(cfg.sampler_samples):
+        den = _CountingDenoiser(OracleDenoiser(lang))
+        res = samplers.sample_factorized(den, sched, 1, cfg.sampler_length, rng, cache=True, path="generic")
+        counted.append(den.calls)
+        reported.append(int(np.sum(res.nfe)))
+    nfe = np.asarray(counted, dtype=float)
     return {
         "language": cfg.sampler_language, "length": cfg.sampler_length, "steps": n_steps,
         "expected_nfe": sched.expected_nfe(cfg.sampler_length),
         "sampler_nfe": float(nfe.mean()),
         "sampler_stderr": float(nfe.std(ddof=1) / math.sqrt(nfe.size)) if nfe.size > 1 else float("nan"),
+        "sampler_reported_equals_counted": bool(counted == reported),
         "sequences": int(nfe.size),
     }
 
 
 def _timing(cfg: Config) -> dict:
-    timing = need("neural.timing", "time_sampling")
-    return timing.time_sampling(cfg.mdm_checkpoint, cfg.ar_checkpoint, steps=cfg.timing_steps)
+    """MDM vs AR sampling wall-clock (``neural.timing``: warm-up excluded, median of repeats)."""
+    from . import _engine as eng
+
+    res = eng.time_sampling(cfg.mdm_checkpoint, cfg.ar_checkpoint, cfg.timing_steps, cfg.timing_batch,
+                            cfg.timing_repeats)
+    rows = []
+    for r in [res["ar"], *res["mdm"]]:
+        d = dict(r) if isinstance(r, dict) else {k: getattr(r, k) for k in r.__dataclass_fields__}
+        d.pop("times", None)
+        rows.append(d)
+    return {"rows": rows, "speedup_vs_ar": res.get("speedup_vs_ar")}
 
 
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
@@ -147,6 +179,12 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             srows.append(r)
     if srows:
         out.tables["sampler_nfe"] = srows
+        agree = all(r["sampler_reported_equals_counted"] for r in srows)
+        out.notes.append(
+            f"Sampler ({cfg.sampler_language}, L = {cfg.sampler_length}, {cfg.sampler_samples} sequences per N): "
+            "counted denoiser calls " + ("equal" if agree else "DIFFER FROM") + " the NFE the sampler reports; "
+            + "; ".join(f"N={r['steps']}: {r['sampler_nfe']:.2f} counted vs {r['expected_nfe']:.2f} expected"
+                        for r in srows) + ".")
 
     if cfg.mdm_checkpoint and cfg.ar_checkpoint:
         timing = parts.attempt("MDM vs AR timing", lambda: _timing(cfg))

@@ -12,8 +12,12 @@ checkpoint of one is given, and the theorems with the measured ``eps_learning`` 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
+
+from numerics.schedules import make_schedule
 
 from ..cache import ResultCache
 from . import _engine as eng
@@ -51,11 +55,65 @@ class Config:
 
     @classmethod
     def tiny(cls) -> "Config":
-        return cls(steps=(1, 2), samples=4, eps_masks=4, train_config="tiny", train_minutes=0.1)
+        return cls(steps=(1, 2), samples=4, eps_masks=4, train_config="tiny", train_minutes=1.0)
 
     @classmethod
     def full(cls) -> "Config":
         return cls(steps=(8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000, eps_masks=1000)
+
+
+def _label(path: str) -> str:
+    p = Path(path)
+    return p.parent.name if p.name in ("checkpoint.pt", "last.pt", "model.pt") else p.stem
+
+
+def _rows(ev: dict, label: str) -> tuple[list[dict], dict | None]:
+    """Flatten ``neural.evaluate.evaluate_checkpoint``'s dict: one row per (steps, denoiser)."""
+    ref = ev.get("reference", {}).get("true_samples", {})
+    kind = ev.get("model", "mdm")
+    by_steps: dict[int, dict] = {}
+    for r in ev.get("rows", []):
+        who = r.get("denoiser", "model") if kind == "mdm" else "model"
+        row = by_steps.setdefault(int(r["steps"]), {
+            "model": label, "kind": kind, "language": ev.get("language"), "steps": int(r["steps"]),
+            "data_ppl": ref.get("gen_ppl"), "data_ser": ref.get("ser")})
+        prefix = "" if who == "model" else "oracle_"
+        lo_g, hi_g = r.get("gen_ppl_ci", (None, None))
+        lo_s, hi_s = r.get("ser_ci", (None, None))
+        row.update({f"{prefix}gen_ppl": r.get("gen_ppl"), f"{prefix}gen_ppl_lo": lo_g, f"{prefix}gen_ppl_hi": hi_g,
+                    f"{prefix}ser": r.get("ser"), f"{prefix}ser_lo": lo_s, f"{prefix}ser_hi": hi_s,
+                    f"{prefix}nfe": r.get("nfe"), f"{prefix}seconds": r.get("seconds")})
+        if who == "model" and r.get("expected_nfe") is not None:
+            row["expected_nfe"] = r["expected_nfe"]
+    eps = ev.get("eps_learning")
+    eps_row = None
+    if eps:
+        eps_row = {"model": label, "language": ev.get("language"), "mean": eps.get("mean"),
+                   "stderr": eps.get("stderr"), **{k: v for k, v in (eps.get("quantiles") or {}).items()},
+                   "max": eps.get("max"), "positions": eps.get("positions"),
+                   "trained_steps": ev.get("trained_steps"), "complete": ev.get("complete")}
+    return [by_steps[k] for k in sorted(by_steps)], eps_row
+
+
+def _theorem43(rows: list[dict], eps_rows: list[dict], ev_lengths: dict[str, int]) -> list[dict]:
+    """Theorem 4.3 with the measured eps_learning: SER <= 1 - (1 - delta_N) exp(-L eps_learning)."""
+    out = []
+    eps = {e["model"]: e for e in eps_rows}
+    for r in rows:
+        e = eps.get(r["model"])
+        L = ev_lengths.get(r["model"])
+        if e is None or L is None or r["kind"] != "mdm":
+            continue
+        # the schedule neural.evaluate samples with ("mdlm": log-linear times down to t = 1e-5)
+        delta = eng.collision_probability(make_schedule("loglinear", r["steps"], t_min=1e-5), L)
+        for stat in ("mean", "q99", "max"):
+            if e.get(stat) is None:
+                continue
+            bound = 1.0 - (1.0 - delta) * math.exp(-L * e[stat])
+            out.append({"model": r["model"], "steps": r["steps"], "eps_learning": stat, "eps_value": e[stat],
+                        "delta_N": delta, "thm43_ser_upper": bound, "measured_ser": r.get("ser"),
+                        "holds": None if r.get("ser") is None else bool(r["ser"] <= bound + 1e-12)})
+    return out
 
 
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
@@ -66,7 +124,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     checkpoints = list(cfg.checkpoints)
     if cfg.train:
         ckpt = parts.attempt(f"training the {cfg.train_config} MDM", lambda: eng.train_checkpoint(
-            cfg.train_language, cfg.train_config, cfg.train_minutes, cfg.seed, cache))
+            cfg.train_language, cfg.train_config, cfg.train_minutes, cfg.seed, cache, progress))
         if ckpt is not None:
             checkpoints.append(ckpt)
     if not checkpoints:
@@ -75,24 +133,33 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                                "(mdm-theory report --checkpoint FILE or --train)")
         parts.record(out)
         return out.finish(started)
-    rows, eps_rows = [], []
+    rows, eps_rows, lengths = [], [], {}
     for ckpt in progress_iter(checkpoints, progress, "learned: checkpoints"):
         ev = parts.attempt(f"evaluating {ckpt}", lambda: eng.evaluate_checkpoint(
             ckpt, cfg.steps, cfg.samples, cfg.eps_masks, cfg.seed, cache))
         if ev is None:
             continue
-        rows.extend(ev["points"])
-        eps_rows.append(ev["eps_learning"])
-    parts.record(out)
+        label = _label(ckpt)
+        r, e = _rows(ev, label)
+        rows.extend(r)
+        lengths[label] = int(ev["config"]["model"]["length"])
+        if e is not None:
+            eps_rows.append(e)
+        if not ev.get("complete", True):
+            out.notes.append(f"{label}: training was not complete ({ev.get('trained_steps')} optimizer steps).")
     if rows:
         out.tables["points"] = rows
     if eps_rows:
         out.tables["eps_learning"] = eps_rows
+        t43 = parts.attempt("Theorem 4.3 with the measured eps_learning", lambda: _theorem43(rows, eps_rows, lengths))
+        if t43:
+            out.tables["theorem43"] = t43
+    parts.record(out)
     return out.finish(started)
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
-    from ._style import band, language_color, new_figure
+    from ._style import band_ci, language_color, new_figure
 
     rows = result.tables.get("points", [])
     if not rows:
@@ -102,28 +169,34 @@ def plot(result: ExperimentResult) -> list[Plot]:
         pts = [r for r in rows if r.get(metric) is not None]
         if not pts:
             continue
-        fig, axes = new_figure()
+        fig, axes = new_figure(width=5.0)
         ax = axes[0, 0]
+        drew_oracle, drew_data = set(), set()
         for model in dict.fromkeys(r["model"] for r in pts):
             m = sorted((r for r in pts if r["model"] == model), key=lambda r: r["steps"])
-            lang = m[0].get("language", "")
-            kind = m[0].get("kind", "mdm")
-            color = language_color("ar" if kind == "ar" else "learned")
-            band(ax, [r["steps"] for r in m], [r[metric] for r in m], [r.get(metric + "_stderr") for r in m],
-                 color, label=f"{model} ({kind})", marker="o", markersize=3)
-            if any(r.get("oracle_" + metric) is not None for r in m):
-                o = [r for r in m if r.get("oracle_" + metric) is not None]
-                band(ax, [r["steps"] for r in o], [r["oracle_" + metric] for r in o],
-                     [r.get("oracle_" + metric + "_stderr") for r in o], language_color(lang),
-                     label=f"oracle ({lang})", linestyle="--")
-            if metric == "gen_ppl" and m[0].get("data_ppl"):
-                ax.axhline(m[0]["data_ppl"], color=language_color(lang), linestyle=":", linewidth=0.8,
-                           label="data perplexity")
+            lang, kind = m[0].get("language") or "", m[0].get("kind", "mdm")
+            if kind == "ar":
+                ax.axhline(m[0][metric], color=language_color("ar"), linestyle="-.", label=f"{model} (AR, KV cache)")
+                continue
+            band_ci(ax, [r["steps"] for r in m], [r[metric] for r in m], [r.get(metric + "_lo") for r in m],
+                    [r.get(metric + "_hi") for r in m], language_color("learned"), label=f"{model} (MDM)",
+                    marker="o", markersize=3)
+            o = [r for r in m if r.get("oracle_" + metric) is not None]
+            if o and lang not in drew_oracle:
+                drew_oracle.add(lang)
+                band_ci(ax, [r["steps"] for r in o], [r["oracle_" + metric] for r in o],
+                        [r.get(f"oracle_{metric}_lo") for r in o], [r.get(f"oracle_{metric}_hi") for r in o],
+                        language_color(lang), label=f"oracle ({lang})", linestyle="--", marker="s", markersize=3)
+            ref = m[0].get("data_ppl" if metric == "gen_ppl" else "data_ser")
+            if ref is not None and lang not in drew_data:
+                drew_data.add(lang)
+                ax.axhline(ref, color=language_color(lang), linestyle=":", linewidth=0.8,
+                           label=f"true samples ({lang})")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("steps N")
         ax.set_ylabel(label)
         ax.legend(fontsize=7)
         plots.append(Plot(f"{metric}_learned_vs_oracle", fig,
-                          f"{label} of trained models vs the oracle factorized sampler at the same steps "
-                          "(95% bands)."))
+                          f"{label.capitalize()} of trained models vs the oracle factorized sampler at the same steps "
+                          "and schedule (95% intervals), with true samples of the language for reference."))
     return plots

@@ -71,6 +71,15 @@ def _theorem42(lang: str, n_steps: int, length: int) -> dict:
     return eng.theorem42(order, eng.load_language(lang).vocab_size, n_steps, length)
 
 
+def _b12_jensen(lang: str, N: int, L: int) -> dict:
+    """Exact Jensen bound under the Lemma B.12 schedule that Theorem 4.2 uses (Markov-chain languages)."""
+    language = eng.load_language(lang)
+    try:
+        return eng.jensen_bound_exact(language, eng.b12_schedule(eng.language_order(language), N), L)
+    except ValueError:
+        return {"value": None, "stderr": None, "method": "not a token-level Markov chain", "samples": 0}
+
+
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
@@ -92,19 +101,18 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         base = {"v": VERSION, "language": lang, "length": L, "steps": N, "schedule": cfg.schedule,
                 "samples": cfg.samples, "seed": cfg.seed}
 
-        def sample_ppl():
-            tokens, nfe = eng.oracle_samples(eng.load_language(lang), eng.schedule_for(cfg.schedule, N),
-                                             cfg.samples, L, _seed(cfg, lang, L, N))
-            est = eng.gen_ppl(eng.load_language(lang), tokens)
-            est["nfe_mean"] = float(nfe.mean())
-            return est
-
-        g = attempt("oracle generative perplexity", lambda: cache.get_or_compute("ter-genppl", base, sample_ppl))
+        g = attempt("oracle generative perplexity", lambda: cache.get_or_compute(
+            "ter-genppl", base, lambda: eng.oracle_gen_ppl(eng.load_language(lang), eng.schedule_for(cfg.schedule, N),
+                                                           cfg.samples, L, _seed(cfg, lang, L, N))))
         j = attempt("Jensen KL bound", lambda: cache.get_or_compute(
             "ter-jensen", base, lambda: eng.jensen_bound(eng.load_language(lang), eng.schedule_for(cfg.schedule, N),
                                                           L, cfg.samples, _seed(cfg, lang, L, N, "j"))))
         t = attempt("Theorem 4.2 bound", lambda: cache.get_or_compute(
             "ter-thm42", {"v": VERSION, "language": lang, "length": L, "steps": N}, lambda: _theorem42(lang, N, L)))
+        b12 = None
+        if t and t.get("log_ter_gap") is not None:
+            b12 = attempt("Jensen KL bound under the B.12 schedule (exact languages only)", lambda: cache.get_or_compute(
+                "ter-jensen-b12", base, lambda: _b12_jensen(lang, N, L)))
         rows.append({
             "language": lang, "length": L, "steps": N,
             "gen_ppl": g["value"] if g else None, "gen_ppl_stderr": g["stderr"] if g else None,
@@ -114,6 +122,9 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             "jensen_kl_per_token": j["value"] / L if j else None,
             "thm42_log_ter_gap": t.get("log_ter_gap") if t else None,
             "thm42_valid": t.get("valid") if t else None,
+            "thm42_eps": t.get("eps") if t else None,
+            "thm42_L0": t.get("length_threshold") if t else None,
+            "jensen_kl_per_token_b12": b12["value"] / L if b12 and b12.get("value") is not None else None,
         })
     parts.record(out)
     if any(r["gen_ppl"] is not None or r["jensen_kl"] is not None for r in rows):
@@ -123,6 +134,13 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         flat = _flatness_note(out.tables["steps_needed"])
         if flat:
             out.notes.append(flat)
+        regime = [r for r in rows if r["thm42_L0"] is not None]
+        if regime:
+            top = max(regime, key=lambda r: (r["steps"], r["language"]))
+            valid = sum(bool(r["thm42_valid"]) for r in regime)
+            out.notes.append(
+                f"Theorem 4.2's regime: at N = {top['steps']} ({top['language']}) eps = {top['thm42_eps']:.4g} and "
+                f"L_0(eps, n) = {top['thm42_L0']}; {valid} of {len(regime)} grid points have L >= L_0.")
     return out.finish(started)
 
 
@@ -191,10 +209,9 @@ def plot(result: ExperimentResult) -> list[Plot]:
                 if d and d["data_ppl"] is not None:
                     ax.axhline(d["data_ppl"], color=color, linewidth=0.8, linestyle=":", alpha=st["alpha"])
                 bound = [(r["steps"], d["data_ppl"] * math.exp(r["thm42_log_ter_gap"])) for r in pts
-                         if d and d["data_ppl"] and r["thm42_log_ter_gap"] is not None and r["thm42_valid"]]
-                if bound:
-                    ax.plot(*zip(*bound), color="k", linewidth=0.8, linestyle="--",
-                            label="Thm 4.2 bound" if L == lengths[0] else None)
+                         if d and d["data_ppl"] and r["thm42_log_ter_gap"] is not None]
+                if bound and L == lengths[-1]:
+                    ax.plot(*zip(*bound), color="k", linewidth=0.8, linestyle="--", label="Thm 4.2 TER bound")
             ax.set_xscale("log", base=2)
             ax.set_xlabel("steps N")
             ax.set_ylabel("generative perplexity")
@@ -202,7 +219,8 @@ def plot(result: ExperimentResult) -> list[Plot]:
             ax.legend(fontsize=7)
         plots.append(Plot("gen_ppl_vs_steps", fig,
                           "Generative perplexity of the oracle factorized sampler vs steps (95% bands); dotted: "
-                          "the data's own perplexity exp(H/L); dashed: Theorem 4.2's TER bound where it applies."))
+                          "the data's own perplexity exp(H/L); dashed: Theorem 4.2's TER bound exp(H/L + 4 eps log|V|) "
+                          "(a bound on TER, for the B.12 schedule and L >= L_0, drawn for comparison)."))
 
     if any(r["jensen_kl"] is not None for r in rows):
         fig, axes = new_figure(ncols=len(langs))
@@ -219,9 +237,15 @@ def plot(result: ExperimentResult) -> list[Plot]:
                      [r["jensen_kl_stderr"] / L for r in pts], color, label=f"L={L}", marker=st["marker"],
                      linestyle=st["linestyle"], alpha=st["alpha"], markersize=3)
             tb = sorted({(r["steps"], r["thm42_log_ter_gap"]) for r in rows if r["language"] == lang
-                         and r["thm42_log_ter_gap"] is not None and r["thm42_valid"]})
+                         and r["thm42_log_ter_gap"] is not None})
             if tb:
                 ax.plot(*zip(*tb), color="k", linestyle="--", linewidth=0.8, label="Thm 4.2: 4 eps log|V|")
+            for L in lengths:
+                b12 = sorted((r["steps"], r["jensen_kl_per_token_b12"]) for r in rows if r["language"] == lang
+                             and r["length"] == L and r.get("jensen_kl_per_token_b12"))
+                if b12:
+                    ax.plot(*zip(*b12), color="k", linestyle="none", marker=styles[L]["marker"], markersize=3,
+                            markerfacecolor="none", label=f"exact, B.12 schedule, L={L}")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("steps N")
@@ -230,7 +254,10 @@ def plot(result: ExperimentResult) -> list[Plot]:
             ax.legend(fontsize=7)
         plots.append(Plot("kl_bound_vs_steps", fig,
                           "Per-token Jensen bound E_tau KL(q || p(.|tau)) / L >= KL(q || p)/L = log TER(p) - "
-                          "log TER(q), vs steps (log-log; 95% bands where Monte Carlo)."))
+                          "log TER(q), vs steps (log-log; 95% bands where Monte Carlo). Dashed: Theorem 4.2's "
+                          "4 eps log|V| with the smallest eps whose Lemma B.12 schedule fits in N steps (a bound for "
+                          "L >= L_0(eps, n) only, see the table); open markers: the exact value under that B.12 "
+                          "schedule, where the language is a token-level Markov chain."))
 
     needed = result.tables.get("steps_needed", [])
     if any(r["steps_needed_jensen_kl"] is not None or r["steps_needed_gen_ppl"] is not None for r in needed):
