@@ -1,0 +1,172 @@
+"""``mdm-theory train``, ``mdm-theory evaluate`` and ``mdm-theory bench sampling`` (the ``neural`` package)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+from ._common import emit, json_option
+
+__all__ = ["COMMANDS", "BENCH_COMMANDS"]
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise click.BadParameter(f"expected integers >= 1, got {text!r}")
+    return values
+
+
+@click.command("train")
+@click.option("--language", required=True, help="Preset name (e.g. 2gram) or a language .npz file.")
+@click.option("--model", "kind", type=click.Choice(["mdm", "ar"]), default="mdm", show_default=True)
+@click.option("--config", "preset", type=click.Choice(["cpu-small", "paper", "tiny"]), default="cpu-small",
+              show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run folder (checkpoint.pt, metrics.json); default runs/LANGUAGE-MODEL-CONFIG-sSEED.")
+@click.option("--max-minutes", type=float, default=None, help="Stop (checkpointed, resumable) after this long.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--steps", type=int, default=None, help="Override the config's number of optimizer steps.")
+@click.option("--batch-size", type=int, default=None, help="Override the config's global batch size.")
+@click.option("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when available).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@json_option
+def train_cmd(language, kind, preset, out, max_minutes, seed, steps, batch_size, device, progress, as_json):
+    """Train (or resume) an MDLM-style MDM or its AR baseline on a language.
+
+    Re-running the same command resumes from OUT/checkpoint.pt. Under torchrun
+    (``torchrun --nproc_per_node K -m validation.cli train ...``) it trains with DDP.
+    """
+    import os
+
+    from neural.config import make_config
+    from neural.data import resolve_language
+    from neural.train import train
+
+    lang = resolve_language(language)
+    overrides = {"train": {}}
+    if steps is not None:
+        overrides["train"]["steps"] = steps
+    if batch_size is not None:
+        overrides["train"]["batch_size"] = batch_size
+    try:
+        cfg = make_config(preset, language=language, kind=kind, vocab_size=lang.vocab_size, seed=seed,
+                          overrides=overrides)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    name = Path(language).stem if language.endswith(".npz") else language
+    out = Path(out) if out else Path("runs") / f"{name}-{kind}-{preset}-s{seed}"
+    result = train(cfg, out, language=lang, max_minutes=max_minutes, device=device, progress=progress)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    final = result.final or {}
+    summary = {"out": str(result.out_dir), "checkpoint": str(result.checkpoint), "step": result.step,
+               "complete": result.complete, "seconds": result.seconds, "final": final}
+    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {result.seconds:.0f} s; "
+             f"checkpoint {result.checkpoint}")
+    if final:
+        human += (f"\nvalidation {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
+                  f"perplexity {final['val_ppl']:.4f} vs data {final['data_ppl']:.4f} (ratio {final['ppl_ratio']:.4f})")
+    emit(summary, as_json, human)
+
+
+@click.command("evaluate")
+@click.argument("checkpoint", type=click.Path(exists=True))
+@click.option("--steps", default="8,16,32,64,128,256,512,1024,2048", show_default=True,
+              help="Comma-separated sampling step counts N (ignored for an AR checkpoint).")
+@click.option("--samples", type=int, default=256, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--schedule", default="mdlm", show_default=True,
+              help="mdlm (log-linear times down to 1e-5, as MDLM samples) or a numerics schedule name.")
+@click.option("--draw", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
+@click.option("--batch-size", type=int, default=None, help="Sampling batch (default: all samples at once).")
+@click.option("--eps-sequences", type=int, default=256, show_default=True,
+              help="True sequences whose random masks measure eps_learning (MDM).")
+@click.option("--oracle", is_flag=True, help="Also run the oracle denoiser through the same sampler.")
+@click.option("--device", default=None)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the result JSON here.")
+@json_option
+def evaluate_cmd(checkpoint, steps, samples, seed, schedule, draw, batch_size, eps_sequences, oracle, device, out,
+                 as_json):
+    """Generative perplexity and SER vs steps (exact ground truth), NFE, and eps_learning of a checkpoint."""
+    from neural.evaluate import evaluate_checkpoint
+    from numerics.provenance import atomic_write_json, provenance
+
+    result = evaluate_checkpoint(checkpoint, _int_list(steps), samples=samples, seed=seed, schedule=schedule,
+                                 draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
+                                 oracle=oracle)
+    result["provenance"] = provenance()
+    if out:
+        atomic_write_json(out, result)
+    lines = [f"{result['model']} on {result['language']} ({result['samples']} samples, draw {draw})",
+             f"true samples: gen ppl {result['reference']['true_samples']['gen_ppl']:.4f}"]
+    for r in result["rows"]:
+        who = r.get("denoiser", "ar")
+        lines.append(f"  {who:6s} N={r['steps']:5d} NFE={r['nfe']:8.1f}  gen ppl {r['gen_ppl']:.4f} "
+                     f"[{r['gen_ppl_ci'][0]:.4f}, {r['gen_ppl_ci'][1]:.4f}]  SER {r['ser']:.4f} "
+                     f"[{r['ser_ci'][0]:.4f}, {r['ser_ci'][1]:.4f}]")
+    if "eps_learning" in result:
+        e = result["eps_learning"]
+        lines.append(f"eps_learning: mean {e['mean']:.3e} (+- {e['stderr']:.1e}), q90 {e['quantiles']['q90']:.3e}, "
+                     f"q99 {e['quantiles']['q99']:.3e}, max {e['max']:.3e} over {e['positions']} positions")
+    emit(result, as_json, "\n".join(lines))
+
+
+@click.command("sampling")
+@click.option("--mdm", "mdm_ckpt", type=click.Path(exists=True), default=None, help="MDM checkpoint.")
+@click.option("--ar", "ar_ckpt", type=click.Path(exists=True), default=None, help="AR checkpoint.")
+@click.option("--config", "preset", type=click.Choice(["cpu-small", "paper", "tiny"]), default="cpu-small",
+              show_default=True, help="Network shapes when no checkpoints are given (untrained weights).")
+@click.option("--vocab", type=int, default=8, show_default=True)
+@click.option("--length", type=int, default=None, help="Sequence length (default: the config's).")
+@click.option("--batch", type=int, default=16, show_default=True)
+@click.option("--steps", default="512", show_default=True, help="Comma-separated MDM step counts.")
+@click.option("--repeats", type=int, default=3, show_default=True)
+@click.option("--warmup", type=int, default=1, show_default=True)
+@click.option("--device", default=None)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the result JSON here.")
+@json_option
+def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, steps, repeats, warmup, device, out, as_json):
+    """Wall-clock of MDM ddpm_cache sampling vs KV-cached AR decoding (median of repeats, NFE)."""
+    import torch
+
+    from neural.config import make_config
+    from neural.model import Transformer
+    from neural.timing import compare_sampling
+    from neural.train import load_checkpoint, pick_device
+    from numerics.provenance import atomic_write_json, provenance
+
+    dev = pick_device(device)
+    models, source = {}, {}
+    for kind, path in (("mdm", mdm_ckpt), ("ar", ar_ckpt)):
+        if path:
+            ck = load_checkpoint(path)
+            if ck.config.model.kind != kind:
+                raise click.BadParameter(f"--{kind} {path} holds a {ck.config.model.kind} model")
+            models[kind], source[kind] = ck.build_model(dev), str(path)
+        else:
+            cfg = make_config(preset, language="untrained", kind=kind, vocab_size=vocab)
+            torch.manual_seed(0)
+            models[kind], source[kind] = Transformer(cfg.model).to(dev).eval(), f"untrained {preset}"
+    res = compare_sampling(models["mdm"], models["ar"], batch=batch, steps=_int_list(steps), length=length,
+                           repeats=repeats, warmup=warmup)
+    result = {**res, "weights": source, "provenance": provenance()}
+    if out:
+        atomic_write_json(out, result)
+    a = res["ar"]
+    lines = [f"device {a.device}, batch {batch}, length {a.length}, {a.dtype}",
+             f"  AR  (KV cache, {a.steps} decode steps): {a.seconds_per_batch:.3f} s/batch"]
+    for r in res["mdm"]:
+        ratio = a.seconds_per_batch / r.seconds_per_batch if r.seconds_per_batch > 0 else math.inf
+        lines.append(f"  MDM (ddpm_cache, N={r.steps}, NFE {r.nfe:.1f}): {r.seconds_per_batch:.3f} s/batch "
+                     f"(AR/MDM = {ratio:.2f}x)")
+    emit(result, as_json, "\n".join(lines))
+
+
+COMMANDS = [train_cmd, evaluate_cmd]
+BENCH_COMMANDS = [bench_sampling_cmd]
