@@ -32,7 +32,7 @@ import numpy as np
 
 from .denoiser import Estimate
 from .joint_table import as_table, masked_marginal_table
-from .output_law import ExactMetrics, OutputLaw, law_metrics
+from .output_law import ExactMetrics, OutputLaw, _check_no_underflow, law_metrics
 from .schedules import Schedule
 
 __all__ = [
@@ -97,11 +97,10 @@ def _marginal(Q: np.ndarray, revealed: Sequence[int]) -> np.ndarray:
 
 
 def _kl(q: np.ndarray, p: np.ndarray) -> float:
-    """``KL(q || p) = sum_{q > 0} q log(q / p)``; ``inf`` if ``p = 0`` somewhere on ``supp q``."""
+    """``KL(q || p) = sum_{q > 0} q log(q / p)``; ``FloatingPointError`` if ``p`` underflowed on ``supp q``."""
     on = q > 0
     qs, ps = q[on], p[on]
-    if np.any(ps == 0):
-        return math.inf
+    _check_no_underflow(ps)
     return float(np.sum(qs * (np.log(qs) - np.log(ps))))
 
 

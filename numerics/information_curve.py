@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
-from scipy.stats import binom
 
+from ._binomial import binom_pmf
 from .denoiser import Estimate
 from .joint_table import as_table, subset_entropies
 from .schedules import Schedule
@@ -126,9 +126,9 @@ def jensen_bound_from_curve(curve: InformationCurve, schedule: Schedule) -> Jens
     e_z = np.empty(N)  # e_z[i] = E Z_{1 + Bin(L-1, u_i)}
     for start in range(0, N + 1, _CHUNK):
         rows = np.arange(start, min(start + _CHUNK, N + 1))
-        e_cz[rows] = binom.pmf(k, L, u[rows, None]) @ cz
+        e_cz[rows] = binom_pmf(k, L, u[rows, None]) @ cz
         rows = rows[rows < N]
-        e_z[rows] = binom.pmf(k[:-1], L - 1, u[rows, None]) @ z
+        e_z[rows] = binom_pmf(k[:-1], L - 1, u[rows, None]) @ z
     per_step = np.where(pi > 0, e_cz[1:] - e_cz[:-1] - L * pi * e_z, 0.0)
     per_step.setflags(write=False)
     method = f"information-curve-{curve.method}"

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.stats import binom
 
+from ._binomial import binom_pmf, binom_sf1
 from .interval import whole_intervals
 from .schedules import Schedule
 
@@ -152,8 +152,8 @@ def prob_distinct_steps(schedule: Schedule, n: int) -> StepEventProbability:
     for start in range(0, steps.shape[0], _CHUNK):
         idx = steps[start : start + _CHUNK]
         # first collision at step i: j positions before i (all distinct), >= 2 of the other n - j at i
-        p_before = binom.pmf(m[None, :], n, u[idx, None])
-        p_two = binom.sf(1, n - m[None, :], np.minimum(pi[idx] / (1.0 - u[idx]), 1.0)[:, None])
+        p_before = binom_pmf(m[None, :], n, u[idx, None])
+        p_two = binom_sf1(n - m[None, :], np.minimum(pi[idx] / (1.0 - u[idx]), 1.0)[:, None])
         for row, i in enumerate(idx):
             collision += float((p_before[row] * w) @ p_two[row])
             r, s = _split(schedule, int(i))

@@ -100,6 +100,15 @@ class ExactMetrics:
     kl_jensen_bound: Optional[Estimate] = None
 
 
+def _check_no_underflow(p_on_support: np.ndarray) -> None:
+    """Raise if the sampler's probability of a supported sequence came out 0 (see :func:`law_metrics`)."""
+    if np.any(p_on_support == 0):
+        raise FloatingPointError(
+            "p(x) = 0 for a sequence x in the support of q: impossible for the oracle sampler, so float64 "
+            "underflow (probabilities below ~1e-308); the brute-force methods work in linear space"
+        )
+
+
 def _exact(value: float, method: str) -> Estimate:
     return Estimate(float(value), 0.0, method)
 
@@ -107,9 +116,9 @@ def _exact(value: float, method: str) -> Estimate:
 def law_metrics(law: OutputLaw, kl_jensen_bound: Optional[Estimate] = None) -> ExactMetrics:
     """All metrics of :class:`ExactMetrics` from an exact :class:`OutputLaw` (each exact, stderr 0).
 
-    ``KL(q || p) = sum_{q(x) > 0} q(x) log(q(x) / p(x))`` is ``inf`` if ``p(x) = 0`` somewhere on
-    ``supp q`` (never for the oracle sampler, whose every instance gives every ``x`` in the support
-    positive probability).
+    ``KL(q || p) = sum_{q(x) > 0} q(x) log(q(x) / p(x))``. The oracle sampler gives every ``x`` in
+    the support positive probability in every instance (``p(x | tau) >= q(x)^L``), so ``p(x) = 0``
+    there can only be float64 underflow: ``FloatingPointError``, never a silent ``inf``.
     """
     q, p = law.q.ravel(), law.p.ravel()
     L = law.length
@@ -117,10 +126,8 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Optional[Estimate] = None) -> E
     on = q > 0
     qs, ps = q[on], p[on]
     entropy = float(-np.sum(qs * np.log(qs)))
-    if np.any(ps == 0):
-        kl = math.inf
-    else:
-        kl = float(np.sum(qs * (np.log(qs) - np.log(ps))))
+    _check_no_underflow(ps)
+    kl = float(np.sum(qs * (np.log(qs) - np.log(ps))))
     ser = float(law.undefined_mass + p[~on].sum())
     if ser > 0:
         gen_ppl = math.inf

@@ -14,6 +14,7 @@ from numerics.hmm import HMM
 from numerics.joint_table import all_sequences, joint_table, masked_marginal_table
 from numerics.output_law import law_metrics
 from numerics.schedules import from_u, linear
+from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
 
 RTOL_EXACT = 1e-12  # float64 sums of at most a few thousand products vs a hand value / another exact method
@@ -125,6 +126,7 @@ def test_instance_law_equals_sequential_oracle_draws(hmm, data):
 @given(lang=st.one_of(small_hmms(max_states=3, max_vocab=2), small_ngrams(max_order=3, max_vocab=2)), schedule=schedules(max_steps=3))
 def test_invariants(lang, schedule):
     L = 3
+    assume_representable(lang, L)
     result = enumerate_output_law(lang, L, schedule)
     law = result.law
     m = law_metrics(law, result.kl_jensen_bound)
@@ -147,3 +149,11 @@ def test_refuses_too_many_instances():
         instance_output_law(_bits_equal(), None, [[0], [0, 1]])
     with pytest.raises(ValueError, match="length is required"):
         enumerate_output_law(HMM(np.ones(1), np.ones((1, 1)), np.ones((1, 1))), None, from_u([0.0, 1.0]))
+
+
+def test_underflow_fails_loudly():
+    # q(1, 1) = 1e-200: p(1, 1) = q_1(1) q_2(1) ~ 1e-400 underflows at N = 1, while q(1,1) > 0
+    q = np.array([[1.0 - 2e-200, 1e-200], [1e-200 / 2, 1e-200 / 2]])
+    q = q / q.sum()
+    with pytest.raises(FloatingPointError, match="underflow"):
+        enumerate_output_law(q, None, linear(1))
