@@ -58,6 +58,6 @@ def schedules(draw, max_steps: int = 6) -> Schedule:
     w = draw(hnp.arrays(np.float64, N, elements=_weights))
     if w.sum() == 0.0:
         w[-1] = 1.0
-    u = np.concatenate([[0.0], np.cumsum(w / w.sum())])
+    u = np.minimum(np.concatenate([[0.0], np.cumsum(w / w.sum())]), 1.0)  # cumsum can overshoot 1 by an ulp
     u[-1] = 1.0
     return Schedule(u, "hypothesis")
