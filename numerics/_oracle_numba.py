@@ -70,7 +70,7 @@ def _normalize(vec):
 
 
 @nb.njit(cache=True)
-def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A, E, pw, freepw):
+def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw):
     """``out = alpha_p`` from ``prev = alpha_{p-1}`` (ignored at ``p = 0``) under evidence ``thr``."""
     S = out.shape[0]
     if kind == _KIND_DENSE:
@@ -92,47 +92,31 @@ def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A
                 out[t] *= E[t, v]
         _normalize(out)
         return
-    # n-gram: enumerate the window states consistent with the observed tokens of the window
+    # n-gram, push form: every predecessor window s with alpha > 0 (only windows consistent with the
+    # evidence are non-zero) sends alpha[s] cond[s, v] to its successor (s mod W) V + v, contiguous in v
+    vfix = x[p] if _evid(p, thr, selfmask, steps) else -1
+    if p == 0:
+        for s in range(S):
+            out[s] = init[s] if (vfix < 0 or s % V == vfix) else 0.0
+        _normalize(out)
+        return
     for s in range(S):
         out[s] = 0.0
-    base = 0
-    nfree = 0
-    for d in range(order - 1):
-        if _evid(p - d, thr, selfmask, steps):
-            base += x[p - d] * pw[d]
-        else:
-            freepw[nfree] = pw[d]
-            nfree += 1
-    oldest = p - order + 1
-    afix = -1
-    if _evid(oldest, thr, selfmask, steps):
-        afix = x[oldest]
-    total = 1
-    for f in range(nfree):
-        total *= V
-    for idx in range(total):
-        s = base
-        r = idx
-        for f in range(nfree):
-            s += (r % V) * freepw[f]
-            r //= V
-        if p == 0:
-            out[s] = init[s]
+    for s in range(S):
+        a = prev[s]
+        if a == 0.0:
             continue
-        b = s // V
-        v = s - b * V
-        if afix >= 0:
-            out[s] = prev[afix * W + b] * cond[afix * W + b, v]
+        nb0 = (s % W) * V
+        if vfix >= 0:
+            out[nb0 + vfix] += a * cond[s, vfix]
         else:
-            acc = 0.0
-            for a in range(V):
-                acc += prev[a * W + b] * cond[a * W + b, v]
-            out[s] = acc
+            for v in range(V):
+                out[nb0 + v] += a * cond[s, v]
     _normalize(out)
 
 
 @nb.njit(cache=True)
-def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, E, tmp, pw, freepw):
+def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw):
     """``out = beta_p`` from ``nxt = beta_{p+1}`` under evidence ``thr`` (``p + 1`` exists)."""
     S = out.shape[0]
     q = p + 1
@@ -145,11 +129,13 @@ def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, E, tmp, pw, fre
         else:
             for t in range(S):
                 tmp[t] = nxt[t]
-        for s in range(S):
-            acc = 0.0
-            for t in range(S):
-                acc += A[s, t] * tmp[t]
-            out[s] = acc
+        for s in range(S):  # out = A @ tmp in axpy form over the rows of A^T (vectorizes without reassociation)
+            out[s] = 0.0
+        for t in range(S):
+            w = tmp[t]
+            if w != 0.0:
+                for s in range(S):
+                    out[s] += AT[t, s] * w
         _normalize(out)
         return
     for s in range(S):
@@ -205,7 +191,7 @@ def _point_mass(out, p, x, order, pw):
 
 
 @nb.njit(cache=True)
-def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, order, V, W, init, cond, A, E, pw, freepw, tmp):
+def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp):
     """Bring ``vec`` (= alpha at ``start`` under ``thr``; ``start = -1``: nothing yet) to alpha at ``p``.
 
     Restarts from the rightmost separator in ``(start, p)`` when there is one. With ``store``
@@ -222,7 +208,7 @@ def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, o
                     aval[q] = True
                 break
     for q in range(lo + 1, p + 1):
-        _fwd(kind, vec, tmp, q, thr, selfmask, x, steps, order, V, W, init, cond, A, E, pw, freepw)
+        _fwd(kind, vec, tmp, q, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw)
         vec[:] = tmp
         if store and q < p:
             alpha[q, :] = vec
@@ -230,7 +216,7 @@ def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, o
 
 
 @nb.njit(cache=True)
-def _alpha_query(kind, vec, p, thr, alpha, aval, x, steps, order, V, W, init, cond, A, E, pw, freepw, tmp):
+def _alpha_query(kind, vec, p, thr, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp):
     """``vec = alpha_p`` under ``thr`` (``p`` masked), from the nearest valid message or separator."""
     start = -1
     for q in range(p - 1, -1, -1):
@@ -241,13 +227,13 @@ def _alpha_query(kind, vec, p, thr, alpha, aval, x, steps, order, V, W, init, co
             break  # _advance restarts here
     if start >= 0:
         vec[:] = alpha[start]
-    _advance(kind, vec, start, p, thr, -1, True, alpha, aval, x, steps, order, V, W, init, cond, A, E, pw, freepw, tmp)
+    _advance(kind, vec, start, p, thr, -1, True, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
     alpha[p, :] = vec
     aval[p] = True
 
 
 @nb.njit(cache=True)
-def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, E, tmp, pw, freepw):
+def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw):
     """Make ``beta[p]`` valid under ``thr``, from the nearest valid message or separator to the right."""
     L = beta.shape[0]
     if bval[p]:
@@ -264,7 +250,7 @@ def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, E, tmp
         beta[start, :] = 1.0
         bval[start] = True
     for q in range(start - 1, p - 1, -1):
-        _bwd(kind, beta[q + 1], beta[q], q, thr, x, steps, order, V, W, cond, A, E, tmp, pw, freepw)
+        _bwd(kind, beta[q + 1], beta[q], q, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw)
         bval[q] = True
 
 
@@ -324,7 +310,7 @@ def _observe(kind, vec, v, E, V):
 
 
 @nb.njit(cache=True)
-def _sequence(kind, sample, steps, order_idx, x, U, order, V, W, init, cond, A, E, pw,
+def _sequence(kind, sample, skip_single, steps, order_idx, x, U, order, V, W, init, cond, A, AT, E, pw,
               alpha, beta, aval, bval, va, vn, tmp, m, freepw):
     """Run one sequence; returns (log p(x|tau), log q(x), jensen term). ``x`` is written when ``sample``."""
     L = steps.shape[0]
@@ -332,8 +318,8 @@ def _sequence(kind, sample, steps, order_idx, x, U, order, V, W, init, cond, A, 
     aval[:] = False
     bval[:] = False
     dead = False
-    log_p_tau = 0.0
-    log_q = 0.0
+    log_p_tau = np.nan if skip_single else 0.0
+    log_q = np.nan if skip_single else 0.0
     jensen = 0.0
     unif = np.empty(V)
     for v in range(V):
@@ -344,6 +330,14 @@ def _sequence(kind, sample, steps, order_idx, x, U, order, V, W, init, cond, A, 
         end = ptr
         while end < L and steps[order_idx[end]] == i:
             end += 1
+        if skip_single and end - ptr == 1:  # contributes exactly 0 to the Jensen term: only invalidate
+            j = order_idx[ptr]
+            for q in range(j, L):
+                aval[q] = False
+            for q in range(0, j):
+                bval[q] = False
+            ptr = end
+            continue
         if dead:  # uniform draws (the samplers' convention for an undefined posterior)
             for r in range(ptr, end):
                 j = order_idx[r]
@@ -356,9 +350,9 @@ def _sequence(kind, sample, steps, order_idx, x, U, order, V, W, init, cond, A, 
         thr_new = i + 1
         # backward messages (old evidence) at every new position, right to left
         for r in range(end - 1, ptr - 1, -1):
-            _beta_query(kind, order_idx[r], thr_old, beta, bval, x, steps, order, V, W, cond, A, E, tmp, pw, freepw)
+            _beta_query(kind, order_idx[r], thr_old, beta, bval, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw)
         j1 = order_idx[ptr]
-        _alpha_query(kind, va, j1, thr_old, alpha, aval, x, steps, order, V, W, init, cond, A, E, pw, freepw, tmp)
+        _alpha_query(kind, va, j1, thr_old, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
         for q in range(j1, L):
             aval[q] = False
         prev = -1
@@ -368,9 +362,9 @@ def _sequence(kind, sample, steps, order_idx, x, U, order, V, W, init, cond, A, 
             if r == ptr:
                 vn[:] = va
             else:
-                _advance(kind, va, prev, j, thr_old, -1, False, alpha, aval, x, steps, order, V, W, init, cond, A, E, pw, freepw, tmp)
+                _advance(kind, va, prev, j, thr_old, -1, False, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
                 if not step_dead:
-                    _advance(kind, vn, prev, j, thr_new, j, True, alpha, aval, x, steps, order, V, W, init, cond, A, E, pw, freepw, tmp)
+                    _advance(kind, vn, prev, j, thr_new, j, True, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
             prev = j
             tot_old = _marginal(kind, va, beta[j], m, E, V)  # q(x_j = . | x_{tau_<i}), unnormalized
             if sample:
@@ -407,7 +401,7 @@ def _sequence(kind, sample, steps, order_idx, x, U, order, V, W, init, cond, A, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _kernel(kind, sample, steps, x, U, order, V, W, init, cond, A, E, out, lo, hi):
+def _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, out, lo, hi):
     """Sequences ``lo..hi-1`` of the batch; releases the GIL so threads run chunks in parallel."""
     L = steps.shape[1]
     S = init.shape[0]
@@ -427,7 +421,7 @@ def _kernel(kind, sample, steps, x, U, order, V, W, init, cond, A, E, out, lo, h
     freepw = np.empty(max(order - 1, 1), dtype=np.int64)
     for b in range(lo, hi):
         order_idx = np.argsort(steps[b] * L + np.arange(L))
-        lp, lq, jn = _sequence(kind, sample, steps[b], order_idx, x[b], U[b], order, V, W, init, cond, A, E, pw,
+        lp, lq, jn = _sequence(kind, sample, skip_single, steps[b], order_idx, x[b], U[b], order, V, W, init, cond, A, AT, E, pw,
                                alpha, beta, aval, bval, va, vn, tmp, m, freepw)
         out[b, 0] = lp
         out[b, 1] = lq
@@ -438,17 +432,17 @@ def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))))
 
 
-def _run(language: Language, sample: bool, steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> np.ndarray:
-    kind, order, V, W, init, cond, A, E = _arrays(language)
+def _run(language: Language, sample: bool, skip_single: bool, steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> np.ndarray:
+    kind, order, V, W, init, cond, A, AT, E = _arrays(language)
     B = steps.shape[0]
     out = np.empty((B, 3))
     workers = min(_threads(), B)
     if workers <= 1:
-        _kernel(kind, sample, steps, x, U, order, V, W, init, cond, A, E, out, 0, B)
+        _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, out, 0, B)
         return out
     bounds = np.linspace(0, B, 4 * workers + 1).astype(np.int64)
     with ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(_kernel, kind, sample, steps, x, U, order, V, W, init, cond, A, E, out, int(a), int(b))
+        jobs = [pool.submit(_kernel, kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, out, int(a), int(b))
                 for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         for job in jobs:
             job.result()
@@ -456,17 +450,17 @@ def _run(language: Language, sample: bool, steps: np.ndarray, x: np.ndarray, U: 
 
 
 def _arrays(language: Language):
-    """Kernel arguments ``(kind, order, V, W, init, cond, A, E)`` of a language."""
+    """Kernel arguments ``(kind, order, V, W, init, cond, A, AT, E)`` of a language."""
     if isinstance(language, NGram):
         V = language.vocab_size
         n = language.order
         dummy = np.zeros((1, 1))
         return (_KIND_NGRAM, n, V, V ** (n - 2), np.array(language.initial), np.array(language.conditional),
-                dummy, dummy)
+                dummy, dummy, dummy)
     if isinstance(language, HMM):
         dummy = np.zeros((1, 1))
         return (_KIND_DENSE, 1, language.vocab_size, 1, np.array(language.initial), dummy,
-                np.array(language.transition), np.array(language.emission))
+                np.array(language.transition), np.ascontiguousarray(language.transition.T), np.array(language.emission))
     raise TypeError(f"language must be an HMM or NGram, got {type(language).__name__}")
 
 
@@ -490,12 +484,16 @@ def reveal_sample(language: Language, steps: np.ndarray, uniforms: np.ndarray) -
     if U.shape != steps.shape:
         raise ValueError(f"uniforms {U.shape} and steps {steps.shape} differ in shape")
     x = np.zeros(steps.shape, dtype=np.int64)
-    _run(language, True, steps, x, U)
+    _run(language, True, False, steps, x, U)
     return x
 
 
-def reveal_score(language: Language, steps: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+def reveal_score(language: Language, steps: np.ndarray, tokens: np.ndarray, *, chain: bool = False) -> np.ndarray:
     """Per sequence ``(log p(x | tau), log q(x), log q(x) - log p(x | tau))`` as a ``(B, 3)`` array.
+
+    Steps revealing a single position contribute exactly 0 to the third column; unless
+    ``chain=True`` they are skipped (only their invalidations are kept), which makes the cost scale
+    with the number of multi-position steps, and the first two columns are then NaN.
 
     ``tokens`` are given (e.g. ``x ~ q`` for the Jensen bound); ``steps`` is the instance ``tau``.
     The third column is accumulated step by step (module docstring); ``log q(x)`` comes from the
@@ -508,4 +506,4 @@ def reveal_score(language: Language, steps: np.ndarray, tokens: np.ndarray) -> n
     V = language.vocab_size
     if np.any((x < 0) | (x >= V)):
         raise ValueError(f"tokens must be in 0..{V - 1}")
-    return _run(language, False, steps, x.copy(), np.zeros(steps.shape))
+    return _run(language, False, not chain, steps, x.copy(), np.zeros(steps.shape))

@@ -381,15 +381,15 @@ def sample_oracle(
     from ._oracle_numba import reveal_sample
 
     N = schedule.n_steps
-    tok, stp, nfe = [], [], []
-    for B in _batches(int(n), bs):
-        steps = schedule.sample_steps(rng, (B, length))
-        uniforms = rng.random((B, length))
-        tok.append(reveal_sample(language, steps, uniforms))
-        stp.append(steps)
-        nfe.append(ddpm_cache_nfe(steps, N) if cache else N)
+    sizes = _batches(int(n), bs)
+    stp, uni = [], []
+    for B in sizes:  # the generic path's random stream, batch by batch; one kernel call for all batches
+        stp.append(schedule.sample_steps(rng, (B, length)))
+        uni.append(rng.random((B, length)))
+    nfe = [ddpm_cache_nfe(steps, N) if cache else N for steps in stp]
+    steps = np.concatenate(stp)
+    tokens = reveal_sample(language, steps, np.concatenate(uni))
     path = "oracle-ngram" if isinstance(language, NGram) else "oracle-hmm"
     return SampleResult(
-        np.concatenate(tok), np.concatenate(stp), np.asarray(nfe, dtype=np.int64),
-        np.asarray(_batches(int(n), bs), dtype=np.int64), N, cache, "float64", path,
+        tokens, steps, np.asarray(nfe, dtype=np.int64), np.asarray(sizes, dtype=np.int64), N, cache, "float64", path
     )

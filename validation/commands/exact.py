@@ -1,0 +1,175 @@
+"""``mdm-theory exact``, ``mdm-theory sweep`` and ``mdm-theory bench sweep``: the oracle sampler's metrics.
+
+Thin CLI over :mod:`numerics.sweep` (one point: :func:`~numerics.sweep.evaluate_point`; a grid:
+:func:`~numerics.sweep.run_sweep`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from validation.commands._common import emit, json_option
+
+__all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
+
+
+def parse_int_list(text: str) -> list[int]:
+    """``"8,16,32"``, or a doubling/arithmetic pattern with an ellipsis ``"8,16,...,2048"``."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if "..." not in parts:
+        try:
+            return [int(p) for p in parts]
+        except ValueError:
+            raise click.BadParameter(f"not a comma-separated list of integers: {text!r}") from None
+    k = parts.index("...")
+    if k < 2 or k != len(parts) - 2:
+        raise click.BadParameter(f"an ellipsis needs two values before it and one after: {text!r}")
+    try:
+        head = [int(p) for p in parts[:k]]
+        last = int(parts[-1])
+    except ValueError:
+        raise click.BadParameter(f"not a list of integers: {text!r}") from None
+    a, b = head[-2], head[-1]
+    out = list(head)
+    if a > 0 and b % a == 0 and b // a > 1:  # geometric
+        r = b // a
+        while out[-1] * r <= last:
+            out.append(out[-1] * r)
+    elif b > a:  # arithmetic
+        while out[-1] + (b - a) <= last:
+            out.append(out[-1] + (b - a))
+    else:
+        raise click.BadParameter(f"cannot extend {head} to {last}")
+    if out[-1] != last:
+        raise click.BadParameter(f"the pattern {head} does not reach {last} exactly")
+    return out
+
+
+_method = click.option("--method", type=click.Choice(["auto", "enumerate", "dp", "mc"]), default="auto", show_default=True,
+                       help="auto: enumerate for tiny cases, else the exact DP when cheap, else Monte Carlo.")
+_schedule = click.option("--schedule", default="linear", show_default=True, help="Schedule family (linear, cosine, loglinear, polynomial).")
+_samples = click.option("--samples", type=int, default=1000, show_default=True, help="Monte Carlo samples per quantity.")
+_seed = click.option("--seed", type=int, default=0, show_default=True)
+_batch = click.option("--batch-size", type=int, default=1, show_default=True,
+                      help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
+
+
+@click.command("exact")
+@click.option("--language", required=True, help="Preset name or .npz file.")
+@click.option("--ser-language", default=None, help="Measure SER on this language instead (e.g. the pruned preset).")
+@click.option("--length", "-L", type=int, required=True)
+@click.option("--steps", "-N", type=int, required=True)
+@_schedule
+@_method
+@_samples
+@_seed
+@_batch
+@json_option
+def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, as_json):
+    """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
+
+    Prints one JSON object: the inputs and, for each of kl, kl_jensen_bound, log_ter_gap, ter,
+    ter_data, ser, gen_ppl, gen_ppl_data, nfe, a {value, stderr, method} (stderr 0 when exact;
+    value null with the reason when the method cannot give it).
+    """
+    from numerics.sweep import PointConfig, evaluate_point
+
+    try:
+        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size)
+        result = evaluate_point(cfg)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    emit(result, as_json)
+
+
+def _progress(k, total, cfg, result):
+    if result is None:
+        click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.steps}: already in the table, skipped", err=True)
+    else:
+        click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.steps}: {result['elapsed_s']:.1f} s", err=True)
+
+
+@click.command("sweep")
+@click.option("--languages", required=True, help="Comma-separated; 'A:B' measures SER on B (e.g. 2gram:2gram-pruned).")
+@click.option("--lengths", required=True, help="Comma-separated lengths, e.g. 512 or 64,128.")
+@click.option("--steps", "steps_text", required=True, help="Comma-separated steps; '8,16,...,2048' doubles up to 2048.")
+@_schedule
+@_method
+@_samples
+@_seed
+@_batch
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists.")
+@click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
+@json_option
+def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, out, drop_bad_rows, as_json):
+    """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point)."""
+    from numerics.sweep import CorruptRowsError, grid, run_sweep
+
+    try:
+        configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
+                       parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
+                       batch_size=batch_size)
+        report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=_progress)
+    except CorruptRowsError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    emit(report, as_json, f"{report.computed} point(s) computed, {report.skipped} skipped, "
+                          f"{len(report.bad_rows)} bad row(s) dropped, {report.elapsed_s:.1f} s -> {report.path}")
+
+
+BENCH_PRESETS = ("2gram", "3gram", "4gram", "hmm")
+
+
+@click.command("sweep")
+@click.option("--quick", is_flag=True, help="L = 128, N in {8, 64, 512}, 100 samples (a smoke run of the same code).")
+@click.option("--samples", type=int, default=None, help="Override the sample count.")
+@click.option("--presets", default=",".join(BENCH_PRESETS), show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Keep the results table here (default: a temporary file).")
+@json_option
+def bench_sweep_command(quick, samples, presets, out, as_json):
+    """The paper-scale oracle sweep: SER (pruned presets), generative perplexity and the Jensen KL bound
+    (unpruned), L = 512, N = 8..2048, 1000 samples per point; prints total time and per-point cost."""
+    from numerics.sweep import grid, run_sweep
+
+    length = 128 if quick else 512
+    steps = [8, 64, 512] if quick else parse_int_list("8,16,...,2048")
+    n = samples or (100 if quick else 1000)
+    names = [p.strip() for p in presets.split(",") if p.strip()]
+    configs = grid([f"{p}:{p}-pruned" for p in names], [length], steps, method="mc", samples=n)
+    per_point: dict[str, float] = {}
+
+    def progress(k, total, cfg, res):
+        _progress(k, total, cfg, res)
+        if res is not None:
+            per_point[f"{cfg.language} N={cfg.steps}"] = round(res["elapsed_s"], 3)
+
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(out) if out else Path(tmp) / "bench_sweep.jsonl"
+        t0 = time.perf_counter()
+        report = run_sweep(configs, path, progress=progress)
+        total = time.perf_counter() - t0
+    result = {
+        "presets": names, "length": length, "steps": steps, "samples": n, "points": len(configs),
+        "computed": report.computed, "skipped": report.skipped,
+        "total_s": total, "mean_point_s": total / max(report.computed, 1), "per_point_s": per_point,
+        "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "cpu_count": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+        "machine": platform.processor() or platform.machine(),
+    }
+    human = (f"{report.computed} points in {total:.1f} s ({total / max(report.computed, 1):.2f} s/point), "
+             f"max RSS {result['max_rss_mib']:.0f} MiB, load {load_before[0]:.1f} -> {result['loadavg_after'][0]:.1f} "
+             f"on {os.cpu_count()} CPUs\n" + "\n".join(f"  {k}: {v:.2f} s" for k, v in per_point.items()))
+    emit(result, as_json, human)
+
+
+COMMANDS = (exact_command, sweep_command)
+BENCH_COMMANDS = (bench_sweep_command,)
