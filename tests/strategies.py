@@ -61,3 +61,50 @@ def schedules(draw, max_steps: int = 6) -> Schedule:
     u = np.minimum(np.concatenate([[0.0], np.cumsum(w / w.sum())]), 1.0)  # cumsum can overshoot 1 by an ulp
     u[-1] = 1.0
     return Schedule(u, "hypothesis")
+
+
+# ----- theory/ (claims of the appendix) ------------------------------------------------------
+
+_unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False, allow_subnormal=False)
+
+
+@st.composite
+def probability_vectors(draw, min_size: int = 1, max_size: int = 8, zeros: bool = True) -> np.ndarray:
+    """A probability vector (float64, sums to 1); with ``zeros`` some entries may be 0."""
+    w = draw(hnp.arrays(np.float64, draw(st.integers(min_size, max_size)), elements=_weights if zeros else st.floats(0.05, 1.0)))
+    if w.sum() == 0.0:
+        w[-1] = 1.0
+    return w / w.sum()
+
+
+@st.composite
+def rational_probability_vectors(draw, min_size: int = 1, max_size: int = 6) -> list:
+    """A probability vector of ``fractions.Fraction`` (exact rationals), some entries possibly 0."""
+    from fractions import Fraction
+
+    w = draw(st.lists(st.integers(0, 7), min_size=min_size, max_size=max_size))
+    if sum(w) == 0:
+        w[-1] = 1
+    return [Fraction(v, sum(w)) for v in w]
+
+
+@st.composite
+def step_instances(draw, max_L: int = 48, divisible: bool = True) -> dict:
+    """A reverse step ``(L, n, u_{i-1}, pi_i)`` of Lemmas B.10/B.11: ``u_{i-1} > 0``, ``pi_i > 0``,
+    ``u_{i-1} + pi_i <= 1`` and (``divisible``) ``n - 1 | L``."""
+    n = draw(st.integers(2, 4))
+    L = draw(st.integers(1, max(1, max_L // (n - 1)))) * (n - 1) if divisible else draw(st.integers(1, max_L))
+    a = draw(st.floats(0.01, 0.99))
+    b = draw(st.floats(0.001, 1.0)) * (1.0 - a)
+    return {"L": L, "n": n, "u_prev": a, "pi_i": b, "d": draw(st.floats(0.01, 0.99))}
+
+
+@st.composite
+def joint_tables(draw, max_k: int = 3, max_vocab: int = 3) -> np.ndarray:
+    """A joint law of ``k`` tokens over ``V`` symbols, shape ``(V,) * k``."""
+    k = draw(st.integers(1, max_k))
+    V = draw(st.integers(2, max_vocab))
+    w = draw(hnp.arrays(np.float64, V**k, elements=_weights))
+    if w.sum() == 0.0:
+        w[0] = 1.0
+    return (w / w.sum()).reshape((V,) * k)

@@ -92,11 +92,14 @@ def instance_law(q: np.ndarray, steps, beta: float = 1.0) -> InstanceLaw:
         log_prod_p = np.zeros(())
         for j in new:
             qj = _cond(_marg(q, A | {j}), mA)  # q(x_j | x_A), axis j holds the token
-            pj = qj**beta
-            pj = _cond(pj, pj.sum(axis=j, keepdims=True))
-            # Assumption 4.1 on this (j, context): KL over axis j where the context has mass
-            kl_ctx = rel_entr(qj, pj).sum(axis=j, keepdims=True)
-            eps = max(eps, float(np.max(np.where(mA > 0, kl_ctx, 0.0))))
+            if beta == 1.0:  # the oracle itself: eps_learning = 0 exactly, no renormalization round-off
+                pj = qj
+            else:
+                pj = qj**beta
+                pj = _cond(pj, pj.sum(axis=j, keepdims=True))
+                # Assumption 4.1 on this (j, context): KL over axis j where the context has mass
+                kl_ctx = rel_entr(qj, pj).sum(axis=j, keepdims=True)
+                eps = max(eps, float(np.max(np.where(mA > 0, kl_ctx, 0.0))))
             p = p * pj
             log_prod_q = log_prod_q + _log(qj)
             log_prod_p = log_prod_p + _log(pj)

@@ -19,6 +19,7 @@ An instance is a plain ``dict`` of named values (scalars, vectors, small tables)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping
@@ -217,6 +218,8 @@ def claims(prefix: str | None = None, top_level: bool = False) -> list[Claim]:
 
 def _compare(lhs, rhs, relation: str, exact: bool, atol: float = 0.0) -> tuple[bool, float, float]:
     lf, rf = float(lhs), float(rhs)
+    if math.isinf(lf) and lf == rf:  # the same infinity on both sides: holds in the extended reals
+        return True, 0.0, 1.0
     if relation == "<=":
         slack = rf - lf
         tight = rf / lf if lf > 0 else (float("nan") if rf <= 0 else float("inf"))

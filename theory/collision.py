@@ -103,7 +103,7 @@ def _c1_domain(inst):
 
 
 def _gen_pi(rng: np.random.Generator, max_n: int = 40) -> np.ndarray:
-    N = int(rng.integers(1, max_n + 1))
+    N = int(rng.integers(1, int(rng.choice([min(3, max_n), min(8, max_n), max_n])) + 1))
     kind = rng.integers(0, 3)
     if kind == 0:
         return np.full(N, 1.0 / N)
@@ -307,7 +307,7 @@ register(
             require(0 <= inst["x"] < 1, "need 0 <= x < 1"),
         ) and None,
         generate=lambda rng: {"l": int(rng.integers(2, 9)), "x": float(rng.random() * 0.999)},
-        doc="Closed form; false for x > 2/l (e.g. l = 5, x = 1/2: f'' = 1/4 > 0).",
+        doc="Closed form; false for x > 2/l (e.g. l = 5, x = 1/2: f'' = 1/2 > 0).",
         free={"x": "unit"},
         expect="false",
         parameters={"l": "interval length", "x": "point in [0, 1)"},

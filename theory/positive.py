@@ -127,7 +127,9 @@ def _interleave_domain(inst):
     L, n, a, b = step_domain(inst, divisible=False)
     s, k = int(inst["s"]), int(inst["k"])
     require(s + k >= 1, "need s + k >= 1")
-    law = joint_law(L, n, Fraction(a), Fraction(b)) if isinstance(inst["u_prev"], Fraction) else joint_law(L, n, a, b)
+    if isinstance(inst["u_prev"], Fraction) and isinstance(inst["pi_i"], Fraction):
+        a, b = inst["u_prev"], inst["pi_i"]
+    law = joint_law(L, n, a, b)
     require(0 <= s < law.prob.shape[0] and 0 <= k < law.prob.shape[1] and law.prob[s, k] > 0,
             f"the cell S_i = {s}, |tau_i| = {k} has probability 0")
 

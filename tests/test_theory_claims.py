@@ -1,0 +1,148 @@
+"""The claim registry, check(), domain errors, and the mdm-theory bounds/check/counterexamples commands."""
+
+import json
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from theory import REGISTRY, check, claims, get
+from theory.claims import Claim
+from validation.cli import main
+
+PAPER_ITEMS = ["A.1", "A.2", "A.3", "B.2", "B.3", "B.8", "B.9", "B.10", "B.11", "B.12", "C.1", "C.2", "C.5",
+               "C.6", "C.7", "4.2", "4.3", "4.4"]
+
+
+def test_registry_holds_every_lemma_and_theorem_with_steps():
+    ids = {c.id for c in claims()}
+    assert set(PAPER_ITEMS) <= ids
+    for cid in PAPER_ITEMS:
+        c = get(cid)
+        assert c.statement_latex and c.title and c.doc and c.paper
+        for step in c.steps:
+            assert step in REGISTRY, f"{cid} lists unknown step {step}"
+    # the key proof steps named in the brief are separate claims
+    for step in ["C.5.first-position", "C.5.jensen", "B.11.case1", "B.11.case2", "B.11.case3",
+                 "B.11.interleaving", "B.10.separators", "B.10.new", "C.7.pinsker"]:
+        assert step in ids
+
+
+def test_top_level_and_prefix_selection():
+    top = {c.id for c in claims(top_level=True)}
+    assert "C.5" in top and "C.5.jensen" not in top
+    assert [c.id for c in claims("C.5")][0] == "C.5"
+    assert all(c.id == "C.5" or c.id.startswith("C.5.") for c in claims("C.5"))
+
+
+def test_unknown_claim_lists_known_ids():
+    with pytest.raises(ValueError, match="unknown claim 'Z.9'.*A.1"):
+        get("Z.9")
+
+
+def test_claim_rejects_bad_relation():
+    c = get("A.1")
+    with pytest.raises(ValueError, match="relation"):
+        Claim(**{**c.__dict__, "relation": "<"})
+
+
+def test_check_result_fields_on_a_hand_computed_case():
+    # C.1 with L = 2, pi = (1/2, 1/2): collision probability 1/2 = C(2,2) * (1/4 + 1/4): tight
+    res = check(get("C.1"), {"L": 2, "pi": [F(1, 2), F(1, 2)]}, exact=True)
+    assert (res.lhs, res.rhs, res.holds, res.slack, res.tightness) == (F(1, 2), F(1, 2), True, 0.0, 1.0)
+    assert res.exact
+
+
+@pytest.mark.parametrize(
+    "cid,instance,message",
+    [
+        ("C.5", {"l": 5, "pi": [0.5, 0.6]}, "sum to 1"),
+        ("C.5", {"l": 0, "pi": [1.0]}, "interval length"),
+        ("B.11", {"L": 5, "n": 3, "u_prev": 0.5, "pi_i": 0.1}, "n-1 divides L"),
+        ("B.11", {"L": 6, "n": 3, "u_prev": 0.0, "pi_i": 0.1}, "step i >= 2"),
+        ("A.2.lower", {"p": [0.5], "d": 1.5}, "0 < d < 1"),
+        ("B.12", {"eps": 0.5, "n": 2, "L": 10, "V": 4, "eps_learning": 0.0}, "L >= L_0"),
+        ("4.4", {"L": 10, "l": 5, "pi": [0.1] * 10, "C": 0.5}, "N <= C L"),
+        ("C.6", {"L": 7, "l": 5, "pi": [1.0]}, "multiple of l"),
+    ],
+)
+def test_domain_violations_raise_clear_errors(cid, instance, message):
+    with pytest.raises(ValueError, match=message):
+        check(get(cid), instance)
+
+
+def test_c7_domain_enforces_the_learning_error_hypothesis():
+    M = 16
+    peaked = np.full(M, 0.2 / (M - 1))
+    peaked[0] = 0.8
+    inst = {"l": 5, "Pj": peaked, "Pk": np.full(M, 1 / M), "bit_j": 0, "bit_k": 0}
+    with pytest.raises(ValueError, match="1/128"):
+        check(get("C.7"), inst)
+
+
+def test_exact_check_needs_an_exact_form():
+    with pytest.raises(ValueError, match="no exact rational form"):
+        check(get("A.3"), {"P": [0.5, 0.5], "Q": [0.4, 0.6], "event": [True, False]}, exact=True)
+
+
+# ----- CLI ------------------------------------------------------------------------------------
+
+
+def _run(args):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_bounds_lists_the_registry():
+    out = json.loads(_run(["bounds", "--json"]))
+    ids = [c["id"] for c in out["claims"]]
+    assert set(PAPER_ITEMS) <= set(ids)
+    assert all(c["statement_latex"] for c in out["claims"])
+
+
+def test_bounds_evaluates_c5():
+    out = json.loads(_run(["bounds", "--lemma", "C.5", "--N", "64", "--l", "5", "--json"]))
+    # linear schedule, N = 64: P_distinct = prod_{j<5}(1 - j/64), bound (63/64)^4
+    expected = np.prod([1 - j / 64 for j in range(1, 5)])
+    assert out["lhs"] == pytest.approx(expected, rel=1e-12)
+    assert out["rhs"] == pytest.approx((63 / 64) ** 4, rel=1e-12)
+    assert out["holds"] is True
+
+
+def test_bounds_evaluates_the_jensen_counterexample():
+    out = json.loads(_run(["bounds", "--lemma", "C.5.jensen", "--pi", "3/10,7/10", "--l", "5", "--json"]))
+    assert out["holds"] is False
+    assert out["lhs"] == pytest.approx(0.0777, rel=1e-12)
+
+
+def test_bounds_prints_theorem_constants():
+    out = json.loads(_run(["bounds", "--lemma", "4.2", "--eps", "0.5", "--n", "2", "--V", "4", "--json"]))
+    assert out["constants"]["N"] == 13 and out["constants"]["L_0"] == 144
+    assert out["holds"] is True
+    out = json.loads(_run(["bounds", "--lemma", "4.2", "--N", "13", "--n", "2", "--V", "4", "--json"]))
+    assert out["constants"]["N"] <= 13
+
+
+def test_bounds_reports_missing_options():
+    result = CliRunner().invoke(main, ["bounds", "--lemma", "B.11", "--L", "8"])
+    assert result.exit_code != 0 and "needs the options" in result.output
+
+
+def test_check_command_table_and_json():
+    out = json.loads(_run(["check", "--lemma", "C.5", "--instances", "4", "--json"]))
+    rows = {r["claim"]: r for r in out["rows"]}
+    assert rows["C.5"]["violations"] == 0 and rows["C.5"]["instances"] == 4
+    assert "unexpected_violations" in out
+    text = _run(["check", "--lemma", "A.3", "--instances", "3"])
+    assert "A.3.event" in text and "unexpected violations: none" in text
+
+
+def test_counterexamples_command_finds_and_writes_the_jensen_violation(tmp_path):
+    path = tmp_path / "findings.json"
+    out = _run(["counterexamples", "--lemma", "C.5.jensen", "--budget", "60", "--seed", "1", "--out", str(path)])
+    assert "VIOLATION C.5.jensen" in out
+    payload = json.loads(path.read_text())
+    assert payload["findings"] and all(f["claim"] == "C.5.jensen" for f in payload["findings"])
+    assert payload["provenance"] and payload["config"]["budget"] == 60
