@@ -19,7 +19,10 @@ weights of every path add up to ``prod_j sum_i pi_i = 1``.
 Undefined branches (see :mod:`numerics.output_law`). A word with ``Q[w] = 0`` (an impossible
 revealed prefix) that still has ``k`` masked positions is kept only along "reveal nothing"; the
 part of its weight that would reveal something at step ``i``, ``f(w) [(1 - u_{i-1})^k - (1 - u_i)^k]``
-in probability, is added to ``undefined_mass``.
+in probability, is added to ``undefined_mass`` (and, per word, to a *spill* table). Under the
+``"uniform"`` convention of :mod:`numerics.output_law` the spill of ``w`` is then spread uniformly
+over the ``V^k`` completions of ``w`` (axis by axis: the masked slice divided by ``V`` is added to
+each value) and added to ``p``.
 
 Cost: per step, every word ``w`` with ``k`` masked positions reaches ``(V+1)^k`` words, in total
 ``(2V+1)^L`` products (fewer when ``q`` has zeros), by an odometer over the options with running
@@ -36,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from .joint_table import as_table, masked_marginal_table
-from .output_law import ExactMetrics, OutputLaw, law_metrics
+from .output_law import ExactMetrics, OutputLaw, check_undefined_convention, law_metrics
 from .schedules import Schedule
 
 __all__ = ["MAX_DP_WORDS", "dp_output_law", "dp_metrics"]
@@ -45,8 +48,8 @@ MAX_DP_WORDS = 1 << 24  # (V+1)^L words; three float64 arrays of this size are 3
 
 
 @njit(cache=True)
-def _dp_kernel(Q: np.ndarray, pi: np.ndarray, u: np.ndarray, L: int, V: int) -> tuple[np.ndarray, float]:
-    """Run the recursion of the module docstring; returns ``(f_N over all words, undefined_mass)``.
+def _dp_kernel(Q: np.ndarray, pi: np.ndarray, u: np.ndarray, L: int, V: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """Run the recursion of the module docstring; returns ``(f_N, undefined_mass, spill)`` over all words.
 
     ``Q`` is the flattened masked marginal table (C order, base ``V+1``), ``pi`` the per-step
     probabilities and ``u`` the cumulative ``u_0..u_N``.
@@ -65,6 +68,7 @@ def _dp_kernel(Q: np.ndarray, pi: np.ndarray, u: np.ndarray, L: int, V: int) -> 
     f = np.zeros(n)
     f[n - 1] = 1.0  # the all-masked word
     undefined = 0.0
+    spill = np.zeros(n)
     masked = np.empty(L, np.int64)
     nopt = np.empty(L, np.int64)
     optw = np.empty((L, B))
@@ -96,7 +100,9 @@ def _dp_kernel(Q: np.ndarray, pi: np.ndarray, u: np.ndarray, L: int, V: int) -> 
                 continue
             qw = Q[w]
             if qw == 0.0:
-                undefined += fw * (wait_before**k - wait_after**k)
+                lost = fw * (wait_before**k - wait_after**k)
+                undefined += lost
+                spill[w] += lost
                 g[w] += fw
                 continue
             empty = False
@@ -145,10 +151,25 @@ def _dp_kernel(Q: np.ndarray, pi: np.ndarray, u: np.ndarray, L: int, V: int) -> 
                     prod[s + 1] = prod[s] * optw[s, choice[s]]
                     off[s + 1] = off[s] + optoff[s, choice[s]]
         f = g
-    return f, undefined
+    return f, undefined, spill
 
 
-def dp_output_law(language: Any, length: int | None, schedule: Schedule, *, compiled: bool = True) -> OutputLaw:
+def _spread_uniformly(spill: np.ndarray, V: int) -> np.ndarray:
+    """Mass on words ``(V+1,) * L`` -> law on complete words, each masked position uniform on ``0..V-1``."""
+    table = spill.copy()
+    for axis in range(table.ndim):
+        head = [slice(None)] * table.ndim
+        head[axis] = slice(0, V)
+        tail = list(head)
+        tail[axis] = slice(V, V + 1)
+        table[tuple(head)] += table[tuple(tail)] / V
+        table[tuple(tail)] = 0.0
+    return table[(slice(0, V),) * table.ndim]
+
+
+def dp_output_law(
+    language: Any, length: int | None, schedule: Schedule, *, compiled: bool = True, undefined: str = "drop"
+) -> OutputLaw:
     """Exact output law ``p`` of the factorized oracle sampler by the DP of the module docstring.
 
     Parameters
@@ -159,8 +180,11 @@ def dp_output_law(language: Any, length: int | None, schedule: Schedule, *, comp
     schedule : Schedule
     compiled : bool
         ``False`` runs the same kernel as plain Python (``py_func``; tiny cases, for tests).
+    undefined : {"drop", "uniform"}
+        Convention for branches where the oracle becomes undefined (:mod:`numerics.output_law`).
     """
     q = as_table(language, length)
+    undefined = check_undefined_convention(undefined)
     L, V = q.ndim, q.shape[0]
     if (V + 1) ** L > MAX_DP_WORDS:
         raise ValueError(
@@ -168,10 +192,14 @@ def dp_output_law(language: Any, length: int | None, schedule: Schedule, *, comp
         )
     Q = masked_marginal_table(q)
     kernel = _dp_kernel if compiled else _dp_kernel.py_func
-    f, undefined = kernel(Q.ravel(), np.ascontiguousarray(schedule.pi), np.ascontiguousarray(schedule.u), L, V)
+    f, undefined_mass, spill = kernel(
+        Q.ravel(), np.ascontiguousarray(schedule.pi), np.ascontiguousarray(schedule.u), L, V
+    )
     p = np.ascontiguousarray(f.reshape((V + 1,) * L)[(slice(0, V),) * L])
+    if undefined == "uniform":
+        p += _spread_uniformly(spill.reshape((V + 1,) * L), V)
     p.setflags(write=False)
-    return OutputLaw(q, p, float(undefined), "dp", f"{schedule.name} (N={schedule.n_steps})")
+    return OutputLaw(q, p, float(undefined_mass), "dp", f"{schedule.name} (N={schedule.n_steps})", undefined)
 
 
 def dp_metrics(language: Any, length: int | None, schedule: Schedule) -> ExactMetrics:

@@ -32,7 +32,7 @@ import numpy as np
 
 from .denoiser import Estimate
 from .joint_table import as_table, masked_marginal_table
-from .output_law import ExactMetrics, OutputLaw, _check_no_underflow, law_metrics
+from .output_law import ExactMetrics, OutputLaw, _check_no_underflow, check_undefined_convention, law_metrics
 from .schedules import Schedule
 
 __all__ = [
@@ -54,7 +54,7 @@ class InstanceLaw:
     Attributes
     ----------
     p : (V,) * L float64
-        ``p(x | tau)`` on the branches where the oracle stays defined.
+        ``p(x | tau)`` under the ``undefined`` convention (:mod:`numerics.output_law`).
     undefined_mass : float
         Probability that some step after the first reveals tokens next to an impossible prefix
         (``q(x_{tau_<i}) = 0``), where the oracle is undefined (see :mod:`numerics.output_law`).
@@ -104,17 +104,21 @@ def _kl(q: np.ndarray, p: np.ndarray) -> float:
     return float(np.sum(qs * (np.log(qs) - np.log(ps))))
 
 
-def _instance(q: np.ndarray, Q: np.ndarray, partition: Sequence[Sequence[int]]) -> InstanceLaw:
-    L = q.ndim
+def _instance(q: np.ndarray, Q: np.ndarray, partition: Sequence[Sequence[int]], undefined: str) -> InstanceLaw:
+    L, V = q.ndim, q.shape[0]
     P = np.ones((1,) * L)
+    spilled = np.zeros(q.shape)  # "uniform": outputs of undefined branches, later tokens uniform
     revealed: list[int] = []
-    undefined = 0.0
+    undefined_mass = 0.0
     for block in partition:
         q_S = _marginal(Q, revealed)
         impossible = q_S == 0
         if np.any(impossible):
             # P depends on x_S only (shape V on S axes), so its sum over these cells is a probability
-            undefined += float(np.sum(np.where(impossible, P, 0.0)))
+            lost = np.where(impossible, P, 0.0)
+            undefined_mass += float(np.sum(lost))
+            if undefined == "uniform":
+                spilled += lost / float(V) ** (L - len(revealed))
             P = np.where(impossible, 0.0, P)
         for j in block:
             q_Sj = _marginal(Q, revealed + [j])
@@ -122,8 +126,8 @@ def _instance(q: np.ndarray, Q: np.ndarray, partition: Sequence[Sequence[int]]) 
             cond = np.divide(q_Sj, q_S, out=np.zeros(shape), where=~impossible)  # q(x_j | x_S)
             P = P * cond
         revealed += list(block)
-    P = np.broadcast_to(P, q.shape).copy()
-    return InstanceLaw(P, undefined, _kl(q, P))
+    P = np.broadcast_to(P, q.shape) + spilled
+    return InstanceLaw(P, undefined_mass, _kl(q, P))
 
 
 def _check_partition(partition: Sequence[Sequence[int]], length: int) -> list[list[int]]:
@@ -136,7 +140,9 @@ def _check_partition(partition: Sequence[Sequence[int]], length: int) -> list[li
     return blocks
 
 
-def instance_output_law(language: Any, length: int | None, partition: Sequence[Sequence[int]]) -> InstanceLaw:
+def instance_output_law(
+    language: Any, length: int | None, partition: Sequence[Sequence[int]], *, undefined: str = "drop"
+) -> InstanceLaw:
     """``p(. | tau)`` for the instance whose non-empty reveal sets are ``partition`` (in step order).
 
     Parameters
@@ -146,9 +152,12 @@ def instance_output_law(language: Any, length: int | None, partition: Sequence[S
         ``L`` (may be ``None`` when a table is given).
     partition : sequence of sequences of int
         ``tau_{i_1}, tau_{i_2}, ..``: 0-based positions, every position exactly once.
+    undefined : {"drop", "uniform"}
+        Convention for branches where the oracle becomes undefined (:mod:`numerics.output_law`).
     """
     q = as_table(language, length)
-    return _instance(q, masked_marginal_table(q), _check_partition(partition, q.ndim))
+    undefined = check_undefined_convention(undefined)
+    return _instance(q, masked_marginal_table(q), _check_partition(partition, q.ndim), undefined)
 
 
 def _ordered_partition(assignment: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -157,7 +166,12 @@ def _ordered_partition(assignment: Sequence[int]) -> tuple[tuple[int, ...], ...]
 
 
 def enumerate_output_law(
-    language: Any, length: int | None, schedule: Schedule, *, max_instances: int = MAX_INSTANCES
+    language: Any,
+    length: int | None,
+    schedule: Schedule,
+    *,
+    max_instances: int = MAX_INSTANCES,
+    undefined: str = "drop",
 ) -> Enumeration:
     """Exact ``p``, and ``E_tau KL(q || p(. | tau))``, by enumerating all ``N^L`` step assignments.
 
@@ -170,8 +184,11 @@ def enumerate_output_law(
         Supplies ``pi``; steps with ``pi_i = 0`` are skipped.
     max_instances : int
         Refuse (``ValueError``) when more step assignments would be enumerated.
+    undefined : {"drop", "uniform"}
+        Convention for branches where the oracle becomes undefined (:mod:`numerics.output_law`).
     """
     q = as_table(language, length)
+    undefined = check_undefined_convention(undefined)
     L = q.ndim
     Q = masked_marginal_table(q)
     pi = schedule.pi
@@ -183,7 +200,7 @@ def enumerate_output_law(
             "use numerics.exact_dp for larger cases"
         )
     p = np.zeros(q.shape)
-    undefined = 0.0
+    undefined_mass = 0.0
     jensen = 0.0
     cache: dict[tuple[tuple[int, ...], ...], InstanceLaw] = {}
     for assignment in itertools.product(steps, repeat=L):
@@ -191,12 +208,12 @@ def enumerate_output_law(
         key = _ordered_partition(assignment)
         inst = cache.get(key)
         if inst is None:
-            inst = cache[key] = _instance(q, Q, key)
+            inst = cache[key] = _instance(q, Q, key, undefined)
         p += weight * inst.p
-        undefined += weight * inst.undefined_mass
+        undefined_mass += weight * inst.undefined_mass
         jensen += weight * inst.kl
     p.setflags(write=False)
-    law = OutputLaw(q, p, undefined, "enumerate", f"{schedule.name} (N={schedule.n_steps})")
+    law = OutputLaw(q, p, undefined_mass, "enumerate", f"{schedule.name} (N={schedule.n_steps})", undefined)
     return Enumeration(law, Estimate(jensen, 0.0, "enumerate"), n_instances, len(cache))
 
 

@@ -127,13 +127,13 @@ def masked_marginal_table(q: np.ndarray) -> np.ndarray:
 def subset_entropies(q: np.ndarray) -> np.ndarray:
     """``H[T] = H(X_T)`` in nats for all ``2^L`` subsets (bit ``j`` = position ``j``); ``H[0] = 0``.
 
-    ``H(X_T) = -sum_{x_T} q_T(x_T) log q_T(x_T)`` with ``0 log 0 = 0`` (``scipy.special.entr``).
+    ``H(X_T) = -sum_{x_T} q_T(x_T) log q_T(x_T)`` with ``0 log 0 = 0`` (``scipy.special.entr``), each
+    marginal read off the masked marginal table (``(V+1)^L`` work in all).
     """
-    q = np.asarray(q, dtype=np.float64)
-    L = q.ndim
+    Q = masked_marginal_table(q)
+    V, L = Q.shape[0] - 1, Q.ndim
     out = np.empty(1 << L)
     for mask in range(1 << L):
-        drop = tuple(j for j in range(L) if not (mask >> j) & 1)
-        marg = q.sum(axis=drop) if drop else q
-        out[mask] = entr(marg).sum()
+        block = Q[tuple(slice(0, V) if (mask >> j) & 1 else V for j in range(L))]
+        out[mask] = entr(block).sum()
     return out

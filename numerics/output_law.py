@@ -9,9 +9,16 @@ pruned language), the revealed prefix has ``q(x_R) = 0`` and the oracle posterio
 step is undefined (:class:`~numerics.denoiser.OracleDenoiser` raises). Every completion of such a
 prefix lies outside ``supp q``, so none of the metrics depends on what a sampler does there. The
 exact methods therefore stop such a branch the first time a later step would reveal something
-from it and report its probability as ``undefined_mass``; ``p`` holds the law of the outputs of
-all other branches (including invalid outputs produced by a step after which nothing is revealed),
-so ``p.sum() + undefined_mass = 1``.
+from it and report its probability as ``undefined_mass``. Two conventions for ``p``
+(``UNDEFINED_CONVENTIONS``):
+
+* ``"drop"`` (default): ``p`` holds the law of the outputs of all other branches (including invalid
+  outputs produced by a step after which nothing is revealed), so ``p.sum() + undefined_mass = 1``;
+* ``"uniform"``: the convention of :mod:`numerics.samplers` (an undefined posterior row is replaced
+  by the uniform law), so every later-revealed token of such a branch is uniform and independent;
+  ``p`` then also holds those outputs and sums to 1 (for chi-squared tests of the sampler).
+
+Every metric is the same under both conventions.
 """
 
 from __future__ import annotations
@@ -24,7 +31,15 @@ import numpy as np
 
 from .denoiser import Estimate
 
-__all__ = ["OutputLaw", "ExactMetrics", "law_metrics"]
+__all__ = ["OutputLaw", "ExactMetrics", "law_metrics", "UNDEFINED_CONVENTIONS"]
+
+UNDEFINED_CONVENTIONS = ("drop", "uniform")
+
+
+def check_undefined_convention(undefined: str) -> str:
+    if undefined not in UNDEFINED_CONVENTIONS:
+        raise ValueError(f"undefined must be one of {UNDEFINED_CONVENTIONS}, got {undefined!r}")
+    return undefined
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,8 @@ class OutputLaw:
         How ``p`` was computed (``"enumerate"`` or ``"dp"``).
     schedule : str
         Name of the schedule (``Schedule.name``) and ``N``.
+    undefined : str
+        ``"drop"`` or ``"uniform"``: whether ``p`` includes the undefined branches' outputs (module docstring).
     """
 
     q: np.ndarray
@@ -51,6 +68,7 @@ class OutputLaw:
     undefined_mass: float
     method: str
     schedule: str
+    undefined: str = "drop"
 
     @property
     def length(self) -> int:
@@ -128,7 +146,8 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Optional[Estimate] = None) -> E
     entropy = float(-np.sum(qs * np.log(qs)))
     _check_no_underflow(ps)
     kl = float(np.sum(qs * (np.log(qs) - np.log(ps))))
-    ser = float(law.undefined_mass + p[~on].sum())
+    dropped = law.undefined_mass if law.undefined == "drop" else 0.0  # "uniform": already in p
+    ser = float(dropped + p[~on].sum())
     if ser > 0:
         gen_ppl = math.inf
     else:

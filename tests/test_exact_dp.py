@@ -99,3 +99,21 @@ def test_refuses_too_large():
     L = int(math.log(MAX_DP_WORDS, 4)) + 1
     with pytest.raises(ValueError, match="MAX_DP_WORDS"):
         dp_output_law(hmm, L, linear(2))
+
+
+@given(
+    lang=st.one_of(small_hmms(max_states=3, max_vocab=2), small_ngrams(max_order=3, max_vocab=2)),
+    schedule=schedules(max_steps=3),
+)
+def test_uniform_convention_for_undefined_branches(lang, schedule):
+    """The sampler's convention (undefined posterior -> uniform tokens): same in both methods, sums to 1,
+    same metrics as the default convention."""
+    L = 3
+    assume_representable(lang, L)
+    dp = dp_output_law(lang, L, schedule, undefined="uniform")
+    enum = enumerate_output_law(lang, L, schedule, undefined="uniform").law
+    _assert_same_law(dp, enum)
+    assert dp.p.sum() == pytest.approx(1.0, rel=RTOL_EXACT)
+    dropped = dp_output_law(lang, L, schedule)
+    np.testing.assert_array_equal(dp.p[dp.q > 0], dropped.p[dropped.q > 0])
+    assert law_metrics(dp).ser.value == pytest.approx(law_metrics(dropped).ser.value, rel=RTOL_EXACT, abs=ATOL_ZERO)

@@ -73,6 +73,16 @@ def test_hand_fixture_undefined_branches():
     expected[[0, 7]] = 10 / 32
     np.testing.assert_allclose(law.p.ravel(), expected, rtol=RTOL_EXACT)
     assert law_metrics(law).ser.value == pytest.approx(3 / 8, rel=RTOL_EXACT)
+    # the samplers' convention: the last bit of an undefined branch is uniform. The branch has the
+    # pair's disagreeing values (01 or 10 on the pair, prob 1/4 each within the branch), so each
+    # undefined branch (weight 3/8 * 1/2) puts 1/4 * 1/2 on each of 4 invalid sequences containing
+    # the disagreeing pair: pairs (0,1), (0,2), (1,2) each cover 4 of the 6 invalid sequences.
+    uniform = enumerate_output_law(q, None, linear(2), undefined="uniform").law
+    assert uniform.p.sum() == pytest.approx(1.0, rel=RTOL_EXACT)
+    np.testing.assert_allclose(uniform.p.ravel()[[0, 7]], 10 / 32, rtol=RTOL_EXACT)
+    # each invalid x: 1/32 (from the one-step instances) + 2 pairs disagree in x, each 1/8 * 1/4 * 1/2
+    np.testing.assert_allclose(uniform.p.ravel()[1:7], 1 / 32 + 2 * (1 / 8) * (1 / 4) * (1 / 2), rtol=RTOL_EXACT)
+    assert law_metrics(uniform).ser.value == pytest.approx(3 / 8, rel=RTOL_EXACT)
 
 
 def test_one_step_is_the_product_of_marginals_and_length_one_is_exact():
