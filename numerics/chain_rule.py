@@ -181,16 +181,17 @@ def pair_informations(chain: MarkovChain, length: int) -> np.ndarray:
     return iota
 
 
-def jensen_step_weights(a: np.ndarray, b: np.ndarray, length: int) -> np.ndarray:
+def jensen_step_weights(a: np.ndarray, b: np.ndarray, length: int, y: np.ndarray | None = None) -> np.ndarray:
     """``w[i, d] = w_d(a_i, b_i)`` of the module docstring, ``(N, L)`` (column ``d = 0`` is 0).
 
     ``E TC_i = sum_d iota(d) w_d(u_{i-1}, pi_i)``; computed with the positive recursions.
+    ``y = 1 - a - b`` may be passed as ``1 - u_i`` from the schedule itself (exactly 0 at the end).
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     L = int(length)
     x = 1.0 - a
-    y = np.maximum(x - b, 0.0)  # 1 - u_i; u_i <= 1 up to the schedule's own rounding
+    y = x - b if y is None else np.asarray(y, dtype=np.float64)
     w = np.zeros(a.shape + (L,))
     if L < 2:
         return w
@@ -222,7 +223,7 @@ def jensen_bound_markov(language: Any, length: int, schedule: Schedule) -> Jense
         raise ValueError(f"length must be an integer >= 1, got {length!r}")
     iota = pair_informations(chain, int(length))
     pi = schedule.pi
-    weights = jensen_step_weights(schedule.u[:-1], pi, int(length))  # (N, L)
+    weights = jensen_step_weights(schedule.u[:-1], pi, int(length), 1.0 - schedule.u[1:])  # (N, L)
     per_step = weights @ iota
     per_step[pi == 0] = 0.0  # nothing revealed: no error (w is already 0 there up to -0.0)
     per_step.setflags(write=False)
@@ -247,7 +248,8 @@ def information_curve_markov(language: Any, length: int) -> InformationCurve:
         r1 = t / (L - 1)  # d = 1
         for d in range(1, L):
             if d >= 2:
-                r1 = r1 * np.maximum(L - (d - 1) - t, 0.0) / (L - d)  # from d-1 to d
+                # from d-1 to d; the factor reaches 0 exactly where C(L-1-d, t-1) = 0 (t - 1 > L - 1 - d)
+                r1 = r1 * np.maximum(L - (d - 1) - t, 0.0) / (L - d)
             z += 2.0 * iota[d] * r1
         if L >= 3:
             r2 = t * (t - 1) / ((L - 1) * (L - 2))  # d = 2

@@ -157,10 +157,10 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Optional[Estimate] = None) -> E
         kl=_exact(kl, m),
         log_ter_gap=_exact(kl / L, m),
         ter=_exact(math.exp((entropy + kl) / L), m),
-        ter_data=_exact(ter_data, "enumerate-q"),
+        ter_data=_exact(ter_data, "joint-table"),
         ser=_exact(ser, m),
         ser_kl_certificate=_exact(-math.expm1(-kl), m),
         gen_ppl=_exact(gen_ppl, m),
-        gen_ppl_data=_exact(ter_data, "enumerate-q"),
+        gen_ppl_data=_exact(ter_data, "joint-table"),
         kl_jensen_bound=kl_jensen_bound,
     )

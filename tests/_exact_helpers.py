@@ -1,6 +1,5 @@
 """Shared assumption of the exact-method tests: the tiny case is inside float64's range."""
 
-import numpy as np
 from hypothesis import assume
 
 from numerics.joint_table import joint_table

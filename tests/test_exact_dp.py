@@ -62,6 +62,16 @@ def test_compiled_kernel_equals_its_python_run():
             _assert_same_law(dp_output_law(lang, L, schedule), dp_output_law(lang, L, schedule, compiled=False))
 
 
+def test_thread_split_does_not_change_the_law():
+    rng = np.random.default_rng(6)
+    hmm = _random_hmm(rng, 3, 3)
+    one = dp_output_law(hmm, 5, cosine(4), threads=1)
+    for threads in (2, 3):
+        _assert_same_law(dp_output_law(hmm, 5, cosine(4), threads=threads), one)
+    with pytest.raises(ValueError, match="threads"):
+        dp_output_law(hmm, 5, cosine(4), threads=0)
+
+
 def test_hand_fixture_undefined_mass():
     # q uniform on {000, 111}, N = 2 linear: derivation in test_exact_enumerate.py
     q = np.zeros((2, 2, 2))
