@@ -37,20 +37,21 @@ def parse_int_list(text: str) -> list[int]:
     except ValueError:
         raise click.BadParameter(f"not a list of integers: {text!r}") from None
     a, b = head[-2], head[-1]
-    out = list(head)
-    if a > 0 and b % a == 0 and b // a > 1:  # geometric
-        r = b // a
-        while out[-1] * r <= last:
-            out.append(out[-1] * r)
-    elif b > a:  # arithmetic
+    candidates = []
+    if 0 < a < b and b % a == 0:  # geometric first (the usual 8,16,...,2048)
+        out = list(head)
+        while out[-1] * (b // a) <= last:
+            out.append(out[-1] * (b // a))
+        candidates.append(out)
+    if a < b:
+        out = list(head)
         while out[-1] + (b - a) <= last:
             out.append(out[-1] + (b - a))
-    else:
-        raise click.BadParameter(f"cannot extend {head} to {last}")
-    if out[-1] != last:
-        raise click.BadParameter(f"the pattern {head} does not reach {last} exactly")
-    return out
-
+        candidates.append(out)
+    for out in candidates:
+        if out[-1] == last:
+            return out
+    raise click.BadParameter(f"neither a doubling nor an arithmetic pattern from {head} reaches {last} exactly")
 
 _method = click.option("--method", type=click.Choice(["auto", "enumerate", "dp", "mc"]), default="auto", show_default=True,
                        help="auto: enumerate for tiny cases, else the exact DP when cheap, else Monte Carlo.")
