@@ -24,13 +24,15 @@ def test_docs_generate_and_build_strict(tmp_path):
     for page in ("index.md", "getting-started.md", "derivations.md", "findings.md"):
         if (REPO / "docs" / page).exists():
             shutil.copy(REPO / "docs" / page, docs / page)
-    written = generate_docs(docs)
+    written = generate_docs(docs, check_instances=2)
     assert docs / "cli.md" in written and tmp_path / "mkdocs.yml" in written
     entries = theory_entries()
     pages = sorted(p.name for p in (docs / "theory").glob("*.md"))
     assert "index.md" in pages
     if entries:
         assert len(pages) == len(entries) + 1
+        c5 = (docs / "theory" / "c-5.md").read_text()
+        assert "## Statement" in c5 and "## How the engine checks it" in c5 and "## Findings" in c5
     site = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert (site / "index.html").is_file() and (site / "cli" / "index.html").is_file()
     assert (site / "theory" / "index.html").is_file()

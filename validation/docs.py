@@ -96,29 +96,18 @@ def cli_reference() -> str:
 # --------------------------------------------------------------------------------------------
 
 def theory_entries() -> list[Any] | None:
-    """The theory registry's entries, or ``None`` when the registry has not been built."""
+    """The lemmas and theorems of the theory registry (no proof steps), or ``None`` without it."""
     try:
         import theory
     except ModuleNotFoundError:
         return None
-    reg = getattr(theory, "REGISTRY", None)
-    if reg is None:
+    if not hasattr(theory, "claims"):
         return None
-    return list(reg.values()) if isinstance(reg, dict) else list(reg)
+    return list(theory.claims(top_level=True))
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "entry"
-
-
-def _field(entry: Any, *names: str, default: Any = None) -> Any:
-    for n in names:
-        if isinstance(entry, dict) and n in entry:
-            return entry[n]
-        if hasattr(entry, n):
-            v = getattr(entry, n)
-            return v() if callable(v) and n not in ("check",) and not isinstance(v, type) else v
-    return default
 
 
 def _render_latex(latex: str, out_png: Path) -> bool:
@@ -142,64 +131,112 @@ def _render_latex(latex: str, out_png: Path) -> bool:
         plt.close(fig)
 
 
+def _check_plot(claim: Any, instances: int, out_png: Path, seed: int = 0) -> dict | None:
+    """Scatter of both sides of ``claim`` over generated instances (``theory.check``), saved as PNG."""
+    if instances <= 0:
+        return None
+    import numpy as np
+    from theory import check
+
+    rng = np.random.default_rng([seed, sum(map(ord, claim.id))])
+    pts, bad = [], 0
+    for _ in range(instances):
+        inst = claim.generate(rng)
+        try:
+            r = check(claim, inst)
+        except ValueError:
+            continue
+        pts.append((float(r.lhs), float(r.rhs), bool(r.holds)))
+        bad += not r.holds
+    pts = [p for p in pts if np.isfinite(p[0]) and np.isfinite(p[1])]
+    if not pts:
+        return None
+    from validation.experiments._style import new_figure, plt
+
+    fig, axes = new_figure(width=4.2, height=3.6)
+    ax = axes[0, 0]
+    lhs, rhs, ok = (np.array(v) for v in zip(*pts))
+    ax.scatter(rhs[ok], lhs[ok], s=9, color="#1f77b4", label="holds")
+    if (~ok).any():
+        ax.scatter(rhs[~ok], lhs[~ok], s=14, color="#c62828", marker="x", label="violated")
+    lo, hi = min(lhs.min(), rhs.min()), max(lhs.max(), rhs.max())
+    ax.plot([lo, hi], [lo, hi], color="k", linewidth=0.8, label="lhs = rhs")
+    positive = lo > 0 and hi / lo > 50
+    if positive:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("right side")
+    ax.set_ylabel("left side")
+    ax.set_title(f"{claim.id}: lhs {claim.relation} rhs on {len(pts)} instances", fontsize=9)
+    ax.legend(fontsize=7)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_png.with_name(f".{out_png.name}.tmp.png")
+    fig.savefig(tmp, dpi=100, format="png")
+    tmp.replace(out_png)
+    plt.close(fig)
+    return {"instances": len(pts), "violations": bad}
+
+
 def _findings_for(docs_dir: Path, ident: str) -> list[str]:
-    """Lines of docs/findings.md that mention ``ident`` (e.g. ``B.11``)."""
+    """Lines of docs/findings.md that mention ``ident`` (e.g. ``B.11``) as a whole word."""
     f = docs_dir / "findings.md"
     if not f.exists():
         return []
-    pat = re.compile(rf"(?<![\w.]){re.escape(ident)}(?![\w])")
+    pat = re.compile(rf"(?<![\w.]){re.escape(ident)}(?![\w]|\.\d)")
     return [ln.strip() for ln in f.read_text(encoding="utf-8").splitlines() if pat.search(ln) and ln.strip()]
 
 
-def _theory_page(entry: Any, docs_dir: Path, slug: str) -> str:
-    ident = str(_field(entry, "id", "number", "name", default=slug))
-    title = str(_field(entry, "title", default=ident))
-    latex = _field(entry, "statement_latex", "latex", default=None)
-    doc = _field(entry, "__doc__", "doc", "docstring", default=None)
-    if doc is None:
-        doc = type(entry).__doc__ if not isinstance(entry, dict) else None
-    claims = _field(entry, "claims", "steps", default=()) or ()
-    lines = [f"# {ident}: {title}", ""]
-    numbering = _field(entry, "paper_number", "numbering", default=None)
-    if numbering:
-        lines += [f"*Paper numbering:* {numbering}", ""]
-    lines += ["## Statement", ""]
-    if latex:
-        img = docs_dir / "theory" / "img" / f"{slug}.png"
-        if _render_latex(str(latex), img):
-            lines += [f"![statement of {ident}](img/{slug}.png)", ""]
-        lines += ["LaTeX source:", "", "```latex", str(latex), "```", ""]
-    else:
-        lines += ["*(the registry gives no LaTeX statement for this entry)*", ""]
-    sym = _field(entry, "statement", "expr", "sympy", default=None)
-    if sym is not None and not callable(sym):
-        lines += ["Symbolic form (sympy):", "", "```text", str(sym), "```", ""]
-    lines += ["## How the engine checks it", ""]
-    lines += [(str(doc).strip() if doc else "*(no description in the registry)*"), ""]
-    if claims:
-        lines += ["## Proof-step claims", "", "| claim | statement |", "|---|---|"]
-        for c in claims:
-            cid = _field(c, "id", "name", default=str(c))
-            ctex = _field(c, "statement_latex", "latex", "title", default="")
-            ctex = str(ctex).replace("|", "\\|")
-            lines.append(f"| `{cid}` | {ctex} |")
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def _theory_page(claim: Any, docs_dir: Path, slug: str, check_instances: int) -> str:
+    from theory import get
+
+    lines = [f"# {claim.paper}: {claim.title}", "", f"*Registry id* `{claim.id}` &middot; relation `{claim.relation}`"
+             + (" &middot; **the engine found this statement false** (see the findings below)"
+                if claim.expect == "false" else ""), "", "## Statement", ""]
+    img = docs_dir / "theory" / "img" / f"{slug}.png"
+    if _render_latex(claim.statement_latex, img):
+        lines += [f"![statement of {claim.id}](img/{slug}.png)", ""]
+    lines += ["LaTeX:", "", "```latex", claim.statement_latex, "```", "",
+              "Symbolic form (sympy):", "", "```text", str(claim.statement), "```", ""]
+    if getattr(claim, "parameters", None):
+        lines += ["Instance fields:", "", "| field | meaning |", "|---|---|"]
+        lines += [f"| `{k}` | {_md_escape(v)} |" for k, v in claim.parameters.items()] + [""]
+    lines += ["## How the engine checks it", "", (claim.doc or "*(no description in the registry)*").strip(), ""]
+    if claim.steps:
+        lines += ["## Proof-step claims", "", "| claim | relation | statement |", "|---|---|---|"]
+        for sid in claim.steps:
+            try:
+                st = get(sid)
+            except ValueError:
+                lines.append(f"| `{sid}` | | *(not in the registry)* |")
+                continue
+            lines.append(f"| `{sid}` | `{st.relation}` | {_md_escape(st.title)}"
+                         + (" **(false)**" if st.expect == "false" else "") + " |")
         lines.append("")
     plot = docs_dir / "theory" / "img" / f"{slug}_check.png"
-    if plot.exists():
-        lines += ["## Check", "", f"![checks of {ident}](img/{slug}_check.png)", ""]
-    findings = _findings_for(docs_dir, ident)
+    info = _check_plot(claim, check_instances, plot)
+    if info is not None:
+        lines += ["## Check", "", f"![checks of {claim.id}](img/{slug}_check.png)", "",
+                  f"Both sides on {info['instances']} generated instances (`theory.check`): "
+                  f"{info['violations']} violations. `mdm-theory check --lemma {claim.id}` prints the full table.", ""]
+    findings = _findings_for(docs_dir, claim.id)
+    for sid in claim.steps:
+        findings += [f for f in _findings_for(docs_dir, sid) if f not in findings]
     lines += ["## Findings", ""]
     if findings:
         lines += ["From [the findings page](../findings.md):", ""] + [f"> {ln}" for ln in findings[:12]] + [""]
     else:
-        lines += ["No finding recorded for this entry"
+        lines += ["No finding recorded for this statement"
                   + (" (see [all findings](../findings.md))." if (docs_dir / "findings.md").exists() else "."), ""]
     if (docs_dir / "derivations.md").exists():
         lines += ["Derivations of the explicit constants: [derivations](../derivations.md).", ""]
     return "\n".join(lines)
 
 
-def _theory_pages(docs_dir: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+def _theory_pages(docs_dir: Path, check_instances: int) -> tuple[list[Path], list[tuple[str, str]]]:
     entries = theory_entries()
     tdir = docs_dir / "theory"
     tdir.mkdir(parents=True, exist_ok=True)
@@ -209,17 +246,17 @@ def _theory_pages(docs_dir: Path) -> tuple[list[Path], list[tuple[str, str]]]:
                 "per-lemma pages were generated. Run `mdm-theory docs` again once it exists.\n")
         return [_write(tdir / "index.md", text)], nav
     rows = []
-    for entry in entries:
-        ident = str(_field(entry, "id", "number", "name"))
-        slug = _slug(ident)
-        written.append(_write(tdir / f"{slug}.md", _theory_page(entry, docs_dir, slug)))
-        title = str(_field(entry, "title", default=ident))
-        nav.append((f"{ident}: {title}", f"theory/{slug}.md"))
-        rows.append(f"| [{ident}]({slug}.md) | {title} |")
+    for claim in entries:
+        slug = _slug(claim.id)
+        written.append(_write(tdir / f"{slug}.md", _theory_page(claim, docs_dir, slug, check_instances)))
+        nav.append((claim.paper, f"theory/{slug}.md"))
+        flag = " (found false)" if claim.expect == "false" else ""
+        rows.append(f"| [{claim.paper}]({slug}.md) | {_md_escape(claim.title)}{flag} | {len(claim.steps)} |")
     index = ["# Lemmas and theorems", "",
-             "One page per entry of the `theory` registry (generated by `mdm-theory docs`): statement, "
-             "how the engine checks it, its proof-step claims and any finding.", "",
-             "| entry | title |", "|---|---|", *rows, ""]
+             "One page per lemma and theorem of the `theory` registry (generated by `mdm-theory docs`): the "
+             "statement, how the engine checks it, its proof-step claims, a plot of both sides on generated "
+             "instances and any finding.", "",
+             "| statement | title | proof steps |", "|---|---|---|", *rows, ""]
     written.insert(0, _write(tdir / "index.md", "\n".join(index)))
     return written, nav
 
@@ -246,12 +283,15 @@ def _mkdocs_yml(docs_dir: Path, theory_nav: list[tuple[str, str]]) -> str:
     return MKDOCS_HEADER + "\n".join(nav) + "\n"
 
 
-def generate_docs(docs_dir: str | Path = "docs") -> list[Path]:
-    """Write the generated pages into ``docs_dir`` and ``mkdocs.yml`` beside it; returns the paths."""
+def generate_docs(docs_dir: str | Path = "docs", check_instances: int = 60) -> list[Path]:
+    """Write the generated pages into ``docs_dir`` and ``mkdocs.yml`` beside it; returns the paths.
+
+    ``check_instances`` generated instances per lemma feed its check plot (0: no plots).
+    """
     docs_dir = Path(docs_dir)
     docs_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(docs_dir / "cli.md", cli_reference())]
-    pages, nav = _theory_pages(docs_dir)
+    pages, nav = _theory_pages(docs_dir, check_instances)
     written += pages
     written.append(_write(docs_dir.parent / "mkdocs.yml", _mkdocs_yml(docs_dir, nav)))
     return written

@@ -73,12 +73,14 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
 @click.option("--build/--no-build", default=False, show_default=True, help="Then run `mkdocs build --strict`.")
 @click.option("--site", "site_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("site"),
               show_default=True, help="Output folder of the built site.")
+@click.option("--check-instances", type=click.IntRange(min=0), default=60, show_default=True,
+              help="Generated instances per lemma for its check plot (0: no plots).")
 @json_option
-def docs_cmd(docs_dir: Path, build: bool, site_dir: Path, as_json: bool) -> None:
+def docs_cmd(docs_dir: Path, build: bool, site_dir: Path, check_instances: int, as_json: bool) -> None:
     """Generate the per-lemma pages (from the theory registry) and the CLI reference; optionally build."""
     from validation.docs import build_site, generate_docs
 
-    written = generate_docs(docs_dir)
+    written = generate_docs(docs_dir, check_instances=check_instances)
     result = {"written": [str(p) for p in written]}
     if build:
         result["site"] = str(build_site(docs_dir.parent / "mkdocs.yml", site_dir))

@@ -41,9 +41,11 @@ def estimate_json(est: Any) -> dict:
            "stderr": float(d.get("stderr", 0.0) or 0.0),
            "method": str(d.get("method", "?")),
            "samples": int(d.get("samples", 0) or 0)}
-    for key in ("lower", "upper"):
-        if key in d or hasattr(est, key):
-            out[key] = float(d[key] if key in d else getattr(est, key))
+    for key, names in (("lower", ("lower", "ci_low")), ("upper", ("upper", "ci_high"))):
+        for name in names:
+            if name in d or hasattr(est, name):
+                out[key] = float(d[name] if name in d else getattr(est, name))
+                break
     return out
 
 
@@ -80,7 +82,7 @@ def oracle_gen_ppl(lang: Any, schedule: Schedule, n: int, length: int, seed: Any
 
     The Monte Carlo function is looked up before anything is sampled.
     """
-    fn = _montecarlo("gen_ppl")
+    fn = _montecarlo("gen_ppl_mc")
     tokens, nfe = oracle_samples(lang, schedule, n, length, seed)
     out = estimate_json(fn(lang, tokens))
     out["nfe_mean"] = float(np.mean(nfe))
@@ -89,7 +91,7 @@ def oracle_gen_ppl(lang: Any, schedule: Schedule, n: int, length: int, seed: Any
 
 def oracle_ser(lang: Any, schedule: Schedule, n: int, length: int, seed: Any) -> dict:
     """SER of ``n`` oracle samples: the fraction outside the support (exact check, binomial CI)."""
-    fn = _montecarlo("ser")
+    fn = _montecarlo("ser_mc")
     tokens, nfe = oracle_samples(lang, schedule, n, length, seed)
     out = estimate_json(fn(lang, tokens))
     out["nfe_mean"] = float(np.mean(nfe))
@@ -118,8 +120,8 @@ def jensen_bound(lang: Any, schedule: Schedule, length: int, samples: int, seed:
         return jensen_bound_exact(lang, schedule, length)
     except ValueError:
         pass  # not a first-order chain over tokens: Monte Carlo below
-    mc = need("numerics.montecarlo", "jensen_bound_mc")
-    return estimate_json(mc.jensen_bound_mc(lang, schedule, length, samples, np.random.default_rng(seed)))
+    fn = _montecarlo("kl_jensen_bound_mc")
+    return estimate_json(fn(lang, schedule, length, max(samples, 2), np.random.default_rng(seed)))
 
 
 def interval_ser(schedule: Schedule, length: int, l: int) -> float:

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # the report runs headless; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["plt", "language_color", "new_figure", "band", "band_ci", "Z95", "length_styles"]
+__all__ = ["plt", "language_color", "new_figure", "band", "band_ci", "legend", "Z95", "length_styles"]
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile for +-Z*stderr bands
 
@@ -76,3 +76,9 @@ def band_ci(ax: Any, x: Sequence[float], y: Sequence[float], lo: Sequence[float 
     if pts:
         xs, los, his = zip(*pts)
         ax.fill_between(xs, los, his, color=color, alpha=0.18, linewidth=0)
+
+
+def legend(ax: Any, **kw: Any) -> None:
+    """``ax.legend(**kw)`` when something is labelled (matplotlib warns on an empty legend)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)

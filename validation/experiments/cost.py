@@ -200,7 +200,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
 
 def plot(result: ExperimentResult) -> list[Plot]:
     """NFE vs N (log-log), expected as lines, measured as points with 95% error bars."""
-    from ._style import Z95, length_styles, new_figure
+    from ._style import Z95, length_styles, new_figure, legend
 
     rows = result.tables.get("nfe", [])
     if not rows:
@@ -229,7 +229,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
         ax.set_xlabel("steps N")
         ax.set_ylabel("network calls (NFE)")
         ax.set_title(f"{s} schedule")
-        ax.legend(fontsize=6, ncol=2)
+        legend(ax, fontsize=6, ncol=2)
     caption = ("Expected NFE under caching (lines, 1 + sum_{i<N} (1-(1-pi_i)^L)) and simulated NFE "
                "(markers, 95% error bars); black stars: NFE counted by the oracle sampler "
                f"(L = {result.config.get('sampler_length')}). NFE saturates near L: a step that "

@@ -159,7 +159,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
-    from ._style import band_ci, language_color, new_figure
+    from ._style import band_ci, language_color, new_figure, legend
 
     rows = result.tables.get("points", [])
     if not rows:
@@ -195,7 +195,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("steps N")
         ax.set_ylabel(label)
-        ax.legend(fontsize=7)
+        legend(ax, fontsize=7)
         plots.append(Plot(f"{metric}_learned_vs_oracle", fig,
                           f"{label.capitalize()} of trained models vs the oracle factorized sampler at the same steps "
                           "and schedule (95% intervals), with true samples of the language for reference."))

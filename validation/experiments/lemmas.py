@@ -91,7 +91,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
     """Tightness (bound / exact, on its tightest instance) per claim; red: claims with violations."""
     import math
 
-    from ._style import new_figure
+    from ._style import new_figure, legend
 
     rows = [r for r in result.tables.get("claims", [])
             if r.get("min_tightness") is not None and math.isfinite(r["min_tightness"]) and r["min_tightness"] > 0]
@@ -108,6 +108,6 @@ def plot(result: ExperimentResult) -> list[Plot]:
     ax.set_yscale("log")
     ax.set_xticks(list(x), [r["claim"] for r in rows], rotation=90, fontsize=5)
     ax.set_ylabel("tightness (bound / exact)")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     return [Plot("tightness", fig, "Tightness of each claim (bound / exact side; 1 = tight): bars the median over the "
                                    "generated instances, dots the tightest instance (red: the claim was violated).")]

@@ -117,6 +117,20 @@ def _steps_needed(cfg: Config, L: int, threshold: float, validity: _Validity) ->
             "ser_before": f(hi - 1) if hi > 1 else None}
 
 
+def _preset_steps_needed(cfg: Config, rows: list[dict]) -> list[dict]:
+    """Smallest grid ``N`` whose Monte Carlo SER estimate is <= each threshold (coarse: grid and MC noise)."""
+    out = []
+    for lang in cfg.languages:
+        for L in cfg.lengths:
+            pts = sorted((r for r in rows if r["language"] == lang and r["length"] == L), key=lambda r: r["steps"])
+            for thr in cfg.thresholds:
+                hit = next((r for r in pts if r["ser"] <= thr), None)
+                out.append({"language": lang, "length": L, "threshold": thr,
+                            "steps_needed_grid": hit["steps"] if hit else None,
+                            "ser_at": hit["ser"] if hit else None})
+    return out
+
+
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
@@ -138,6 +152,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                          "method": e["method"], "nfe_mean": e.get("nfe_mean")})
     if rows:
         out.tables["preset_ser"] = rows
+        out.tables["preset_steps_needed"] = _preset_steps_needed(cfg, rows)
 
     # exact SER of the interval language, with Lemma C.6 / Theorem 4.4's lower bound
     validity = _Validity(cfg)
@@ -207,7 +222,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
-    from ._style import language_color, length_styles, new_figure
+    from ._style import language_color, length_styles, new_figure, legend
 
     plots = []
     rows = result.tables.get("preset_ser", [])
@@ -233,7 +248,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
             ax.set_xlabel("steps N")
             ax.set_ylabel("SER")
             ax.set_title(lang)
-            ax.legend(fontsize=7)
+            legend(ax, fontsize=7)
         plots.append(Plot("preset_ser_vs_steps", fig,
                           "SER of the oracle factorized sampler on the pruned presets vs steps (Monte Carlo with an "
                           "exact support check; bands: 95% binomial intervals)."))
@@ -262,7 +277,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("steps N" if xkey == "steps" else "steps per token N / L")
             ax.set_ylabel("SER")
-            ax.legend(fontsize=6)
+            legend(ax, fontsize=6)
         axes[0, 0].set_title(f"interval language, l = {result.config.get('interval')}")
         axes[0, 1].set_title("same, against N / L")
         plots.append(Plot("interval_ser_vs_steps", fig,
@@ -273,7 +288,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
 
     nrows = result.tables.get("steps_needed", [])
     if nrows:
-        fig, axes = new_figure()
+        fig, axes = new_figure(width=5.6, height=4.2)
         ax = axes[0, 0]
         fits = {f["threshold"]: f for f in result.tables.get("slope_fit", [])}
         for k, thr in enumerate(sorted({r["threshold"] for r in nrows}, reverse=True)):
@@ -281,19 +296,31 @@ def plot(result: ExperimentResult) -> list[Plot]:
             if not pts:
                 continue
             x, y = zip(*pts)
-            ax.plot(x, y, marker="o", linestyle="none", color=f"C{k}", label=f"SER <= {thr}")
+            ax.plot(x, y, marker="os"[k % 2], linestyle="none", color=language_color("interval"),
+                    label=f"interval, SER <= {thr} (exact)")
             if thr in fits:
                 f = fits[thr]
                 xs = np.array([min(x), max(x)], dtype=float)
-                ax.plot(xs, np.exp(f["intercept"]) * xs ** f["slope"], color=f"C{k}", linewidth=0.9,
+                ax.plot(xs, np.exp(f["intercept"]) * xs ** f["slope"], color=language_color("interval"),
+                        linestyle=["-", "--"][k % 2], linewidth=0.9,
                         label=f"fit: slope {f['slope']:.3f}")
+        preset = result.tables.get("preset_steps_needed", [])
+        for lang in dict.fromkeys(r["language"] for r in preset):
+            for thr, marker in zip(sorted({r["threshold"] for r in preset}, reverse=True), ("^", "v", "s", "D")):
+                pts = sorted((r["length"], r["steps_needed_grid"]) for r in preset
+                             if r["language"] == lang and r["threshold"] == thr and r["steps_needed_grid"])
+                if pts:
+                    ax.plot(*zip(*pts), marker=marker, linestyle=":", linewidth=0.8, markersize=4,
+                            color=language_color(lang), label=f"{lang}, SER <= {thr} (MC, grid)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.set_xlabel("length L")
         ax.set_ylabel("steps needed N")
-        ax.set_title("interval language: steps needed")
-        ax.legend(fontsize=7)
+        ax.set_title("steps needed vs length")
+        legend(ax, fontsize=7)
         plots.append(Plot("steps_needed_vs_length", fig,
                           "Exact smallest N with SER <= 1/2 and <= 0.1 on the interval language vs L, with a "
-                          "least-squares line on log-log axes (Theorem 4.4: slope 1)."))
+                          "least-squares line on log-log axes (Theorem 4.4: slope 1); dotted, in each preset's "
+                          "color: the smallest grid N whose Monte Carlo SER is below the threshold on the pruned "
+                          "presets (coarse: limited by the grid and the sample size)."))
     return plots
