@@ -156,7 +156,7 @@ register(
 register(
     Claim(
         id="A.2.lower",
-        paper="Lemma A.2 (lower tail)",
+        paper="proof of Lemma A.2 (the lower-tail half of the statement)",
         title="Chernoff lower tail: P(X <= (1-d) mu) <= exp(-d^2 mu / 2), 0 < d < 1",
         lhs=Pr(sp.Le(Xs, (1 - S.d) * S.mu)),
         rhs=sp.exp(-S.d**2 * S.mu / 2),
@@ -247,6 +247,14 @@ def step_domain(inst: Mapping[str, Any], divisible: bool = True) -> tuple[int, i
     return int(L), int(n), a, b
 
 
+def step_build(**kw) -> dict:
+    """A step instance from ``mdm-theory bounds`` options (``--L --n --u-prev --pi-i [--d]``)."""
+    inst = {k: kw[k] for k in ("L", "n", "u_prev", "pi_i")}
+    if kw.get("d") is not None:
+        inst["d"] = kw["d"]
+    return inst
+
+
 def step_means(L: int, n: int, a: float, b: float) -> dict:
     """``mu_S = L u_{i-1}^{n-1} / (n-1)`` and ``mu_T = L pi_i``."""
     return {"mu_S": L * a ** (n - 1) / (n - 1), "mu_T": L * b}
@@ -334,6 +342,7 @@ register(
         steps=("B.10.separators", "B.10.new", "B.10.dominance"),
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )
 register(
@@ -350,6 +359,7 @@ register(
         doc=_B10_DOC,
         free={"u_prev": "unit", "pi_i": "unit", "d": "unit"},
         parameters={**_step_params, "d": "deviation"},
+        build=step_build,
     )
 )
 register(
@@ -366,6 +376,7 @@ register(
         doc=_B10_DOC,
         free={"u_prev": "unit", "pi_i": "unit", "d": "positive"},
         parameters={**_step_params, "d": "deviation"},
+        build=step_build,
     )
 )
 register(
@@ -382,5 +393,6 @@ register(
         doc="Both CDFs exact, compared at the s where P(S_i <= s) - P(Bin <= s) is largest (dominance: <= everywhere).",
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )

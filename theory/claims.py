@@ -148,6 +148,11 @@ class Claim:
             raise ValueError(f"expect must be 'holds' or 'false', got {self.expect!r}")
 
     @property
+    def top_level(self) -> bool:
+        """True for the paper's own lemmas and theorems (ids like ``C.5``, ``4.4``), False for steps."""
+        return self.id.count(".") == 1
+
+    @property
     def statement(self) -> sp.Basic:
         """The statement as one sympy relation."""
         op = {"<=": sp.Le, ">=": sp.Ge, "==": sp.Eq}[self.relation]
@@ -210,7 +215,7 @@ def claims(prefix: str | None = None, top_level: bool = False) -> list[Claim]:
         c = REGISTRY[cid]
         if prefix is not None and not (cid == prefix or cid.startswith(prefix + ".")):
             continue
-        if top_level and c.paper.startswith("proof of"):
+        if top_level and not c.top_level:
             continue
         out.append(c)
     return out
@@ -222,11 +227,11 @@ def _compare(lhs, rhs, relation: str, exact: bool, atol: float = 0.0) -> tuple[b
         return True, 0.0, 1.0
     if relation == "<=":
         slack = rf - lf
-        tight = rf / lf if lf > 0 else (float("nan") if rf <= 0 else float("inf"))
+        tight = rf / lf if lf > atol else (float("nan") if rf <= atol else float("inf"))
         holds = (lhs <= rhs) if exact else lf <= rf + RTOL_FLOAT * max(abs(lf), abs(rf)) + atol
     elif relation == ">=":
         slack = lf - rf
-        tight = lf / rf if rf > 0 else (float("nan") if lf <= 0 else float("inf"))
+        tight = lf / rf if rf > atol else (float("nan") if lf <= atol else float("inf"))
         holds = (lhs >= rhs) if exact else lf >= rf - RTOL_FLOAT * max(abs(lf), abs(rf)) - atol
     else:
         slack = -abs(lf - rf)

@@ -160,7 +160,7 @@ register(
     Claim(
         id="C.1.exact",
         atol=ATOL_CANCEL,
-        paper="Lemma C.1 (exact value)",
+        paper="proof of Lemma C.1 (exact value)",
         title="P(all L positions at distinct steps) = L! e_L(pi), against enumeration of all N^L assignments",
         lhs=sp.factorial(S.L) * sp.Function("e_L")(S.pi),
         rhs=sp.Function("P_enum")(S.L, S.pi),
@@ -318,7 +318,7 @@ register(
     Claim(
         id="C.5.maclaurin",
         atol=ATOL_CANCEL,
-        paper="derived (repair of the proof of Lemma C.5)",
+        paper="proof of Lemma C.5 (derived repair)",
         title="l! e_l(pi) <= prod_{j<l} (1 - j/N) (Maclaurin / Schur-concavity: uniform pi maximizes e_l)",
         lhs=sp.factorial(S.l) * sp.Function("e_l")(S.pi),
         rhs=sp.Product(1 - S.i / S.N, (S.i, 1, S.l - 1)),
@@ -337,7 +337,7 @@ register(
     Claim(
         id="C.5.product",
         atol=ATOL_CANCEL,
-        paper="derived (repair of the proof of Lemma C.5)",
+        paper="proof of Lemma C.5 (derived repair)",
         title="prod_{j<l} (1 - j/N) <= (1 - 1/N)^(l-1)",
         lhs=sp.Product(1 - S.i / S.N, (S.i, 1, S.l - 1)),
         rhs=(1 - 1 / S.N) ** (S.l - 1),

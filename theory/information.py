@@ -261,7 +261,7 @@ register(
     Claim(
         id="A.3.event",
         atol=ATOL_CANCEL,
-        paper="Lemma A.3",
+        paper="proof of Lemma A.3 (the event form of the statement)",
         title="|P(E) - Q(E)| <= sqrt(KL(P||Q) / 2) for any event E",
         lhs=sp.Abs(sp.Function("P")(sp.Symbol("E")) - sp.Function("Q")(sp.Symbol("E"))),
         rhs=sp.sqrt(KL_(P_, Q_) / 2),

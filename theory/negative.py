@@ -261,7 +261,7 @@ register(
 register(
     Claim(
         id="C.7.pinsker",
-        paper="Example C.7 (Pinsker step)",
+        paper="proof of Example C.7 (Pinsker step)",
         title="|P_theta(bit = 1) - 1/2| <= sqrt(eps_learning / 2) < 1/16",
         lhs=sp.Abs(sp.Symbol("p_j") - sp.Rational(1, 2)),
         rhs=sp.sqrt(S.eps_l / 2),
@@ -276,7 +276,7 @@ register(
 register(
     Claim(
         id="C.7.pair",
-        paper="Example C.7 (derived, sharper)",
+        paper="proof of Example C.7 (derived, sharper)",
         title="P(disagree) = 1/2 - 2 delta_j delta_k >= 1/2 - sqrt(eps_j eps_k) >= 1/2 - eps_learning",
         lhs=sp.Symbol(r"P(\mathrm{disagree})"),
         rhs=sp.Rational(1, 2) - S.eps_l,
@@ -305,10 +305,20 @@ def _random_hmm(rng: np.random.Generator, S_: int, V: int, prune: float) -> HMM:
     return HMM(rows(1, S_)[0], rows(S_, S_), rows(S_, V))
 
 
+#: Pruned presets of numerics.presets used at tiny lengths by the SER generators.
+SER_PRESETS = ("2gram-pruned", "3gram-pruned", "hmm-pruned", "interval-l3")
+
+
 def _gen_ser(rng: np.random.Generator) -> dict:
     V = int(rng.integers(2, 4))
     L = int(rng.integers(2, 5 if V == 2 else 4))
-    if rng.random() < 0.5:
+    kind = rng.random()
+    if kind < 0.2:  # the paper's pruned languages and the Theorem 4.4 language (numerics.presets)
+        from numerics.presets import load_language
+
+        name = str(rng.choice(SER_PRESETS))
+        lang, L = load_language(name), 3 if name == "interval-l3" else 2
+    elif kind < 0.6:
         lang = random_ngram(rng, int(rng.integers(2, 4)), V, prune=0.25)
     else:
         lang = _random_hmm(rng, int(rng.integers(1, 4)), V, prune=0.25)
@@ -368,7 +378,8 @@ def _gen_c2_step(rng):
 
 
 _SER_DOC = (
-    "Tiny pruned language (n-gram or HMM, V <= 3, L <= 4) tabulated over V^L; the model is the oracle "
+    "Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of numerics.presets "
+    "at L <= 3) tabulated over V^L; the model is the oracle "
     "tempered by beta (theory.brute); eps_learning is the exact max over contexts of the per-token KL."
 )
 _ser_params = {"language": "NGram or HMM", "L": "length", "pi": "step probabilities", "order": "reveal order", "beta": "model temperature"}
@@ -430,7 +441,7 @@ register(
     Claim(
         id="4.3.exact-delta",
         atol=ATOL_CANCEL,
-        paper="Theorem 4.3 / C.3 (exact collision probability)",
+        paper="proof of Theorem 4.3 / C.3 (exact collision probability)",
         title="SER(p) <= 1 - (1 - delta_N) exp(-L eps_learning) with delta_N = 1 - L! e_L(pi) exact",
         lhs=sp.Symbol(r"\mathrm{SER}(p)"),
         rhs=1 - sp.factorial(S.L) * sp.Function("e_L")(S.pi) * sp.exp(-S.L * S.eps_l),

@@ -31,7 +31,7 @@ from numerics.schedules import Schedule, from_u
 
 from . import symbols as S
 from .brute import instance_law, mixture_law, sequence_kl, table
-from .chernoff import gen_step, step_domain, step_means
+from .chernoff import gen_step, step_build, step_domain, step_means
 from .claims import ATOL_CANCEL, Claim, closed_form, register, require
 from .separators import (
     expected_dependency_gap,
@@ -204,6 +204,7 @@ register(
         doc=_B11_DOC,
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )
 register(
@@ -220,6 +221,7 @@ register(
         doc=_B11_DOC,
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )
 register(
@@ -236,6 +238,7 @@ register(
         doc=_B11_DOC,
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )
 register(
@@ -258,12 +261,13 @@ register(
         ),
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters={**_step_params, "s": "separators", "k": "new positions"},
+        build=lambda **kw: {**step_build(**kw), "s": kw["s"], "k": kw["k"]},
     )
 )
 register(
     Claim(
         id="B.11.pairs",
-        paper="derived (tail-free replacement of Lemma B.11)",
+        paper="proof of Lemma B.11 (derived: tail-free replacement)",
         title="E[|tau_i| - D_i] <= L pi_i^2 ((n-1)/u_{i-1}^(n-1) + n - 2), any L",
         lhs=E_gap,
         rhs=_pair_expr,
@@ -287,12 +291,13 @@ register(
         ),
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )
 register(
     Claim(
         id="B.11.pairs-exact",
-        paper="derived (tail-free replacement of Lemma B.11)",
+        paper="proof of Lemma B.11 (derived: tail-free replacement)",
         title="E[|tau_i| - D_i] <= E[#same-group pairs of new positions]",
         lhs=E_gap,
         rhs=S.fn("E")(sp.Symbol(r"\#\mathrm{pairs}")),
@@ -306,6 +311,7 @@ register(
         doc="Both sides exact: transfer matrix, and pi_i^2 times a run-free probability summed over distances.",
         free={"u_prev": "unit", "pi_i": "unit"},
         parameters=_step_params,
+        build=step_build,
     )
 )
 
@@ -537,7 +543,7 @@ register(
 register(
     Claim(
         id="B.12.no-threshold",
-        paper="derived (B.11.pairs applied to the B.12 schedule)",
+        paper="proof of Lemma B.12 (derived: B.11.pairs on the schedule)",
         title="For every L (no L_0): E[sum_i (|tau_i| - D_i)] <= (5/4) eps L",
         lhs=Eps_sum,
         rhs=sp.Rational(5, 4) * S.eps * S.L,
@@ -595,16 +601,25 @@ def random_ngram(rng: np.random.Generator, n: int, V: int, prune: float = 0.0) -
     return NGram(n, rows(1)[0], rows(S_))
 
 
+#: The paper's Table 1 n-gram presets (numerics.presets, V = 8) used at tiny lengths by the generators.
+TINY_PRESETS = ("2gram", "3gram", "2gram-pruned", "3gram-pruned")
+
+
 def _gen_tiny(rng: np.random.Generator) -> dict:
     n = int(rng.integers(2, 4))
     V = int(rng.integers(2, 4))
     L = int(rng.integers(2, 5 if V == 2 else 4))
     N = int(rng.integers(1, 4))
+    if rng.random() < 0.25:  # a real language of the paper's experiments (V = 8), at L <= 3
+        from numerics.presets import load_language
+
+        lang, L = load_language(str(rng.choice(TINY_PRESETS))), int(rng.integers(2, 4))
+    else:
+        lang = random_ngram(rng, n, V, prune=float(rng.choice([0.0, 0.15])))
     pi = rng.dirichlet(np.ones(N))
     steps = tuple(int(s) for s in rng.integers(1, N + 1, L))
     beta = float(rng.choice([1.0, 1.0, 0.7, 1.4]))
-    return {"language": random_ngram(rng, n, V, prune=float(rng.choice([0.0, 0.15]))), "L": L,
-            "pi": pi, "steps": steps, "beta": beta, "i": int(rng.integers(1, max(steps) + 1))}
+    return {"language": lang, "L": L, "pi": pi, "steps": steps, "beta": beta, "i": int(rng.integers(1, max(steps) + 1))}
 
 
 def _tiny_domain(inst) -> None:
@@ -689,7 +704,7 @@ def _b9(inst, instance_average: bool = False):
 
 
 _TINY_DOC = (
-    "Tiny n-gram (V <= 3, L <= 4): q tabulated over V^L, the sampler's law p(.|tau) of every instance "
+    "Tiny n-gram (random with V <= 3, L <= 4, or a Table 1 preset with V = 8, L <= 3): q tabulated over V^L, the sampler's law p(.|tau) of every instance "
     "computed exactly (theory.brute) for the oracle tempered by beta (beta = 1: oracle); eps_learning "
     "is the exact max over contexts of KL(q(x_j|x_A) || p_theta(x_j|x_A))."
 )

@@ -135,24 +135,26 @@ def check_step_probabilities(a, b) -> None:
 
 @dataclass(frozen=True)
 class JointLaw:
-    """Exact joint law of ``(S_i, K_i)`` and first moment of ``D_i`` for one step.
+    """Exact joint law of ``(S_i, K_i)`` and first moment of ``K_i - D_i`` for one step.
 
     Attributes
     ----------
     prob : (S_max + 1, L + 1) array
         ``prob[s, k] = P(S_i = s, K_i = k)``.
-    dep_moment : (S_max + 1, L + 1) array
-        ``dep_moment[s, k] = E[D_i ; S_i = s, K_i = k]`` (the moment, not conditional).
+    gap_moment : (S_max + 1, L + 1) array
+        ``gap_moment[s, k] = E[K_i - D_i ; S_i = s, K_i = k]`` (the moment, not conditional):
+        accumulated directly as the probability of new positions that do *not* start a group, a
+        sum of positive terms (no cancellation in float64).
     """
 
     prob: np.ndarray
-    dep_moment: np.ndarray
+    gap_moment: np.ndarray
 
     @property
-    def gap_moment(self) -> np.ndarray:
-        """``E[K_i - D_i ; S_i = s, K_i = k]``."""
+    def dep_moment(self) -> np.ndarray:
+        """``E[D_i ; S_i = s, K_i = k] = k P(s, k) - E[K_i - D_i ; s, k]``."""
         k = np.arange(self.prob.shape[1])[None, :]
-        return k * self.prob - self.dep_moment
+        return k * self.prob - self.gap_moment
 
     def conditional_gap(self) -> np.ndarray:
         """``E[K_i - D_i | S_i = s, K_i = k]``; NaN (float) / None (exact) where the cell has probability 0."""
@@ -198,35 +200,37 @@ def joint_law(L: int, n: int, a, b) -> JointLaw:
     s_max = L // w
     shape = (w, 2, s_max + 1, L + 1)
     P = _zeros(shape, exact)
-    M = _zeros(shape, exact)  # first moment of D on each state
+    G = _zeros(shape, exact)  # first moment of K - D on each state
     P[0, 1, 0, 0] = 1 if not exact else Fraction(1)
     for _ in range(L):
         P2 = _zeros(shape, exact)
-        M2 = _zeros(shape, exact)
+        G2 = _zeros(shape, exact)
         # E: run grows; completing a multiple of n-1 adds a separator and opens a new group
         for r in range(w):
             if r + 1 < w:
                 P2[r + 1] += a * P[r]
-                M2[r + 1] += a * M[r]
+                G2[r + 1] += a * G[r]
             else:
                 P2[0, 1, 1:, :] += a * P[r, 0, :-1, :] + a * P[r, 1, :-1, :]
-                M2[0, 1, 1:, :] += a * M[r, 0, :-1, :] + a * M[r, 1, :-1, :]
-        # T: a new position; it starts a group iff B = 1; run resets, B becomes 0
+                G2[0, 1, 1:, :] += a * G[r, 0, :-1, :] + a * G[r, 1, :-1, :]
+        # T: a new position; it joins the open group iff B = 0 (then K - D grows by 1)
         tP = P.sum(axis=0)  # (2, S, K)
-        tM = M.sum(axis=0)
+        tG = G.sum(axis=0)
         P2[0, 0, :, 1:] += b * (tP[0, :, :-1] + tP[1, :, :-1])
-        M2[0, 0, :, 1:] += b * (tM[0, :, :-1] + tM[1, :, :-1] + tP[1, :, :-1])
+        G2[0, 0, :, 1:] += b * (tG[0, :, :-1] + tG[1, :, :-1] + tP[0, :, :-1])
         # M: still masked; run resets, B unchanged
         P2[0] += m * tP
-        M2[0] += m * tM
-        P, M = P2, M2
-    return JointLaw(P.sum(axis=(0, 1)), M.sum(axis=(0, 1)))
+        G2[0] += m * tG
+        P, G = P2, G2
+    return JointLaw(P.sum(axis=(0, 1)), G.sum(axis=(0, 1)))
 
 
 def expected_dependency_gap(L: int, n: int, a, b):
-    """``E[|tau_i| - D_i] = L b - E[D_i]`` exactly, by the ``(r, B)`` transfer matrix alone (``O(L n)``).
+    """``E[|tau_i| - D_i]`` exactly, by the ``(r, B)`` transfer matrix alone (``O(L n)``).
 
-    ``E[D_i] = sum_j P(position j is new and B = 1 just before it)``.
+    ``E[|tau_i| - D_i] = sum_j P(position j is new and B = 0 just before it)`` (a new position
+    that joins an open group): a sum of positive terms, accurate in float64 even when
+    ``pi_i`` is tiny (no ``L b - E[D_i]`` cancellation).
     """
     n = _check_order(n)
     if int(L) != L or L < 1:
@@ -239,10 +243,10 @@ def expected_dependency_gap(L: int, n: int, a, b):
     w = n - 1
     P = _zeros((w, 2), exact)
     P[0, 1] = Fraction(1) if exact else 1.0
-    expected_d = Fraction(0) if exact else 0.0
+    gap = Fraction(0) if exact else 0.0
     for _ in range(L):
         tP = P.sum(axis=0)
-        expected_d += b * tP[1]
+        gap += b * tP[0]
         P2 = _zeros((w, 2), exact)
         for r in range(w):
             if r + 1 < w:
@@ -252,7 +256,7 @@ def expected_dependency_gap(L: int, n: int, a, b):
         P2[0, 0] += b * (tP[0] + tP[1])
         P2[0] += m * tP
         P = P2
-    return L * b - expected_d
+    return gap
 
 
 def expected_same_group_pairs(L: int, n: int, a, b):
@@ -292,7 +296,7 @@ def enumerate_joint_law(L: int, n: int, a: Fraction, b: Fraction) -> JointLaw:
     m = 1 - (a + b)  # >= 0 exactly when the domain check a + b <= 1 passed
     s_max = L // (n - 1)
     P = _zeros((s_max + 1, L + 1), True)
-    M = _zeros((s_max + 1, L + 1), True)
+    G = _zeros((s_max + 1, L + 1), True)
     weight = {1: a, 2: b, 3: m}  # class code = step: 1 earlier, 2 this step, 3 later
     for classes in itertools.product((1, 2, 3), repeat=L):
         p = Fraction(1)
@@ -302,8 +306,8 @@ def enumerate_joint_law(L: int, n: int, a: Fraction, b: Fraction) -> JointLaw:
             continue
         st = step_stats(classes, 2, n)
         P[st.separators, st.new] += p
-        M[st.separators, st.new] += p * st.dependencies
-    return JointLaw(P, M)
+        G[st.separators, st.new] += p * (st.new - st.dependencies)
+    return JointLaw(P, G)
 
 
 def expected_gap_per_step(L: int, n: int, u) -> np.ndarray:
@@ -323,14 +327,14 @@ def expected_gap_per_step(L: int, n: int, u) -> np.ndarray:
     w = n - 1
     P = np.zeros((a.size, w, 2))
     P[:, 0, 1] = 1.0
-    expected_d = np.zeros(a.size)
+    gap = np.zeros(a.size)
     for _ in range(int(L)):
         tP = P.sum(axis=1)  # (N, 2)
-        expected_d += b * tP[:, 1]
+        gap += b * tP[:, 0]  # a new position joining an open group (positive terms, no cancellation)
         P2 = np.zeros_like(P)
         P2[:, 1:, :] = a[:, None, None] * P[:, :-1, :]
         P2[:, 0, 1] += a * (P[:, w - 1, 0] + P[:, w - 1, 1])
         P2[:, 0, 0] += b * (tP[:, 0] + tP[:, 1])
         P2[:, 0, :] += m[:, None] * tP
         P = P2
-    return L * b - expected_d
+    return gap

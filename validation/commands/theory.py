@@ -45,9 +45,12 @@ def _fmt(v) -> str:
 @click.option("--d", "d", type=float, default=None, help="Chernoff deviation d.")
 @click.option("--x", "x", type=float, default=None, help="Point x (C.5.concavity).")
 @click.option("--C", "C", type=float, default=None, help="Constant C of Theorem 4.4.")
+@click.option("--s", "s", type=click.IntRange(min=0), default=None, help="Separators s (B.11.interleaving).")
+@click.option("--k", "k", type=click.IntRange(min=0), default=None, help="New positions k (B.11.interleaving).")
 @click.option("--latex", is_flag=True, help="Print LaTeX statements.")
 @json_option
-def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_prev, pi_i, d, x, C, latex, as_json) -> None:
+def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_prev, pi_i, d, x, C, s, k, latex,
+               as_json) -> None:
     """List the registry of lemmas, theorems and proof steps, or evaluate one (--lemma ID with values).
 
     Theorem 4.2 / B.12 also print their constants N(eps, n), L_0(eps, n) (with --N and no --eps:
@@ -56,7 +59,7 @@ def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_pr
     from numerics.schedules import make_schedule
     from theory import claims, get
 
-    if lemma is None or not any(v is not None for v in (N, pi_text, L, l_, n, V, eps, u_prev, pi_i, d, x, C)):
+    if lemma is None or not any(v is not None for v in (N, pi_text, L, l_, n, V, eps, u_prev, pi_i, d, x, C, s, k)):
         rows = claims(lemma) if lemma else claims()
         out = [{"id": c.id, "paper": c.paper, "title": c.title, "relation": c.relation,
                 "statement_latex": c.statement_latex, "expect": c.expect, "steps": list(c.steps),
@@ -70,7 +73,7 @@ def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_pr
         return
     claim = get(lemma)
     values = {"N": N, "L": L, "l": l_, "n": n, "V": V, "eps": eps, "eps_learning": eps_learning,
-              "u_prev": u_prev, "pi_i": pi_i, "d": d, "x": x, "C": C}
+              "u_prev": u_prev, "pi_i": pi_i, "d": d, "x": x, "C": C, "s": s, "k": k}
     if pi_text is not None:
         from fractions import Fraction
 
