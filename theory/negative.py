@@ -36,7 +36,7 @@ from .brute import instance_law, mixture_law, table
 from .claims import ATOL_CANCEL, Claim, closed_form, register, require
 from .collision import collision_probability, interval_validity
 from .information import kl
-from .positive import random_ngram
+from .positive import _dp_domain, _gen_dp, random_ngram
 
 __all__ = [
     "P_E_PAPER",
@@ -432,7 +432,7 @@ register(
         domain=_ser_domain,
         generate=_gen_ser,
         doc=_SER_DOC + " SER of the mixture over all N^L instances, exact.",
-        steps=("4.3.exact-delta",),
+        steps=("4.3.exact-delta", "4.3.exact-dp"),
         free={"pi": "simplex"},
         parameters=_ser_params,
     )
@@ -522,5 +522,45 @@ register(
         parameters={"L": "length (multiple of 5)", "N": "steps", "C": "the constant", "eps_learning": "eps_learning"},
         build=lambda **kw: {"L": kw["L"], "l": 5, "N": kw["N"], "C": kw.get("C") or ARG_CONSTANT_L10,
                             "eps_learning": kw.get("eps_learning", 0.0)},
+    )
+)
+
+
+def _c3_dp(inst):
+    from numerics.exact_dp import dp_metrics
+    from numerics.schedules import from_u
+
+    pi = np.asarray(inst["pi"], dtype=np.float64)
+    u = np.concatenate([[0.0], np.cumsum(pi)])
+    u[-1] = 1.0
+    sched = from_u(u, "claim")
+    ser = dp_metrics(inst["language"], int(inst["L"]), sched).ser.value
+    return ser, float(collision_probability(list(sched.pi), int(inst["L"])))
+
+
+def _gen_c3_dp(rng: np.random.Generator) -> dict:
+    inst = _gen_dp(rng)
+    inst["language"] = random_ngram(rng, int(rng.integers(2, 4)), 2, prune=0.3)
+    return inst
+
+
+register(
+    Claim(
+        id="4.3.exact-dp",
+        atol=ATOL_CANCEL,
+        paper="proof of Theorem 4.3 / C.3 (oracle, lengths beyond enumeration)",
+        title="Oracle: SER(p) <= delta_N = 1 - L! e_L(pi), SER from numerics' exact DP",
+        lhs=sp.Symbol(r"\mathrm{SER}(p)"),
+        rhs=1 - sp.factorial(S.L) * sp.Function("e_L")(S.pi),
+        relation="<=",
+        evaluate=_c3_dp,
+        domain=_dp_domain,
+        generate=_gen_c3_dp,
+        doc=(
+            "Pruned binary n-grams at L = 5..8, the oracle (eps_learning = 0): SER of the mixture law from "
+            "numerics.exact_dp.dp_metrics against the exact collision probability."
+        ),
+        free={"pi": "simplex"},
+        parameters={"language": "NGram", "L": "length", "pi": "step probabilities"},
     )
 )

@@ -575,7 +575,7 @@ register(
             "divided by L (E_tau sum (|tau_i| - D_i) exact), the right side the theorem's bound. "
             "Constants: theory.positive.theorem42_constants."
         ),
-        steps=("B.12",),
+        steps=("B.12", "4.2.markov"),
         parameters={"eps": "epsilon", "n": "n-gram order", "L": "length >= L_0", "V": "|V|", "eps_learning": "eps_learning"},
         build=lambda **kw: {k: kw[k] for k in ("eps", "n", "L", "V", "eps_learning")},
     )
@@ -806,7 +806,7 @@ register(
         domain=_tiny_domain,
         generate=_gen_tiny,
         doc=_TINY_DOC + " E_tau sum_i (|tau_i| - D_i) by the transfer matrix (not by enumeration).",
-        steps=("B.9.instance-average",),
+        steps=("B.9.instance-average", "B.9.exact-dp", "B.9.markov"),
         free={"pi": "simplex"},
         parameters=_tiny_params,
     )
@@ -826,5 +826,159 @@ register(
         doc=_TINY_DOC,
         free={"pi": "simplex"},
         parameters=_tiny_params,
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# B.9 at lengths beyond enumeration: numerics' exact DP over revealed words (oracle, eps = 0)
+
+
+def _gen_dp(rng: np.random.Generator) -> dict:
+    n = int(rng.integers(2, 4))
+    L = int(rng.integers(5, 9))
+    N = int(rng.integers(2, 7))
+    pi = rng.dirichlet(np.full(N, float(rng.choice([0.5, 5.0]))))
+    return {"language": random_ngram(rng, n, 2, prune=float(rng.choice([0.0, 0.2]))), "L": L, "pi": pi}
+
+
+def _dp_domain(inst) -> None:
+    require(isinstance(inst["language"], NGram), "B.9.exact-dp takes an NGram language")
+    L, V = inst["L"], inst["language"].vocab_size
+    require(int(L) == L and 1 <= L and (2 * V + 1) ** L <= 5**10, f"(2V+1)^L too large for the exact DP: V = {V}, L = {L}")
+    pi = np.asarray(inst["pi"], dtype=np.float64)
+    require(pi.ndim == 1 and bool(np.all(pi >= 0)) and abs(pi.sum() - 1) <= 1e-9, "pi must be a probability vector")
+
+
+def _b9_dp(inst):
+    from numerics.exact_dp import dp_metrics
+
+    pi = np.asarray(inst["pi"], dtype=np.float64)
+    u = np.concatenate([[0.0], np.cumsum(pi)])
+    u[-1] = 1.0
+    sched = from_u(u, "claim")
+    kl = dp_metrics(inst["language"], int(inst["L"]), sched).kl.value
+    deps = float(expected_gap_per_step(inst["L"], inst["language"].order, sched.u).sum())
+    return kl, deps * math.log(inst["language"].vocab_size)
+
+
+register(
+    Claim(
+        id="B.9.exact-dp",
+        atol=ATOL_CANCEL,
+        paper="proof of Lemma B.9 (oracle, lengths beyond enumeration)",
+        title="Oracle: KL(q || p) <= E_tau[sum_i (|tau_i| - D_i)] log|V|, KL from numerics' exact DP",
+        lhs=KLq(sp.Symbol("q"), sp.Symbol("p")),
+        rhs=Eps_sum * sp.log(S.V),
+        relation="<=",
+        evaluate=_b9_dp,
+        domain=_dp_domain,
+        generate=_gen_dp,
+        doc=(
+            "Binary n-grams at L = 5..8: KL(q||p) of the oracle sampler's mixture law from "
+            "numerics.exact_dp.dp_metrics (DP over revealed words, independent of theory.brute); the "
+            "right side by the transfer matrix."
+        ),
+        free={"pi": "simplex"},
+        parameters={"language": "NGram", "L": "length", "pi": "step probabilities"},
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# B.9 and Theorem 4.2 at real lengths for token-level Markov chains (n = 2): numerics' exact
+# Jensen bound E_tau KL(q || p(.|tau)) by the Markov chain rule (oracle, eps_learning = 0)
+
+
+def _gen_markov(rng: np.random.Generator) -> dict:
+    from numerics.schedules import make_schedule
+
+    if rng.random() < 0.5:
+        from numerics.presets import load_language
+
+        lang = load_language("2gram")
+    else:
+        lang = random_ngram(rng, 2, int(rng.integers(2, 9)))
+    L = int(rng.integers(2, 600))
+    sched = make_schedule(str(rng.choice(["linear", "cosine"])), int(rng.integers(1, 80)))
+    return {"language": lang, "L": L, "pi": sched.pi}
+
+
+def _markov_domain(inst) -> None:
+    lang = inst["language"]
+    require(isinstance(lang, NGram) and lang.order == 2, "the Markov-chain-rule claims take a 2-gram language")
+    require(int(inst["L"]) == inst["L"] and inst["L"] >= 1, "L must be an integer >= 1")
+
+
+def _schedule_of(pi) -> Schedule:
+    pi = np.asarray(pi, dtype=np.float64)
+    u = np.concatenate([[0.0], np.cumsum(pi)])
+    u[-1] = 1.0
+    return from_u(u, "claim")
+
+
+def _b9_markov(inst):
+    from numerics.chain_rule import jensen_bound_markov
+
+    sched = _schedule_of(inst["pi"])
+    lang, L = inst["language"], int(inst["L"])
+    jensen = jensen_bound_markov(lang, L, sched).total.value
+    return jensen, float(expected_gap_per_step(L, 2, sched.u).sum()) * math.log(lang.vocab_size)
+
+
+def _gen_42_markov(rng: np.random.Generator) -> dict:
+    from numerics.presets import load_language
+
+    eps = float(rng.choice([0.5, 0.3, 0.25]))
+    L = b12_length_threshold(eps, 2) * int(rng.integers(1, 3))
+    return {"eps": eps, "n": 2, "L": L, "V": 8, "eps_learning": 0.0, "language": load_language("2gram")}
+
+
+def _t42_markov(inst):
+    from numerics.chain_rule import jensen_bound_markov
+
+    lang, L, eps = inst["language"], int(inst["L"]), float(inst["eps"])
+    jensen = jensen_bound_markov(lang, L, b12_schedule(eps, 2)).total.value
+    return jensen / L, 4 * eps * math.log(lang.vocab_size)
+
+
+register(
+    Claim(
+        id="B.9.markov",
+        atol=ATOL_CANCEL,
+        paper="proof of Lemma B.9 (oracle, 2-grams at any length)",
+        title="Oracle, 2-gram: E_tau KL(q || p(.|tau)) <= E_tau[sum_i (|tau_i| - D_i)] log|V|, at L in the hundreds",
+        lhs=S.fn("E_tau")(KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)"))),
+        rhs=Eps_sum * sp.log(S.V),
+        relation="<=",
+        evaluate=_b9_markov,
+        domain=_markov_domain,
+        generate=_gen_markov,
+        doc=(
+            "Left side exact by numerics.chain_rule.jensen_bound_markov (the Markov chain rule, "
+            "O(L V^3 + N L)) for the Table 1 2-gram preset or random bigrams; right side by the transfer matrix."
+        ),
+        free={"pi": "simplex"},
+        parameters={"language": "2-gram", "L": "length", "pi": "step probabilities"},
+    )
+)
+register(
+    Claim(
+        id="4.2.markov",
+        atol=ATOL_CANCEL,
+        paper="proof of Theorem 4.2 / B.13 (oracle, the 2-gram preset at L >= L_0)",
+        title="Oracle, 2-gram preset, B.12 schedule, L >= L_0: E_tau KL(q || p(.|tau)) / L <= 4 eps log|V|",
+        lhs=S.fn("E_tau")(KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)"))) / S.L,
+        rhs=4 * S.eps * sp.log(S.V),
+        relation="<=",
+        evaluate=_t42_markov,
+        domain=lambda inst: (_b12_domain(inst), _markov_domain(inst)) and None,
+        generate=_gen_42_markov,
+        doc=(
+            "The Table 1 2-gram (V = 8) at L = L_0(eps, 2) or 2 L_0 under the B.12 schedule: the exact "
+            "E_tau KL(q||p(.|tau)) (>= KL(q||p) = L (log TER(p) - log TER(q))) from the Markov chain rule, "
+            "divided by L, against the theorem's 4 eps log|V|."
+        ),
+        parameters={"eps": "epsilon", "L": "length >= L_0"},
     )
 )
