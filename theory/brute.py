@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import rel_entr, xlogy
+from scipy.special import rel_entr
 
 from numerics.joint_table import joint_table
 
@@ -168,8 +168,3 @@ def mixture_law(q: np.ndarray, pi, beta: float = 1.0) -> MixtureLaw:
 def table(language, L: int) -> np.ndarray:
     """``q`` as a ``(V,)*L`` table (:func:`numerics.joint_table.joint_table`)."""
     return joint_table(language, L)
-
-
-def entropy_of(q: np.ndarray) -> float:
-    """``H(q)`` in nats."""
-    return float(-xlogy(q, q).sum())

@@ -282,13 +282,6 @@ def closed_form(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], keys: tuple[str, 
     return evaluate
 
 
-def exact_value(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], values: tuple) -> sp.Expr:
-    """``expr`` with exact (Rational) values substituted; the symbolic side of the sympy-vs-numeric tests."""
-    subs = {s: sp.nsimplify(v) if not isinstance(v, Fraction) else sp.Rational(v.numerator, v.denominator)
-            for s, v in zip(symbols, values)}
-    return sp.simplify(expr.subs(subs))
-
-
 def require(condition: bool, message: str) -> None:
     """Raise ``ValueError(message)`` unless ``condition``: the domain checks of every claim."""
     if not condition:

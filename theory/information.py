@@ -13,7 +13,7 @@ import sympy as sp
 from scipy.special import entr
 
 from . import symbols as S
-from .claims import ATOL_CANCEL, Claim, closed_form, register, require
+from .claims import ATOL_CANCEL, PROB_SUM_ATOL, Claim, closed_form, register, require
 
 __all__ = ["entropy", "kl", "total_correlation", "marginals", "tv"]
 
@@ -73,7 +73,7 @@ def _joint(inst: Mapping[str, Any]) -> np.ndarray:
     P = np.asarray(inst["P"], dtype=np.float64)
     require(P.ndim >= 1 and len(set(P.shape)) == 1, f"P must have shape (V,) * k, got {P.shape}")
     require(P.shape[0] >= 1, "P needs V >= 1 symbols")
-    require(bool(np.all(P >= 0)) and abs(P.sum() - 1.0) <= 1e-9, "P must be a probability table")
+    require(bool(np.all(P >= 0)) and abs(P.sum() - 1.0) <= PROB_SUM_ATOL, "P must be a probability table")
     return P
 
 
@@ -201,7 +201,7 @@ def _pq(inst: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     Q = np.asarray(inst["Q"], dtype=np.float64).ravel()
     require(P.shape == Q.shape and P.size >= 1, f"P and Q must be vectors of one length, got {P.shape}, {Q.shape}")
     for name, v in (("P", P), ("Q", Q)):
-        require(bool(np.all(v >= 0)) and abs(v.sum() - 1.0) <= 1e-9, f"{name} must be a probability vector")
+        require(bool(np.all(v >= 0)) and abs(v.sum() - 1.0) <= PROB_SUM_ATOL, f"{name} must be a probability vector")
     return P, Q
 
 

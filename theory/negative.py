@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from math import comb
-from typing import Any, Mapping
 
 import numpy as np
 import sympy as sp
@@ -33,7 +32,7 @@ from numerics.hmm import HMM
 
 from . import symbols as S
 from .brute import instance_law, mixture_law, table
-from .claims import ATOL_CANCEL, Claim, closed_form, register, require
+from .claims import ATOL_CANCEL, Claim, probability_vector, register, require
 from .collision import collision_probability, interval_validity
 from .information import kl
 from .positive import _dp_domain, _gen_dp, random_ngram
@@ -195,9 +194,8 @@ def _c7_domain(inst):
     require(int(l_) == l_ and l_ >= 2, f"need an integer l >= 2, got {l_!r}")
     M = 2 ** (int(l_) - 1)
     for name in ("Pj", "Pk"):
-        P = np.asarray(inst[name], dtype=np.float64)
-        require(P.shape == (M,) and bool(np.all(P >= 0)) and abs(P.sum() - 1) <= 1e-9,
-                f"{name} must be a probability vector over the 2^(l-1) = {M} tokens")
+        P = probability_vector(name, inst[name])
+        require(P.shape == (M,), f"{name} must be a probability vector over the 2^(l-1) = {M} tokens")
     for name in ("bit_j", "bit_k"):
         require(0 <= int(inst[name]) < l_ - 1, f"{name} must index one of the l-1 bits")
     sides = _c7_sides(inst)
@@ -335,8 +333,7 @@ def _gen_ser(rng: np.random.Generator) -> dict:
 def _ser_domain(inst):
     L = inst["L"]
     require(int(L) == L and 1 <= L <= 8, f"L must be an integer in 1..8 (brute force), got {L!r}")
-    pi = np.asarray(inst["pi"], dtype=np.float64)
-    require(pi.ndim == 1 and bool(np.all(pi >= 0)) and abs(pi.sum() - 1) <= 1e-9, "pi must be a probability vector")
+    probability_vector("pi", inst["pi"])
     require(float(inst.get("beta", 1.0)) > 0, "beta must be > 0")
 
 

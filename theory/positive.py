@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Mapping
 
 import numpy as np
 import sympy as sp
@@ -32,7 +31,7 @@ from numerics.schedules import Schedule, from_u
 from . import symbols as S
 from .brute import instance_law, mixture_law, sequence_kl, table
 from .chernoff import gen_step, step_build, step_domain, step_means
-from .claims import ATOL_CANCEL, Claim, closed_form, register, require
+from .claims import ATOL_CANCEL, Claim, closed_form, probability_vector, register, require
 from .separators import (
     expected_dependency_gap,
     expected_gap_per_step,
@@ -377,22 +376,29 @@ def b12_length_threshold(eps: float, n: int) -> int:
     return int(math.ceil(raw / (n - 1)) * (n - 1))
 
 
+def _count_steps(eps: float, n: int, cap: int) -> int:
+    """``N(eps, n)`` if it is at most ``cap``, else ``cap + 1`` (stops early: no long loops)."""
+    c = b12_rate(eps, n)
+    u, steps = float(eps), 1
+    while u < 1.0 and steps <= cap:
+        u = min(1.0, u + c * u ** (n - 1))
+        steps += 1
+    return steps
+
+
 def b12_solve_eps(N: int, n: int, tol: float = 1e-10) -> float:
     """The smallest ``eps`` (to ``tol``) whose schedule needs at most ``N`` steps: ``N(eps, n) <= N``.
 
     ``N(eps, n)`` is non-increasing in ``eps`` (both the start ``u_1 = eps`` and the rate grow).
     """
     require(int(N) == N and N >= 2, f"N must be an integer >= 2 (step 1 and at least one more), got {N!r}")
-    lo, hi = 1e-9, 1.0 - 1e-12
-    if b12_steps(hi, n) > N:
+    _check_eps_n(0.5, n)
+    lo, hi = 1e-9, 1.0 - 1e-12  # the open interval (0, 1) of eps, to bisection resolution
+    if _count_steps(hi, n, N) > N:
         raise ValueError(f"no eps < 1 gives a B.12 schedule with N = {N} steps")
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
-        try:
-            ok = b12_steps(mid, n) <= N
-        except ValueError:  # more than MAX_B12_STEPS: certainly > N
-            ok = False
-        lo, hi = (lo, mid) if ok else (mid, hi)
+        lo, hi = (lo, mid) if _count_steps(mid, n, N) <= N else (mid, hi)
     return hi
 
 
@@ -627,8 +633,7 @@ def _tiny_domain(inst) -> None:
     require(isinstance(lang, NGram), "the B.* brute-force claims take an NGram language")
     L = inst["L"]
     require(int(L) == L and 1 <= L <= 8, f"L must be an integer in 1..8 (brute force), got {L!r}")
-    pi = np.asarray(inst["pi"], dtype=np.float64)
-    require(pi.ndim == 1 and bool(np.all(pi >= 0)) and abs(pi.sum() - 1) <= 1e-9, "pi must be a probability vector")
+    probability_vector("pi", inst["pi"])
     steps = inst.get("steps")
     if steps is not None:
         require(len(steps) == L and min(steps) >= 1, "steps must give a step >= 1 for each of the L positions")
@@ -846,8 +851,7 @@ def _dp_domain(inst) -> None:
     require(isinstance(inst["language"], NGram), "B.9.exact-dp takes an NGram language")
     L, V = inst["L"], inst["language"].vocab_size
     require(int(L) == L and 1 <= L and (2 * V + 1) ** L <= 5**10, f"(2V+1)^L too large for the exact DP: V = {V}, L = {L}")
-    pi = np.asarray(inst["pi"], dtype=np.float64)
-    require(pi.ndim == 1 and bool(np.all(pi >= 0)) and abs(pi.sum() - 1) <= 1e-9, "pi must be a probability vector")
+    probability_vector("pi", inst["pi"])
 
 
 def _b9_dp(inst):

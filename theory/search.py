@@ -21,6 +21,9 @@ from scipy.special import expit, logit, softmax
 
 from .claims import Claim, CheckResult, check
 
+_LOG_FLOOR = 1e-300  # start point of the optimizer: log of a zero weight (softmax never reaches exactly 0)
+_LOGIT_CLIP = 1e-12  # start point of the optimizer: a scalar at 0 or 1 encoded just inside (0, 1)
+
 __all__ = ["ClaimSummary", "Finding", "run_claim", "search_counterexamples", "relative_slack", "jsonable_instance"]
 
 
@@ -172,11 +175,11 @@ class _Codec:
         for key, kind, size in self.layout:
             v = np.asarray([float(x) for x in np.ravel(self.base[key])])
             if kind == "simplex":
-                parts.append(np.log(np.maximum(v, 1e-300)))
+                parts.append(np.log(np.maximum(v, _LOG_FLOOR)))
             elif kind in ("unit", "unitvec"):
-                parts.append(logit(np.clip(v, 1e-12, 1 - 1e-12)))
+                parts.append(logit(np.clip(v, _LOGIT_CLIP, 1 - _LOGIT_CLIP)))
             elif kind == "positive":
-                parts.append(np.log(np.maximum(v, 1e-300)))
+                parts.append(np.log(np.maximum(v, _LOG_FLOOR)))
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def decode(self, z: np.ndarray) -> dict:
