@@ -384,17 +384,20 @@ def train(
                 with torch.no_grad():
                     for pe, pm in zip(ema.parameters(), model.parameters()):
                         pe.lerp_(pm, 1.0 - decay)
+            if step % 10 == 0 or step == tc.steps:  # a host sync: not every step on a GPU
+                lv = loss.item()
+                if not math.isfinite(lv):
+                    raise FloatingPointError(f"training loss became {lv} at step {step}")
+                if bar is not None:
+                    bar.set_postfix(loss=f"{lv:.4f}", lr=f"{lr:.2e}", gnorm=f"{float(gnorm):.2f}", refresh=False)
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.4f}", lr=f"{lr:.2e}", gnorm=f"{float(gnorm):.2f}", refresh=False)
             if step % tc.eval_every == 0 and step < tc.steps:
                 history.append(evaluate(final=False))
                 if bar is not None:
                     r = history[-1]
                     bar.write(f"step {step}: val {r['val_loss']:.4f} ppl {r['val_ppl']:.4f} vs data {r['data_ppl']:.4f} "
                               f"(ratio {r['ppl_ratio']:.4f})")
-            if not math.isfinite(loss.item()):
-                raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
             if step % tc.checkpoint_every == 0 and step < tc.steps:
                 save(False)
             over = max_minutes is not None and (time.monotonic() - t_start) > 60.0 * max_minutes

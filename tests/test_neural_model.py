@@ -195,3 +195,15 @@ def test_rotary_extends_past_training_length():
         out = m(torch.randint(0, 5, (2, 11)))
     assert out.shape == (2, 11, 6) and torch.isfinite(out[..., :5]).all()
     assert np.isneginf(out[..., 5].numpy()).all()
+
+
+@pytest.mark.parametrize("kind", ["mdm", "ar"])
+def test_paper_config_builds_and_runs_one_sequence(kind):
+    cfg = make_config("paper", language="2gram", kind=kind, vocab_size=8).model
+    m = Transformer(cfg).eval()
+    d = cfg.width
+    per_block = 12 * d * d + 5 * d + (6 * d * (cfg.cond_dim + 1) if kind == "mdm" else 0)  # attn, MLP (+bias), norms, adaLN
+    assert abs(m.num_params() - cfg.n_layers * per_block) / m.num_params() < 0.01  # ~25-29M parameters
+    with torch.no_grad():
+        out = m(torch.randint(0, 8, (1, cfg.length)))
+    assert out.shape == (1, 512, 9 if kind == "mdm" else 8)
