@@ -41,6 +41,9 @@ class InstanceLaw:
         ``E_{x~q} KL(q(x_{tau_i} | x_{tau_<i}) || prod_j p_theta(x_j | x_{tau_<i}))`` (nats).
     step_tc : (N,) array
         The oracle part: ``E_q`` of the conditional total correlation of ``x_{tau_i}`` given ``x_{tau_<i}``.
+    step_marginal_kl : (N,) array
+        The model part: ``sum_{j in tau_i} E_{x_{tau_<i} ~ q} KL(q(x_j | x_{tau_<i}) || p_theta(x_j | x_{tau_<i}))``,
+        summed context by context (0 for the oracle).
     eps : float
         Assumption 4.1 constant measured on this instance (module docstring).
     """
@@ -48,6 +51,7 @@ class InstanceLaw:
     p: np.ndarray
     step_terms: np.ndarray
     step_tc: np.ndarray
+    step_marginal_kl: np.ndarray
     eps: float
 
 
@@ -80,6 +84,7 @@ def instance_law(q: np.ndarray, steps, beta: float = 1.0) -> InstanceLaw:
     n_steps = int(steps.max())
     terms = np.zeros(n_steps)
     tcs = np.zeros(n_steps)
+    mkl = np.zeros(n_steps)
     eps = 0.0
     for i in range(1, n_steps + 1):
         new = [j for j in range(L) if steps[j] == i]
@@ -100,6 +105,7 @@ def instance_law(q: np.ndarray, steps, beta: float = 1.0) -> InstanceLaw:
                 # Assumption 4.1 on this (j, context): KL over axis j where the context has mass
                 kl_ctx = rel_entr(qj, pj).sum(axis=j, keepdims=True)
                 eps = max(eps, float(np.max(np.where(mA > 0, kl_ctx, 0.0))))
+                mkl[i - 1] += float(np.sum(np.where(mA > 0, mA * kl_ctx, 0.0)))
             p = p * pj
             log_prod_q = log_prod_q + _log(qj)
             log_prod_p = log_prod_p + _log(pj)
@@ -108,7 +114,7 @@ def instance_law(q: np.ndarray, steps, beta: float = 1.0) -> InstanceLaw:
         w = q[support]
         tcs[i - 1] = float(np.sum(w * (lj - np.broadcast_to(log_prod_q, q.shape)[support])))
         terms[i - 1] = float(np.sum(w * (lj - np.broadcast_to(log_prod_p, q.shape)[support])))
-    return InstanceLaw(np.where(support, p, 0.0), terms, tcs, eps)
+    return InstanceLaw(np.where(support, p, 0.0), terms, tcs, mkl, eps)
 
 
 def sequence_kl(q: np.ndarray, p: np.ndarray) -> float:

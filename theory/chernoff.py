@@ -114,7 +114,7 @@ _lo_mgf = sp.exp(-S.d * S.mu) / (1 - S.d) ** ((1 - S.d) * S.mu)
 _up_mgf_f = closed_form(_up_mgf, (S.d, S.mu))
 _lo_mgf_f = closed_form(_lo_mgf, (S.d, S.mu))
 Pr = S.fn("P")
-Xs = sp.Symbol("X")
+Xs = S.tex("X")
 
 
 def _mu(inst):
@@ -325,7 +325,7 @@ _B10_DOC = (
     "mu_T = L pi_i."
 )
 _step_params = {"L": "sequence length", "n": "n-gram order", "u_prev": "u_{i-1}", "pi_i": "pi_i"}
-Sfn, Kfn = sp.Symbol("S_i"), sp.Symbol(r"|\tau_i|")
+Sfn, Kfn = S.tex("S_i"), S.tex(r"|\tau_i|")
 
 register(
     Claim(
@@ -385,7 +385,7 @@ register(
         paper="proof of Lemma B.10",
         title="S_i stochastically dominates Binomial(L/(n-1), u_{i-1}^(n-1)) (full aligned blocks)",
         lhs=Pr(sp.Le(Sfn, S.s)),
-        rhs=Pr(sp.Le(sp.Symbol("B"), S.s)),
+        rhs=Pr(sp.Le(S.tex("B"), S.s)),
         relation="<=",
         evaluate=_b10_dominance,
         domain=lambda inst: step_domain(inst) and None,

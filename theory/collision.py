@@ -393,7 +393,7 @@ def _c6_interval(inst, exact=False):
     return 1 - interval_validity(pi, l_), half * (1 - distinct_probability(pi, l_))
 
 
-_ser_sym = sp.Symbol(r"\mathrm{SER}(p)")
+_ser_sym = S.tex(r"\mathrm{SER}(p)")
 register(
     Claim(
         id="C.6",
@@ -424,7 +424,7 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma C.6",
         title="Per interval: P(error) = 1 - E[2^{-c}] >= p_e (1 - P_distinct) with p_e = 1/2",
-        lhs=1 - sp.Function("E")(2 ** (-sp.Symbol("c"))),
+        lhs=1 - sp.Function("E")(2 ** (-S.tex("c"))),
         rhs=S.p_e * (1 - sp.factorial(S.l) * sp.Function("e_l")(S.pi)),
         relation=">=",
         evaluate=_c6_interval,

@@ -110,8 +110,8 @@ def _kV(inst: Mapping[str, Any]) -> dict:
 _a1_rhs = closed_form((S.k - 1) * sp.log(S.V), _scalars)
 KL_ = S.fn("KL")
 H_ = S.fn("H")
-P_, Pprod = sp.Symbol("P"), sp.Symbol(r"\otimes_j P_j")
-X_, Xj, X1 = sp.Symbol("X"), sp.Symbol("X_j"), sp.Symbol("X_1")
+P_, Pprod = S.tex("P"), S.tex(r"\otimes_j P_j")
+X_, Xj, X1 = S.tex("X"), S.tex("X_j"), S.tex("X_1")
 
 register(
     Claim(
@@ -224,7 +224,7 @@ def _gen_pq(rng: np.random.Generator) -> dict:
 
 _pinsker_rhs = closed_form(sp.sqrt(S.KLsym / 2), (S.KLsym,))
 TV_ = S.fn("TV")
-Q_ = sp.Symbol("Q")
+Q_ = S.tex("Q")
 
 
 def _pinsker(inst):
@@ -263,7 +263,7 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma A.3 (the event form of the statement)",
         title="|P(E) - Q(E)| <= sqrt(KL(P||Q) / 2) for any event E",
-        lhs=sp.Abs(sp.Function("P")(sp.Symbol("E")) - sp.Function("Q")(sp.Symbol("E"))),
+        lhs=sp.Abs(sp.Function("P")(S.tex("E")) - sp.Function("Q")(S.tex("E"))),
         rhs=sp.sqrt(KL_(P_, Q_) / 2),
         relation="<=",
         evaluate=_pinsker_event,

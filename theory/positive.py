@@ -168,7 +168,7 @@ _B11_DOC = (
     "(P(S, K) and E[D; S, K]); the right sides are the derived closed forms in mu_S = L u_{i-1}^(n-1)/(n-1) "
     "and mu_T = L pi_i (docs/derivations.md, B.11)."
 )
-E_gap = S.fn("E")(sp.Symbol(r"|\tau_i| - D_i"))
+E_gap = S.fn("E")(S.tex(r"|\tau_i| - D_i"))
 _step_params = {"L": "sequence length (multiple of n-1)", "n": "n-gram order", "u_prev": "u_{i-1}", "pi_i": "pi_i"}
 
 register(
@@ -194,7 +194,7 @@ register(
         id="B.11.case1",
         paper="proof of Lemma B.11",
         title="Case 1 (S_i < mu_S/2): E[(|tau_i|-D_i) 1{case}] <= 2 mu_T e^(-mu_S/8) + 3 e^(-mu_T/3)",
-        lhs=S.fn("E")(sp.Symbol(r"(|\tau_i| - D_i) 1\{S_i < \mu_S/2\}")),
+        lhs=S.fn("E")(S.tex(r"(|\tau_i| - D_i) 1\{S_i < \mu_S/2\}")),
         rhs=_case1_expr,
         relation="<=",
         evaluate=lambda inst: (_cases(inst)[0], _case1(step_means(*_step(inst)))),
@@ -211,7 +211,7 @@ register(
         id="B.11.case2",
         paper="proof of Lemma B.11",
         title="Case 2 (S_i >= mu_S/2, |tau_i| > 2 mu_T): E[(|tau_i|-D_i) 1{case}] <= (2 mu_T + 3) e^(-mu_T/3)",
-        lhs=S.fn("E")(sp.Symbol(r"(|\tau_i| - D_i) 1\{S_i \geq \mu_S/2, |\tau_i| > 2\mu_T\}")),
+        lhs=S.fn("E")(S.tex(r"(|\tau_i| - D_i) 1\{S_i \geq \mu_S/2, |\tau_i| > 2\mu_T\}")),
         rhs=_case2_expr,
         relation="<=",
         evaluate=lambda inst: (_cases(inst)[1], _case2(step_means(*_step(inst)))),
@@ -228,7 +228,7 @@ register(
         id="B.11.case3",
         paper="proof of Lemma B.11",
         title="Case 3 (typical): E[(|tau_i|-D_i) 1{case}] <= (2 mu_T)^2 / (mu_S / 2) = 8 mu_T^2 / mu_S",
-        lhs=S.fn("E")(sp.Symbol(r"(|\tau_i| - D_i) 1\{S_i \geq \mu_S/2, |\tau_i| \leq 2\mu_T\}")),
+        lhs=S.fn("E")(S.tex(r"(|\tau_i| - D_i) 1\{S_i \geq \mu_S/2, |\tau_i| \leq 2\mu_T\}")),
         rhs=_leading_expr,
         relation="<=",
         evaluate=lambda inst: (_cases(inst)[2], _leading(step_means(*_step(inst)))),
@@ -245,7 +245,7 @@ register(
         id="B.11.interleaving",
         paper="proof of Lemma B.11",
         title="Uniform interleaving: E[|tau_i| - D_i | S_i = s, |tau_i| = k] = k(k-1)/(s+k)",
-        lhs=S.fn("E")(sp.Symbol(r"|\tau_i| - D_i \mid S_i = s, |\tau_i| = k")),
+        lhs=S.fn("E")(S.tex(r"|\tau_i| - D_i \mid S_i = s, |\tau_i| = k")),
         rhs=S.k * (S.k - 1) / (S.s + S.k),
         relation="==",
         evaluate=lambda inst: tuple(float(v) for v in _interleave(inst)),
@@ -299,7 +299,7 @@ register(
         paper="proof of Lemma B.11 (derived: tail-free replacement)",
         title="E[|tau_i| - D_i] <= E[#same-group pairs of new positions]",
         lhs=E_gap,
-        rhs=S.fn("E")(sp.Symbol(r"\#\mathrm{pairs}")),
+        rhs=S.fn("E")(S.tex(r"\#\mathrm{pairs}")),
         relation="<=",
         evaluate=lambda inst: (
             float(expected_dependency_gap(*step_domain(inst, divisible=False))),
@@ -464,7 +464,7 @@ _B12_DOC = (
     "Schedule: u_1 = eps, pi_i = eps u_{i-1}^(n-1) / (8(n-1)) for i >= 2 (last step capped at u_N = 1). "
     "E[|tau_i| - D_i] of every step is exact (transfer matrix over positions, vectorized over steps)."
 )
-Eps_sum = S.fn("E")(sp.Symbol(r"\sum_i (|\tau_i| - D_i)"))
+Eps_sum = S.fn("E")(S.tex(r"\sum_i (|\tau_i| - D_i)"))
 
 register(
     Claim(
@@ -492,7 +492,7 @@ register(
         id="B.12.first-step",
         paper="proof of Lemma B.12",
         title="Step 1 (u_1 = eps): E[|tau_1| - D_1] <= eps L",
-        lhs=S.fn("E")(sp.Symbol(r"|\tau_1| - D_1")),
+        lhs=S.fn("E")(S.tex(r"|\tau_1| - D_1")),
         rhs=S.eps * S.L,
         relation="<=",
         evaluate=lambda inst: (float(_b12_parts(inst)["gaps"][0]), inst["eps"] * inst["L"]),
@@ -561,7 +561,7 @@ register(
     )
 )
 
-Ter_gap = sp.log(sp.Symbol(r"\mathrm{TER}(p)")) - sp.log(sp.Symbol(r"\mathrm{TER}(q)"))
+Ter_gap = sp.log(S.tex(r"\mathrm{TER}(p)")) - sp.log(S.tex(r"\mathrm{TER}(q)"))
 register(
     Claim(
         id="4.2",
@@ -664,6 +664,11 @@ def _b3(inst):
     return sequence_kl(_q(inst), law.p), float(law.step_terms.sum())
 
 
+def _b3_split(inst):
+    law = _instance(inst)
+    return float(law.step_terms.sum()), float(law.step_tc.sum() + law.step_marginal_kl.sum())
+
+
 def _b8(inst):
     law = _instance(inst)
     V = inst["language"].vocab_size
@@ -722,8 +727,8 @@ register(
         atol=ATOL_CANCEL,
         paper="Lemma B.2",
         title="KL(q || p) <= E_tau KL(q || p(.|tau)) (convexity)",
-        lhs=KLq(sp.Symbol("q"), sp.Symbol("p")),
-        rhs=S.fn("E_tau")(KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)"))),
+        lhs=KLq(S.tex("q"), S.tex("p")),
+        rhs=S.fn("E_tau")(KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)"))),
         relation="<=",
         evaluate=_b2,
         domain=_tiny_domain,
@@ -739,13 +744,31 @@ register(
         atol=ATOL_CANCEL,
         paper="Lemma B.3",
         title="Chain rule: KL(q || p(.|tau)) = sum_i E_q KL(q(x_tau_i | x_tau_<i) || prod_j p_theta(x_j | x_tau_<i))",
-        lhs=KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)")),
-        rhs=S.step_sum(S.fn("E_q")(KLq(sp.Symbol(r"q(x_{\tau_i}|x_{\tau_{<i}})"), sp.Symbol(r"\prod_{j} p_\theta(x_j|x_{\tau_{<i}})")))),
+        lhs=KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)")),
+        rhs=S.step_sum(S.fn("E_q")(KLq(S.tex(r"q(x_{\tau_i}|x_{\tau_{<i}})"), S.tex(r"\prod_{j} p_\theta(x_j|x_{\tau_{<i}})")))),
         relation="==",
         evaluate=_b3,
         domain=_tiny_domain,
         generate=_gen_tiny,
         doc=_TINY_DOC + " Left: KL over whole sequences; right: per-step conditional KLs averaged under q.",
+        steps=("B.3.split",),
+        parameters=_tiny_params,
+    )
+)
+register(
+    Claim(
+        id="B.3.split",
+        atol=ATOL_CANCEL,
+        paper="proof of Lemma B.3 (general model)",
+        title="Each step term = conditional total correlation + sum_j E KL(q(x_j|x_tau_<i) || p_theta(x_j|x_tau_<i))",
+        lhs=S.step_sum(S.fn("E_q")(KLq(S.tex(r"q(x_{\tau_i}|x_{\tau_{<i}})"), S.tex(r"\prod_{j} p_\theta(x_j|x_{\tau_{<i}})")))),
+        rhs=S.step_sum(S.tex(r"\mathrm{TC}_i") + sp.Sum(S.fn("E_q")(KLq(S.tex("q_j"), S.tex(r"p_{\theta,j}"))), (S.tex("j"), 1, S.tex(r"|\tau_i|")))),
+        relation="==",
+        evaluate=_b3_split,
+        domain=_tiny_domain,
+        generate=_gen_tiny,
+        doc=_TINY_DOC + " Left: expected log-ratio of the step; right: the oracle's total correlation plus the "
+        "per-context marginal KLs (summed over the token axis, then averaged over contexts).",
         parameters=_tiny_params,
     )
 )
@@ -755,8 +778,8 @@ register(
         atol=ATOL_CANCEL,
         paper="Lemma B.8",
         title="KL(q || p(.|tau)) <= sum_i (|tau_i| - D_i) log|V| + L eps_learning",
-        lhs=KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)")),
-        rhs=S.step_sum(sp.Symbol(r"(|\tau_i| - D_i)")) * sp.log(S.V) + S.L * S.eps_l,
+        lhs=KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)")),
+        rhs=S.step_sum(S.tex(r"(|\tau_i| - D_i)")) * sp.log(S.V) + S.L * S.eps_l,
         relation="<=",
         evaluate=_b8,
         domain=_tiny_domain,
@@ -772,8 +795,8 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma B.8",
         title="Groups are conditionally independent: the step's total correlation is the sum over groups",
-        lhs=sp.Symbol(r"\mathrm{TC}(x_{\tau_i} | x_{\tau_{<i}})"),
-        rhs=sp.Sum(sp.Symbol(r"\mathrm{TC}(x_{g} | x_{\tau_{<i}})"), (sp.Symbol("g"), 1, sp.Symbol("D_i"))),
+        lhs=S.tex(r"\mathrm{TC}(x_{\tau_i} | x_{\tau_{<i}})"),
+        rhs=sp.Sum(S.tex(r"\mathrm{TC}(x_{g} | x_{\tau_{<i}})"), (S.tex("g"), 1, S.tex("D_i"))),
         relation="==",
         evaluate=_b8_groups,
         domain=_tiny_domain,
@@ -788,8 +811,8 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma B.8",
         title="Per step: E_q KL(step i) <= (|tau_i| - D_i) log|V| + |tau_i| eps_learning",
-        lhs=S.fn("E_q")(KLq(sp.Symbol(r"q(x_{\tau_i}|\cdot)"), sp.Symbol(r"\prod_j p_\theta(x_j|\cdot)"))),
-        rhs=sp.Symbol(r"(|\tau_i| - D_i)") * sp.log(S.V) + sp.Symbol(r"|\tau_i|") * S.eps_l,
+        lhs=S.fn("E_q")(KLq(S.tex(r"q(x_{\tau_i}|\cdot)"), S.tex(r"\prod_j p_\theta(x_j|\cdot)"))),
+        rhs=S.tex(r"(|\tau_i| - D_i)") * sp.log(S.V) + S.tex(r"|\tau_i|") * S.eps_l,
         relation="<=",
         evaluate=_b8_step,
         domain=_tiny_domain,
@@ -804,7 +827,7 @@ register(
         atol=ATOL_CANCEL,
         paper="Lemma B.9",
         title="KL(q || p) <= E_tau[sum_i (|tau_i| - D_i)] log|V| + L eps_learning",
-        lhs=KLq(sp.Symbol("q"), sp.Symbol("p")),
+        lhs=KLq(S.tex("q"), S.tex("p")),
         rhs=Eps_sum * sp.log(S.V) + S.L * S.eps_l,
         relation="<=",
         evaluate=_b9,
@@ -822,7 +845,7 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma B.9",
         title="E_tau KL(q || p(.|tau)) <= E_tau[sum_i (|tau_i| - D_i)] log|V| + L eps_learning",
-        lhs=S.fn("E_tau")(KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)"))),
+        lhs=S.fn("E_tau")(KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)"))),
         rhs=Eps_sum * sp.log(S.V) + S.L * S.eps_l,
         relation="<=",
         evaluate=lambda inst: _b9(inst, instance_average=True),
@@ -872,7 +895,7 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma B.9 (oracle, lengths beyond enumeration)",
         title="Oracle: KL(q || p) <= E_tau[sum_i (|tau_i| - D_i)] log|V|, KL from numerics' exact DP",
-        lhs=KLq(sp.Symbol("q"), sp.Symbol("p")),
+        lhs=KLq(S.tex("q"), S.tex("p")),
         rhs=Eps_sum * sp.log(S.V),
         relation="<=",
         evaluate=_b9_dp,
@@ -952,7 +975,7 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Lemma B.9 (oracle, 2-grams at any length)",
         title="Oracle, 2-gram: E_tau KL(q || p(.|tau)) <= E_tau[sum_i (|tau_i| - D_i)] log|V|, at L in the hundreds",
-        lhs=S.fn("E_tau")(KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)"))),
+        lhs=S.fn("E_tau")(KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)"))),
         rhs=Eps_sum * sp.log(S.V),
         relation="<=",
         evaluate=_b9_markov,
@@ -972,7 +995,7 @@ register(
         atol=ATOL_CANCEL,
         paper="proof of Theorem 4.2 / B.13 (oracle, the 2-gram preset at L >= L_0)",
         title="Oracle, 2-gram preset, B.12 schedule, L >= L_0: E_tau KL(q || p(.|tau)) / L <= 4 eps log|V|",
-        lhs=S.fn("E_tau")(KLq(sp.Symbol("q"), sp.Symbol(r"p(\cdot|\tau)"))) / S.L,
+        lhs=S.fn("E_tau")(KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)"))) / S.L,
         rhs=4 * S.eps * sp.log(S.V),
         relation="<=",
         evaluate=_t42_markov,

@@ -59,3 +59,10 @@ def fn(name: str) -> sp.FunctionClass:
 def step_sum(expr_of_i: sp.Expr, lo=1, hi=N) -> sp.Expr:
     """``sum_{i=lo}^{hi} expr`` unevaluated (for display; numerics evaluate it directly)."""
     return sp.Sum(expr_of_i, (i, lo, hi))
+
+
+def tex(latex_text: str) -> sp.Symbol:
+    """A display-only symbol printed verbatim as ``latex_text`` (sympy would mangle ``_`` and ``|``)."""
+    sym = sp.Symbol(latex_text)
+    LATEX_NAMES[sym] = latex_text
+    return sym
