@@ -70,3 +70,16 @@ def test_broken_links_are_found(tmp_path):
     bad = broken_links(page)
     assert sorted(bad) == sorted(["missing.png (no such file)", "#nowhere (no element with this id)",
                                   "sub/x.json (no such file)"])
+
+
+def test_report_renders_in_headless_chromium(tmp_path):
+    """The real-browser check (validation/screenshot.py); skipped where no Chromium is installed."""
+    from validation.screenshot import browser_check, find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    outcome = build_report(tmp_path / "rep", scale="tiny", only=["cost"], progress=False)
+    res = browser_check(outcome.index, tmp_path / "shot.png", height=1600)
+    assert res["images_ok"] and res["images_ok"] > 0, res
+    assert res["images_broken"] == 0 and res["broken_links"] == []
+    assert res["screenshot_bytes"] > 10_000

@@ -224,7 +224,7 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
         if result.notes:
             parts.append("<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in result.notes) + "</ul>")
         for tname, rows in result.tables.items():
-            parts.append(f"<details{' open' if len(rows) <= 40 else ''}><summary>Table <code>{_esc(tname)}</code> "
+            parts.append(f"<details{' open' if len(rows) <= 60 else ''}><summary>Table <code>{_esc(tname)}</code> "
                          f"({len(rows)} rows)</summary>{_table(rows)}</details>")
         parts.append(f"<details><summary>Config and raw results</summary><pre>"
                      f"{_esc(json.dumps(canonical(result.config), indent=1, sort_keys=True, allow_nan=True))}</pre>"

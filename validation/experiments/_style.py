@@ -62,9 +62,12 @@ def band(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | 
     y = np.asarray(y, dtype=float)
     ax.plot(x, y, color=color, label=label, **line_kw)
     if se is not None:
-        s = np.asarray(se, dtype=float)
+        s = np.asarray([np.nan if v is None else v for v in se], dtype=float)
         if np.any(s > 0):
-            ax.fill_between(x, y - Z95 * s, y + Z95 * s, color=color, alpha=0.18, linewidth=0)
+            lo = y - Z95 * s
+            if ax.get_yscale() == "log":  # a band reaching 0 or below is drawn down to y / 20
+                lo = np.maximum(lo, y / 20)
+            ax.fill_between(x, lo, y + Z95 * s, color=color, alpha=0.18, linewidth=0)
 
 
 def band_ci(ax: Any, x: Sequence[float], y: Sequence[float], lo: Sequence[float | None],

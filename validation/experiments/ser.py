@@ -44,8 +44,8 @@ class Config:
     """
 
     languages: tuple[str, ...] = ("2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned")
-    lengths: tuple[int, ...] = (32, 64, 128)
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    lengths: tuple[int, ...] = (32, 64, 128, 256)
+    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     samples: int = 64
     interval: int = 5
     interval_lengths: tuple[int, ...] = (20, 80, 320, 1280)
