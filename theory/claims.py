@@ -184,7 +184,7 @@ def register(claim: Claim) -> Claim:
 
 def _load_all() -> None:
     # the modules register their claims on import
-    from . import chernoff, collision, information, negative, positive  # noqa: F401
+    from . import chernoff, collision, information, kl_chain, negative, positive  # noqa: F401
 
 
 def get(claim_id: str) -> Claim:

@@ -35,7 +35,7 @@ from .brute import instance_law, mixture_law, table
 from .claims import ATOL_CANCEL, Claim, probability_vector, register, require
 from .collision import collision_probability, interval_validity
 from .information import kl
-from .positive import _dp_domain, _gen_dp, random_ngram
+from .kl_chain import _dp_domain, _gen_dp, random_ngram
 
 __all__ = [
     "P_E_PAPER",
