@@ -2,11 +2,14 @@
 
 Everything is an explicit table over ``V^L`` (from :func:`numerics.joint_table.joint_table`).
 An *instance* (Definition B.1) is a vector ``steps`` with ``steps[j]`` the step (1-based) at
-which position ``j+1`` is revealed. The *model* is the oracle tempered by ``beta``:
+which position ``j+1`` is revealed. The *model* is the oracle tempered by ``beta`` and tilted by
+a fixed vector ``tilt`` over the vocabulary:
 
-``p_theta(x_j | x_A) ∝ q(x_j | x_A)^beta``
+``p_theta(x_j | x_A) ∝ q(x_j | x_A)^beta exp(tilt[x_j])``
 
-(``beta = 1`` is the oracle, ``eps_learning = 0``); its Assumption 4.1 constant on an instance is
+(``beta = 1``, no tilt: the oracle, ``eps_learning = 0``; the tilt moves mass between tokens of the
+support, which tempering cannot do where ``q(. | x_A)`` is uniform on its support, e.g. in
+Example C.7); its Assumption 4.1 constant on an instance is
 measured exactly as ``eps = max over steps, new positions j and contexts x_A with q(x_A) > 0 of
 KL(q(x_j | x_A) || p_theta(x_j | x_A))``. Tokens revealed in one step are drawn independently,
 so ``p(x | tau) = prod_i prod_{j in tau_i} p_theta(x_j | x_{tau_<i})``. Only ``x`` in the support of
@@ -71,14 +74,20 @@ def _log(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def instance_law(q: np.ndarray, steps, beta: float = 1.0) -> InstanceLaw:
-    """:class:`InstanceLaw` of instance ``steps`` for the table ``q`` and the tempered model ``beta``."""
+def instance_law(q: np.ndarray, steps, beta: float = 1.0, tilt=None) -> InstanceLaw:
+    """:class:`InstanceLaw` of instance ``steps`` for the table ``q`` and the model ``(beta, tilt)``."""
     steps = np.asarray(steps, dtype=np.int64)
     L = q.ndim
     if steps.shape != (L,) or np.any(steps < 1):
         raise ValueError(f"steps must be {L} step indices >= 1, got {steps!r}")
     if not beta > 0:
         raise ValueError(f"beta must be > 0, got {beta!r}")
+    if tilt is not None:
+        tilt = np.asarray(tilt, dtype=np.float64)
+        if tilt.shape != (q.shape[0],) or not np.all(np.isfinite(tilt)):
+            raise ValueError(f"tilt must be {q.shape[0]} finite numbers (one per token), got {tilt!r}")
+        if not np.any(tilt):
+            tilt = None
     support = q > 0
     p = np.ones_like(q)
     n_steps = int(steps.max())
@@ -97,10 +106,14 @@ def instance_law(q: np.ndarray, steps, beta: float = 1.0) -> InstanceLaw:
         log_prod_p = np.zeros(())
         for j in new:
             qj = _cond(_marg(q, A | {j}), mA)  # q(x_j | x_A), axis j holds the token
-            if beta == 1.0:  # the oracle itself: eps_learning = 0 exactly, no renormalization round-off
+            if beta == 1.0 and tilt is None:  # the oracle: eps_learning = 0 exactly, no round-off
                 pj = qj
             else:
                 pj = qj**beta
+                if tilt is not None:
+                    shape = [1] * L
+                    shape[j] = q.shape[0]
+                    pj = pj * np.exp(tilt).reshape(shape)
                 pj = _cond(pj, pj.sum(axis=j, keepdims=True))
                 # Assumption 4.1 on this (j, context): KL over axis j where the context has mass
                 kl_ctx = rel_entr(qj, pj).sum(axis=j, keepdims=True)
@@ -158,13 +171,13 @@ class MixtureLaw:
     valid: float
 
 
-def mixture_law(q: np.ndarray, pi, beta: float = 1.0) -> MixtureLaw:
+def mixture_law(q: np.ndarray, pi, beta: float = 1.0, tilt=None) -> MixtureLaw:
     """:class:`MixtureLaw` by enumerating every instance (``N^L <= MAX_INSTANCES``)."""
     p = np.zeros_like(q)
     ekl = 0.0
     eps = 0.0
     for steps, w in instances(q.ndim, pi):
-        law = instance_law(q, steps, beta)
+        law = instance_law(q, steps, beta, tilt)
         p += w * law.p
         ekl += w * sequence_kl(q, law.p)
         eps = max(eps, law.eps)

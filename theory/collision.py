@@ -412,7 +412,7 @@ register(
             "1 - (E[2^{-c}])^(L/l) with E[2^{-c}] from the multiplicity recursion (exact rationals "
             "for Fraction pi)."
         ),
-        steps=("C.6.interval",),
+        steps=("C.6.interval", "C.6.model"),
         free={"pi": "simplex"},
         parameters={"L": "length (multiple of l)", "l": "interval length", "pi": "step probabilities (or --N)"},
         build=lambda **kw: {"L": kw["L"], "l": kw["l"], "pi": kw["pi"]},

@@ -68,7 +68,9 @@ def _gen_tiny(rng: np.random.Generator) -> dict:
     pi = rng.dirichlet(np.ones(N))
     steps = tuple(int(s) for s in rng.integers(1, N + 1, L))
     beta = float(rng.choice([1.0, 1.0, 0.7, 1.4]))
-    return {"language": lang, "L": L, "pi": pi, "steps": steps, "beta": beta, "i": int(rng.integers(1, max(steps) + 1))}
+    tilt = rng.uniform(0.0, 1.0, lang.vocab_size) if rng.random() < 0.3 else None
+    return {"language": lang, "L": L, "pi": pi, "steps": steps, "beta": beta, "tilt": tilt,
+            "i": int(rng.integers(1, max(steps) + 1))}
 
 
 def _tiny_domain(inst) -> None:
@@ -88,7 +90,7 @@ def _q(inst) -> np.ndarray:
 
 
 def _instance(inst):
-    return instance_law(_q(inst), inst["steps"], float(inst.get("beta", 1.0)))
+    return instance_law(_q(inst), inst["steps"], float(inst.get("beta", 1.0)), inst.get("tilt"))
 
 
 def _dep_term(inst) -> float:
@@ -98,7 +100,7 @@ def _dep_term(inst) -> float:
 
 
 def _b2(inst):
-    mix = mixture_law(_q(inst), inst["pi"], float(inst.get("beta", 1.0)))
+    mix = mixture_law(_q(inst), inst["pi"], float(inst.get("beta", 1.0)), inst.get("tilt"))
     return sequence_kl(_q(inst), mix.p), mix.expected_instance_kl
 
 
@@ -120,18 +122,16 @@ def _b8(inst):
 
 def _b8_groups(inst):
     """Oracle total correlation of step i's new tokens = sum over its groups (n-gram separation)."""
-    from .brute import instance_law as _il
-
     q, steps, i = _q(inst), np.asarray(inst["steps"]), int(inst["i"])
     st = step_stats(steps, i, inst["language"].order)
     if st.new == 0:
         return 0.0, 0.0
-    total = _il(q, np.where(steps == i, 1, np.where(steps < i, 0, 2)) + 1).step_tc[1]
+    total = instance_law(q, np.where(steps == i, 1, np.where(steps < i, 0, 2)) + 1).step_tc[1]
     parts = 0.0
     for g in st.groups:
         mask = np.where(steps < i, 1, 3)
         mask[list(np.asarray(g) - 1)] = 2
-        parts += _il(q, mask).step_tc[1]
+        parts += instance_law(q, mask).step_tc[1]
     return total, parts
 
 
@@ -148,7 +148,7 @@ def _b8_step(inst):
 def _b9(inst, instance_average: bool = False):
     q = _q(inst)
     pi = np.asarray(inst["pi"], dtype=np.float64)
-    mix = mixture_law(q, pi, float(inst.get("beta", 1.0)))
+    mix = mixture_law(q, pi, float(inst.get("beta", 1.0)), inst.get("tilt"))
     u = np.concatenate([[0.0], np.cumsum(pi)])
     u[-1] = 1.0
     deps = float(expected_gap_per_step(inst["L"], inst["language"].order, u).sum())

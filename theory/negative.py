@@ -327,6 +327,7 @@ def _gen_ser(rng: np.random.Generator) -> dict:
         "pi": rng.dirichlet(np.ones(N)),
         "order": tuple(int(v) for v in rng.permutation(L) + 1),
         "beta": float(rng.choice([1.0, 0.8, 1.25, 1.6])),
+        "tilt": rng.uniform(0.0, 1.0, lang.vocab_size) if rng.random() < 0.5 else None,
     }
 
 
@@ -345,14 +346,14 @@ def _c2_domain(inst):
 
 def _c2(inst):
     q = table(inst["language"], int(inst["L"]))
-    law = instance_law(q, inst["order"], float(inst.get("beta", 1.0)))
+    law = instance_law(q, inst["order"], float(inst.get("beta", 1.0)), inst.get("tilt"))
     return float(law.p[q > 0].sum()), math.exp(-inst["L"] * law.eps)
 
 
 def _c3(inst, exact_delta: bool):
     q = table(inst["language"], int(inst["L"]))
     pi = np.asarray(inst["pi"], dtype=np.float64)
-    mix = mixture_law(q, pi, float(inst.get("beta", 1.0)))
+    mix = mixture_law(q, pi, float(inst.get("beta", 1.0)), inst.get("tilt"))
     L = int(inst["L"])
     delta = float(collision_probability(list(pi), L)) if exact_delta else comb(L, 2) * float(np.sum(pi**2))
     return 1 - mix.valid, 1 - max(1 - delta, 0.0) * math.exp(-L * mix.eps)
@@ -375,7 +376,7 @@ def _gen_c2_step(rng):
 
 
 _SER_DOC = (
-    "Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of numerics.presets "
+    "Model: the oracle tempered by beta and tilted by exp(tilt[token]) (theory.brute). Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of numerics.presets "
     "at L <= 3) tabulated over V^L; the model is the oracle "
     "tempered by beta (theory.brute); eps_learning is the exact max over contexts of the per-token KL."
 )
@@ -559,5 +560,64 @@ register(
         ),
         free={"pi": "simplex"},
         parameters={"language": "NGram", "L": "length", "pi": "step probabilities"},
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma C.6 / Theorem 4.4's inequality for imperfect models (brute force on Example C.7, l = 3)
+
+TILT_SPREAD_MAX = 0.5  # max(tilt) - min(tilt) < 1/2 bounds every per-token KL by 1/2, so p_e = 1/2 - eps > 0
+
+
+def _c6_model_domain(inst) -> None:
+    probability_vector("pi", inst["pi"])
+    l_, L = int(inst["l"]), int(inst["L"])
+    require(l_ == 3 and L in (3, 6), "C.6.model is brute force on Example C.7 with l = 3 and L in (3, 6)")
+    require(len(inst["pi"]) ** L <= 1 << 10, "N^L too large to enumerate")
+    tilt = np.asarray(inst["tilt"], dtype=np.float64)
+    require(tilt.shape == (4,) and float(tilt.max() - tilt.min()) < TILT_SPREAD_MAX,
+            f"tilt must be 4 numbers with spread < {TILT_SPREAD_MAX} (eps_learning < 1/2)")
+
+
+def _c6_model(inst):
+    from numerics.interval import IntervalLanguage
+
+    l_, L = int(inst["l"]), int(inst["L"])
+    pi = np.asarray(inst["pi"], dtype=np.float64)
+    q = table(IntervalLanguage(l_), L)
+    mix = mixture_law(q, pi, 1.0, inst["tilt"])
+    N = pi.size
+    pe = 0.5 - mix.eps
+    bound = 1 - (1 - pe * (1 - (1 - 1 / N) ** (l_ - 1))) ** (L // l_)
+    return 1 - mix.valid, bound
+
+
+def _gen_c6_model(rng: np.random.Generator) -> dict:
+    L = int(rng.choice([3, 3, 6]))
+    N = int(rng.integers(1, 4 if L == 6 else 6))
+    return {"l": 3, "L": L, "pi": rng.dirichlet(np.ones(N)),
+            "tilt": rng.uniform(0, TILT_SPREAD_MAX * float(rng.uniform(0.05, 0.999)), 4)}
+
+
+register(
+    Claim(
+        id="C.6.model",
+        atol=ATOL_CANCEL,
+        paper="proof of Lemma C.6 (imperfect models, p_e = 1/2 - eps_learning)",
+        title="Example C.7 (l = 3), tilted models: SER(p) >= 1 - (1 - (1/2 - eps)(1 - (1 - 1/N)^(l-1)))^(L/l)",
+        lhs=S.tex(r"\mathrm{SER}(p)"),
+        rhs=1 - (1 - (sp.Rational(1, 2) - S.eps_l) * (1 - (1 - 1 / S.N) ** (S.l - 1))) ** (S.L / S.l),
+        relation=">=",
+        evaluate=_c6_model,
+        domain=_c6_model_domain,
+        generate=_gen_c6_model,
+        doc=(
+            "Brute force on Example C.7 with l = 3 (V = 4) at L = 3, 6: the model is the oracle tilted by "
+            "exp(tilt[token]) (theory.brute), eps_learning its exact max per-token KL; Lemma C.6 with "
+            "Example C.7's p_e = 1/2 - eps_learning against the exact SER of the model's mixture law."
+        ),
+        free={"pi": "simplex", "tilt": "unitvec"},
+        parameters={"l": "3", "L": "3 or 6", "pi": "step probabilities", "tilt": "token tilt (4 numbers)"},
     )
 )
