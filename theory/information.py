@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import sympy as sp
-from scipy.special import entr
+from scipy.special import entr, xlog1py
 
 from . import symbols as S
 from .claims import ATOL_CANCEL, PROB_SUM_ATOL, Claim, closed_form, register, require
@@ -23,26 +23,43 @@ def entropy(p: np.ndarray) -> float:
     return float(entr(np.asarray(p, dtype=np.float64)).sum())
 
 
+_SERIES_T = 1e-2  # |t| below this: phi(t) by its series (8 terms, truncation error < t^10 / 90)
+
+
+def _phi(t: np.ndarray) -> np.ndarray:
+    """``phi(t) = (1 + t) log(1 + t) - t >= 0``, to full relative precision also for tiny ``|t|``.
+
+    For ``|t| < _SERIES_T`` the series ``sum_{k>=2} (-1)^k t^k / (k (k-1))``; else the closed form.
+    """
+    out = np.empty_like(t)
+    small = np.abs(t) < _SERIES_T
+    ts = t[small]
+    acc = np.zeros_like(ts)
+    power = ts * ts
+    for k in range(2, 10):
+        acc += (-1) ** k * power / (k * (k - 1))
+        power = power * ts
+    out[small] = acc
+    tl = t[~small]
+    out[~small] = xlog1py(1 + tl, tl) - tl  # 0 log 0 = 0 at t = -1 (p = 0): phi(-1) = 1
+    return out
+
+
 def kl(p: np.ndarray, q: np.ndarray) -> float:
     """``KL(p || q) = sum p log(p / q)`` in nats; ``inf`` when ``p`` charges a zero of ``q``.
 
-    Summed as ``sum_x [p log(p/q) - p + q]``: every term is ``>= 0`` (no cancellation between
-    terms), and where ``|p - q| < q/2`` the term is computed as ``p log1p((p - q)/q) - (p - q)``,
-    so ``KL`` stays accurate when ``q`` is close to ``p`` (``KL ~ |p - q|^2``), where the plain sum
-    of ``p log(p/q)`` is pure round-off. Assumes both vectors sum to 1 (probability vectors).
+    Summed as ``sum_x q phi((p - q)/q)`` with ``phi(t) = (1+t) log(1+t) - t >= 0`` (this equals
+    ``sum p log(p/q) - p + q``, the same total for probability vectors): every term is ``>= 0``, so
+    there is no cancellation between terms, and ``phi`` is evaluated to full relative precision
+    (series for small ``t``), so ``KL`` stays accurate when ``q`` is close to ``p`` (``KL ~ |p - q|^2``),
+    where the plain sum of ``p log(p/q)`` is pure round-off.
     """
     p = np.asarray(p, dtype=np.float64).ravel()
     q = np.asarray(q, dtype=np.float64).ravel()
     if np.any((p > 0) & (q == 0)):
         return float("inf")
-    pos = p > 0
-    pp, qq = p[pos], q[pos]
-    d = pp - qq
-    near = np.abs(d) < 0.5 * qq
-    terms = np.empty_like(pp)
-    terms[near] = pp[near] * np.log1p(d[near] / qq[near]) - d[near]
-    terms[~near] = pp[~near] * np.log(pp[~near] / qq[~near]) - d[~near]
-    return float(terms.sum() + q[~pos].sum())
+    pos = q > 0
+    return float(np.sum(q[pos] * _phi((p[pos] - q[pos]) / q[pos])))
 
 
 def tv(p: np.ndarray, q: np.ndarray) -> float:

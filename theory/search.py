@@ -27,10 +27,15 @@ _LOGIT_CLIP = 1e-12  # start point of the optimizer: a scalar at 0 or 1 encoded 
 __all__ = ["ClaimSummary", "Finding", "run_claim", "search_counterexamples", "relative_slack", "jsonable_instance"]
 
 
-def relative_slack(result: CheckResult) -> float:
-    """``slack / (|lhs| + |rhs|)`` (0 when both sides are 0): scale-free, negative = violation."""
+def relative_slack(result: CheckResult, clip_roundoff: bool = True) -> float:
+    """``slack / (|lhs| + |rhs|)`` (0 when both sides are 0): scale-free, negative = violation.
+
+    A negative slack inside the claim's round-off allowance (``result.holds``) counts as 0: at
+    sides of size 1e-17 it would otherwise read as a relative slack of -1.
+    """
     scale = abs(float(result.lhs)) + abs(float(result.rhs))
-    return result.slack / scale if scale > 0 else 0.0
+    rel = result.slack / scale if scale > 0 else 0.0
+    return 0.0 if clip_roundoff and result.holds and rel < 0 else rel
 
 
 @dataclass(frozen=True)
@@ -206,7 +211,8 @@ def _objective(claim: Claim, codec: _Codec):
             res = check(claim, codec.decode(z))
         except (ValueError, FloatingPointError, ZeroDivisionError, OverflowError):
             return 1.0
-        return relative_slack(res) if math.isfinite(res.slack) else 1.0
+        # raw (unclipped) relative slack: the optimizer keeps descending through the round-off band
+        return relative_slack(res, clip_roundoff=False) if math.isfinite(res.slack) else 1.0
 
     return f
 
