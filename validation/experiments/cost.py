@@ -192,6 +192,15 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             out.data["timing"] = timing
             if isinstance(timing, dict) and isinstance(timing.get("rows"), list):
                 out.tables["timing"] = timing["rows"]
+                ar = [r for r in timing["rows"] if r.get("model") == "ar"]
+                for r in (r for r in timing["rows"] if r.get("model") == "mdm"):
+                    if ar:
+                        out.notes.append(
+                            f"Timing (batch {r['batch']}, L = {r['length']}, {r['device']}): MDM at N = {r['steps']} "
+                            f"({r['nfe']:.1f} network calls) {r['seconds_per_batch']:.3g} s per batch vs AR with KV cache "
+                            f"({ar[0]['nfe']:.0f} calls) {ar[0]['seconds_per_batch']:.3g} s: ratio MDM / AR = "
+                            f"{r['seconds_per_batch'] / ar[0]['seconds_per_batch']:.3g} (median of {r['repeats']} repeats, "
+                            "warm-up excluded).")
     else:
         out.notes.append("MDM vs AR timing: not measured (no MDM and AR checkpoints given).")
     parts.record(out)
