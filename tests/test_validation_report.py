@@ -83,3 +83,11 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert res["images_ok"] and res["images_ok"] > 0, res
     assert res["images_broken"] == 0 and res["broken_links"] == []
     assert res["screenshot_bytes"] > 10_000
+
+
+def test_only_option_lists_every_experiment():
+    from validation.commands.report import report_cmd
+    from validation.experiments import EXPERIMENTS
+
+    only = next(p for p in report_cmd.params if p.name == "only")
+    assert list(only.type.choices) == list(EXPERIMENTS)

@@ -233,6 +233,9 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
         toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> '
                    f'<span class="badge {result.status}">{_esc(result.status)}</span></li>')
 
+    summary_items = [f'<li><a href="#{name}">{_esc(name)}</a>: {_esc(note)}</li>'
+                     for name, r in results.items() for note in r.notes]
+    summary_html = f"<ul>{''.join(summary_items)}</ul>" if summary_items else "<p><em>No results yet.</em></p>"
     counts = cache.counts()
     problems = cache.problems()
     versions = "".join(f"<tr><td class=\"s\">{_esc(k)}</td><td class=\"s\">{_esc(v)}</td></tr>"
@@ -255,6 +258,8 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
 error bars, each bound overlaid, every lemma checked. Scale <strong>{_esc(scale)}</strong>;
 generated {_esc(generated)} in {elapsed_s:.1f} s; commit <code>{_esc(prov['commit'])}</code>.</p>
 <nav><ul>{''.join(toc)}</ul></nav>
+<h2 id="summary">Key results</h2>
+{summary_html}
 {''.join(sections)}
 <h2 id="provenance">Provenance</h2>
 <table><tbody>{versions}</tbody></table>
