@@ -15,7 +15,7 @@ from numerics.schedules import Schedule, from_u, linear
 from theory.brute import mixture_law, sequence_kl, table
 from theory.collision import collision_probability, distinct_probability, interval_validity
 from theory.negative import (
-    ARG_CONSTANT_L10,
+    arg_constant_l10,
     P_E_PAPER,
     best_interval_validity,
     c9_argument_constant,
@@ -87,7 +87,7 @@ def test_p_e_is_the_papers_value():
 
 def test_argument_constant():
     # C_arg for all L >= 10 is 1/2, set by L = 10 (N <= 4 gives a bound > 1/2, N = 5 does not)
-    assert ARG_CONSTANT_L10 == pytest.approx(0.5, rel=RTOL_EXACT)
+    assert arg_constant_l10() == pytest.approx(0.5, rel=RTOL_EXACT)
     assert c9_bound(4, 10) > 0.5 >= c9_bound(5, 10)
     th = c9_argument_constant(np.arange(10, 3001, 5))
     assert np.all(np.diff(th.ratio[th.lengths >= 20]) > -0.02)  # close to monotone, rising to the limit

@@ -18,6 +18,7 @@ Derived constants (docs/derivations.md):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -48,6 +49,7 @@ __all__ = [
     "true_threshold",
     "best_interval_validity",
     "Threshold",
+    "arg_constant_l10",
 ]
 
 EPS_MAX = Fraction(1, 128)  # Theorem 4.4's hypothesis eps_learning < 1/128
@@ -468,7 +470,7 @@ def _c9_domain(inst, C_key="C"):
 
 def _gen_c9(rng: np.random.Generator) -> dict:
     L = 5 * int(rng.integers(2, 60))
-    C = float(ARG_CONSTANT_L10)  # the argument's constant for all L >= 10 (computed at import)
+    C = arg_constant_l10()  # the argument's constant for all L >= 10
     N = int(rng.integers(1, max(1, int(C * L)) + 1))
     w = rng.dirichlet(np.full(N, float(rng.choice([0.5, 5.0, 1e3]))))
     return {"L": L, "l": 5, "pi": w, "N": N, "C": C, "eps_learning": float(EPS_MAX) * float(rng.random())}
@@ -479,8 +481,10 @@ def _c9_argument(inst):
     return c9_bound(N, int(inst["L"]), int(inst.get("l", 5)), p_e(float(inst.get("eps_learning", 0.0)))), 0.5
 
 
-#: The argument's constant over L = 10, 15, .., 5000 (L = 5 admits none: see module docstring).
-ARG_CONSTANT_L10 = c9_argument_constant(np.arange(10, 5001, 5)).constant
+@functools.lru_cache(maxsize=1)
+def arg_constant_l10() -> float:
+    """The argument's constant over L = 10, 15, .., 5000 with ``p_e = 63/128`` (L = 5 admits none)."""
+    return c9_argument_constant(np.arange(10, 5001, 5)).constant
 
 register(
     Claim(
@@ -496,13 +500,13 @@ register(
         generate=_gen_c9,
         doc=(
             "The exact SER of the oracle (an admissible model, eps_learning = 0) on Example C.7 for the given "
-            "schedule, with N = len(pi) <= C L and C = the argument's constant (theory.negative.ARG_CONSTANT_L10). "
+            "schedule, with N = len(pi) <= C L and C = the argument's constant (theory.negative.arg_constant_l10). "
             "The strict '>' of the theorem is checked as '>=' plus the reported slack."
         ),
         steps=("4.4.argument",),
         free={"pi": "simplex"},
         parameters={"L": "length (multiple of 5)", "pi": "schedule (or --N)", "C": "the constant"},
-        build=lambda **kw: {"L": kw["L"], "l": 5, "pi": kw["pi"], "C": kw.get("C") or ARG_CONSTANT_L10},
+        build=lambda **kw: {"L": kw["L"], "l": 5, "pi": kw["pi"], "C": kw.get("C") or arg_constant_l10()},
     )
 )
 register(
@@ -518,7 +522,7 @@ register(
         generate=_gen_c9,
         doc="Closed form of Lemma C.6's bound against 1/2 (module docstring: C_arg).",
         parameters={"L": "length (multiple of 5)", "N": "steps", "C": "the constant", "eps_learning": "eps_learning"},
-        build=lambda **kw: {"L": kw["L"], "l": 5, "N": kw["N"], "C": kw.get("C") or ARG_CONSTANT_L10,
+        build=lambda **kw: {"L": kw["L"], "l": 5, "N": kw["N"], "C": kw.get("C") or arg_constant_l10(),
                             "eps_learning": kw.get("eps_learning", 0.0)},
     )
 )

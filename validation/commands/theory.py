@@ -127,7 +127,7 @@ def _constants(claim_id: str, values: dict) -> dict:
     if claim_id in ("4.4", "4.4.argument"):
         import numpy as np
 
-        from theory.negative import (ARG_CONSTANT_L10, c9_argument_constant, c9_argument_limit, p_e,
+        from theory.negative import (arg_constant_l10, c9_argument_constant, c9_argument_limit, p_e,
                                      true_threshold)
 
         pe = p_e(values["eps_learning"])
@@ -135,7 +135,7 @@ def _constants(claim_id: str, values: dict) -> dict:
         arg = c9_argument_constant(lengths, 5, pe)
         true = true_threshold(lengths[::20], 5)
         return {"p_e": pe, "C_argument_L>=10": arg.constant, "C_argument_limit": c9_argument_limit(5, pe),
-                "C_argument_L>=10_at_p_e=63/128": ARG_CONSTANT_L10,
+                "C_argument_L>=10_at_p_e=63/128": arg_constant_l10(),
                 "C_true_linear_min_over_L": true.constant, "C_true_linear_limit": true.limit}
     return {}
 
