@@ -70,30 +70,42 @@ def _normalize(vec):
 
 
 @nb.njit(cache=True)
-def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw):
+def _matvec_rows(vec, M, out):
+    """``out = vec @ M`` (``M`` square, C order) in axpy form, four rows per pass over ``out``."""
+    S = out.shape[0]
+    for t in range(S):
+        out[t] = 0.0
+    s = 0
+    while s + 4 <= S:
+        a0, a1, a2, a3 = vec[s], vec[s + 1], vec[s + 2], vec[s + 3]
+        for t in range(S):
+            out[t] += a0 * M[s, t] + a1 * M[s + 1, t] + a2 * M[s + 2, t] + a3 * M[s + 3, t]
+        s += 4
+    while s < S:
+        a0 = vec[s]
+        for t in range(S):
+            out[t] += a0 * M[s, t]
+        s += 1
+
+
+@nb.njit(cache=True)
+def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2):
     """``out = alpha_p`` from ``prev = alpha_{p-1}`` (ignored at ``p = 0``) under evidence ``thr``."""
     S = out.shape[0]
     if kind == _KIND_DENSE:
-        obs = _evid(p, thr, selfmask, steps)
         if p == 0:
             for t in range(S):
                 out[t] = init[t]
         else:
-            for t in range(S):
-                out[t] = 0.0
-            for s in range(S):
-                a = prev[s]
-                if a != 0.0:
-                    for t in range(S):
-                        out[t] += a * A[s, t]
-        if obs:
+            _matvec_rows(prev, A, out)
+        if _evid(p, thr, selfmask, steps):
             v = x[p]
             for t in range(S):
                 out[t] *= E[t, v]
         _normalize(out)
         return
-    # n-gram, push form: every predecessor window s with alpha > 0 (only windows consistent with the
-    # evidence are non-zero) sends alpha[s] cond[s, v] to its successor (s mod W) V + v, contiguous in v
+    # n-gram, push form over windows s = a W + b (a = oldest token): alpha[s] cond[s, v] goes to the
+    # successor b V + v. Windows inconsistent with the evidence hold alpha = 0 and are skipped.
     vfix = x[p] if _evid(p, thr, selfmask, steps) else -1
     if p == 0:
         for s in range(S):
@@ -102,22 +114,32 @@ def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A
         return
     for s in range(S):
         out[s] = 0.0
-    for s in range(S):
-        a = prev[s]
-        if a == 0.0:
-            continue
-        nb0 = (s % W) * V
-        if vfix >= 0:
-            out[nb0 + vfix] += a * cond[s, vfix]
-        else:
-            for v in range(V):
-                out[nb0 + v] += a * cond[s, v]
+    if vfix >= 0:
+        for a in range(V):
+            for b in range(W):
+                pa = prev[a * W + b]
+                if pa != 0.0:
+                    out[b * V + vfix] += pa * cond[a * W + b, vfix]
+    else:
+        for a in range(V):
+            for b in range(W):
+                s = a * W + b
+                pa = prev[s]
+                if pa != 0.0:
+                    o = b * V
+                    for v in range(V):
+                        out[o + v] += pa * cond[s, v]
     _normalize(out)
 
 
 @nb.njit(cache=True)
-def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw):
-    """``out = beta_p`` from ``nxt = beta_{p+1}`` under evidence ``thr`` (``p + 1`` exists)."""
+def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, Pm, PmT, tmp2):
+    """``out = beta_p`` from ``nxt = beta_{p+1}`` under evidence ``thr`` (``p + 1`` exists).
+
+    Computed for every state when ``x_p`` is masked (states the evidence at ``p-1, ..`` excludes meet
+    ``alpha = 0``), only for the windows ending in ``x_p`` when it is observed (the others are 0).
+    ``AT`` is ``A`` transposed (dense) or ``cond`` transposed, ``(V, S)`` (n-gram).
+    """
     S = out.shape[0]
     q = p + 1
     obs = _evid(q, thr, -1, steps)
@@ -129,43 +151,38 @@ def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw,
         else:
             for t in range(S):
                 tmp[t] = nxt[t]
-        for s in range(S):  # out = A @ tmp in axpy form over the rows of A^T (vectorizes without reassociation)
-            out[s] = 0.0
-        for t in range(S):
-            w = tmp[t]
-            if w != 0.0:
-                for s in range(S):
-                    out[s] += AT[t, s] * w
+        _matvec_rows(tmp, AT, out)  # out = A @ tmp
         _normalize(out)
         return
-    for s in range(S):
-        out[s] = 0.0
-    base = 0
-    nfree = 0
-    for d in range(order - 1):
-        if _evid(p - d, thr, -1, steps):
-            base += x[p - d] * pw[d]
-        else:
-            freepw[nfree] = pw[d]
-            nfree += 1
-    total = 1
-    for f in range(nfree):
-        total *= V
-    vfix = x[q] if obs else -1
-    for idx in range(total):
-        s = base
-        r = idx
-        for f in range(nfree):
-            s += (r % V) * freepw[f]
-            r //= V
-        nb0 = (s % W) * V
-        if vfix >= 0:
-            out[s] = cond[s, vfix] * nxt[nb0 + vfix]
-        else:
+    if _evid(p, thr, -1, steps):  # x_p observed: only windows ending in x_p can meet alpha > 0
+        xp = x[p]
+        vlo, vhi = (x[q], x[q] + 1) if obs else (0, V)
+        for s in range(S):
+            out[s] = 0.0
+        for c in range(W):
+            s = c * V + xp
+            o = (s % W) * V
             acc = 0.0
-            for v in range(V):
-                acc += cond[s, v] * nxt[nb0 + v]
+            for v in range(vlo, vhi):
+                acc += cond[s, v] * nxt[o + v]
             out[s] = acc
+    elif obs:
+        v = x[q]
+        for a in range(V):
+            for b in range(W):
+                out[a * W + b] = AT[v, a * W + b] * nxt[b * V + v]
+    else:
+        for b in range(W):  # tmp[v W + b] = nxt[b V + v]
+            for v in range(V):
+                tmp[v * W + b] = nxt[b * V + v]
+        for s in range(S):
+            out[s] = 0.0
+        for v in range(V):
+            for a in range(V):
+                o = a * W
+                t0 = v * W
+                for b in range(W):
+                    out[o + b] += AT[v, o + b] * tmp[t0 + b]
     _normalize(out)
 
 
@@ -191,12 +208,121 @@ def _point_mass(out, p, x, order, pw):
 
 
 @nb.njit(cache=True)
-def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp):
+def _nnz(vec):
+    k = 0
+    for s in range(vec.shape[0]):
+        if vec[s] != 0.0:
+            k += 1
+    return k
+
+
+@nb.njit(cache=True)
+def _vecmat(vec, M, out):
+    """``out = vec @ M`` skipping zero entries of ``vec``."""
+    S = out.shape[0]
+    for t in range(S):
+        out[t] = 0.0
+    for s in range(S):
+        a = vec[s]
+        if a != 0.0:
+            for t in range(S):
+                out[t] += a * M[s, t]
+
+
+@nb.njit(cache=True)
+def _jump_fwd(kind, vec, out, m, vfix, Pm, PmT, V, tmp):
+    """``out = vec P^m`` (``P^m = Pm[m]``, chained in chunks of ``M = len(Pm) - 1``), normalized.
+
+    n-gram with ``vfix >= 0``: only the windows ending in ``vfix`` (the evidence at the landing
+    position) are computed, the others are 0.
+    """
+    S = out.shape[0]
+    M = Pm.shape[0] - 1
+    for t in range(S):
+        tmp[t] = vec[t]
+    while m > M:
+        _vecmat(tmp, Pm[M], out)
+        _normalize(out)
+        tmp[:] = out
+        m -= M
+    if kind == _KIND_NGRAM and vfix >= 0:
+        C = S // V
+        for t in range(S):
+            out[t] = 0.0
+        R = PmT[m, vfix]  # R[s, c] = P^m[s, c V + vfix], contiguous in c
+        acc = np.zeros(C)
+        for s2 in range(S):
+            a = tmp[s2]
+            if a != 0.0:
+                for c in range(C):
+                    acc[c] += a * R[s2, c]
+        for c in range(C):
+            out[c * V + vfix] = acc[c]
+    else:
+        _vecmat(tmp, Pm[m], out)
+    _normalize(out)
+
+
+@nb.njit(cache=True)
+def _jump_bwd(kind, w, out, m, rowfix, wfix, Pm, PmT, V, tmp):
+    """``out = P^m w`` (rows chained in chunks of ``M``), normalized; ``w`` already holds the evidence.
+
+    n-gram with ``rowfix >= 0``: only the rows (windows) ending in ``rowfix`` are computed; with
+    ``wfix >= 0`` (and at most ``M`` steps) ``w`` is non-zero only on windows ending in ``wfix``.
+    """
+    S = out.shape[0]
+    M = Pm.shape[0] - 1
+    for t in range(S):
+        tmp[t] = w[t]
+    while m > M:
+        P = Pm[M]
+        for s2 in range(S):
+            acc = 0.0
+            for t in range(S):
+                acc += P[s2, t] * tmp[t]
+            out[s2] = acc
+        _normalize(out)
+        tmp[:] = out
+        m -= M
+    P = Pm[m]
+    if kind == _KIND_NGRAM and rowfix >= 0:
+        C = S // V
+        for s2 in range(S):
+            out[s2] = 0.0
+        if wfix >= 0:  # w lives on the windows ending in wfix: R[s, c] = P^m[s, c V + wfix]
+            R = PmT[m, wfix]
+            for c in range(C):
+                s2 = c * V + rowfix
+                acc = 0.0
+                for c2 in range(C):
+                    acc += R[s2, c2] * tmp[c2 * V + wfix]
+                out[s2] = acc
+        else:
+            for c in range(C):
+                s2 = c * V + rowfix
+                acc = 0.0
+                for t in range(S):
+                    acc += P[s2, t] * tmp[t]
+                out[s2] = acc
+    else:
+        for s2 in range(S):
+            acc = 0.0
+            for t in range(S):
+                acc += P[s2, t] * tmp[t]
+            out[s2] = acc
+    _normalize(out)
+
+
+@nb.njit(cache=True)
+def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2, tmp):
     """Bring ``vec`` (= alpha at ``start`` under ``thr``; ``start = -1``: nothing yet) to alpha at ``p``.
 
-    Restarts from the rightmost separator in ``(start, p)`` when there is one. With ``store``
-    the intermediate messages are written to ``alpha`` and flagged valid.
+    Restarts from the rightmost separator in ``(start, p)`` when there is one. A run of masked
+    positions followed by an observed one (or by ``p``) is crossed in one product with a
+    precomputed power ``P^m`` when that is cheaper than ``m`` single steps. With ``store`` the
+    messages at the observed positions crossed are written to ``alpha`` and flagged valid.
     """
+    S = vec.shape[0]
     lo = start
     if kind == _KIND_NGRAM:
         for q in range(p - 1, start, -1):
@@ -207,16 +333,49 @@ def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, o
                     alpha[q, :] = vec
                     aval[q] = True
                 break
-    for q in range(lo + 1, p + 1):
-        _fwd(kind, vec, tmp, q, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw)
+    cur = lo
+    if cur == -1:  # alpha_0 from the initial law
+        _fwd(kind, vec, tmp, 0, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2)
         vec[:] = tmp
-        if store and q < p:
-            alpha[q, :] = vec
-            aval[q] = True
+        cur = 0
+        if store and cur < p:
+            alpha[cur, :] = vec
+            aval[cur] = True
+    while cur < p:
+        q = cur + 1
+        while q < p and not _evid(q, thr, selfmask, steps):
+            q += 1
+        m = q - cur
+        use_jump = False
+        if m > 1:
+            if kind == _KIND_DENSE:
+                use_jump = True
+            else:
+                obs = _evid(q, thr, selfmask, steps)
+                nz = _nnz(vec)
+                jump_cost = nz * (S // V if obs else S)
+                step_cost = nz * V + (m - 1) * S * V
+                use_jump = jump_cost < step_cost
+        if use_jump:
+            vfix = x[q] if _evid(q, thr, selfmask, steps) else -1
+            _jump_fwd(kind, vec, tmp, m, vfix, Pm, PmT, V, tmp2)
+            vec[:] = tmp
+            if kind == _KIND_DENSE and vfix >= 0:
+                for t in range(S):
+                    vec[t] *= E[t, vfix]
+                _normalize(vec)
+        else:
+            for r in range(cur + 1, q + 1):
+                _fwd(kind, vec, tmp, r, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2)
+                vec[:] = tmp
+        cur = q
+        if store and cur < p:
+            alpha[cur, :] = vec
+            aval[cur] = True
 
 
 @nb.njit(cache=True)
-def _alpha_query(kind, vec, p, thr, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp):
+def _alpha_query(kind, vec, p, thr, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2, tmp):
     """``vec = alpha_p`` under ``thr`` (``p`` masked), from the nearest valid message or separator."""
     start = -1
     for q in range(p - 1, -1, -1):
@@ -227,15 +386,19 @@ def _alpha_query(kind, vec, p, thr, alpha, aval, x, steps, order, V, W, init, co
             break  # _advance restarts here
     if start >= 0:
         vec[:] = alpha[start]
-    _advance(kind, vec, start, p, thr, -1, True, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
+    _advance(kind, vec, start, p, thr, -1, True, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2, tmp)
     alpha[p, :] = vec
     aval[p] = True
 
 
 @nb.njit(cache=True)
-def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw):
-    """Make ``beta[p]`` valid under ``thr``, from the nearest valid message or separator to the right."""
+def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, AT, E, tmp, pw, Pm, PmT, tmp2):
+    """Make ``beta[p]`` valid under ``thr``, from the nearest valid message or separator to the right.
+
+    Runs of masked positions are crossed with a power ``P^m`` when cheaper (as in :func:`_advance`).
+    """
     L = beta.shape[0]
+    S = beta.shape[1]
     if bval[p]:
         return
     start = L - 1
@@ -249,9 +412,43 @@ def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, AT, E,
     if not bval[start]:
         beta[start, :] = 1.0
         bval[start] = True
-    for q in range(start - 1, p - 1, -1):
-        _bwd(kind, beta[q + 1], beta[q], q, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw)
-        bval[q] = True
+    cur = start
+    while cur > p:
+        k = cur - 1
+        while k > p and not _evid(k, thr, -1, steps):
+            k -= 1
+        m = cur - k
+        use_jump = False
+        if m > 1:
+            if kind == _KIND_DENSE:
+                use_jump = True
+            else:
+                obs_cur = _evid(cur, thr, -1, steps)
+                rows = S // V if _evid(k, thr, -1, steps) else S
+                jump_cost = rows * (S // V if obs_cur else S)
+                step_cost = m * S * V
+                use_jump = jump_cost < step_cost
+        if use_jump:
+            # w = evidence at cur times beta_cur
+            if _evid(cur, thr, -1, steps):
+                v = x[cur]
+                if kind == _KIND_DENSE:
+                    for t in range(S):
+                        tmp[t] = beta[cur, t] * E[t, v]
+                else:
+                    for t in range(S):
+                        tmp[t] = beta[cur, t] if t % V == v else 0.0
+            else:
+                for t in range(S):
+                    tmp[t] = beta[cur, t]
+            rowfix = x[k] if (kind == _KIND_NGRAM and _evid(k, thr, -1, steps)) else -1
+            wfix = x[cur] if (kind == _KIND_NGRAM and m <= Pm.shape[0] - 1 and _evid(cur, thr, -1, steps)) else -1
+            _jump_bwd(kind, tmp, beta[k], m, rowfix, wfix, Pm, PmT, V, tmp2)
+        else:
+            for r in range(cur - 1, k - 1, -1):
+                _bwd(kind, beta[r + 1], beta[r], r, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, Pm, PmT, tmp2)
+        cur = k
+        bval[cur] = True
 
 
 @nb.njit(cache=True)
@@ -266,9 +463,10 @@ def _marginal(kind, a, b, m, E, V):
             if w != 0.0:
                 for v in range(V):
                     m[v] += w * E[s, v]
-    else:
-        for s in range(S):
-            m[s % V] += a[s] * b[s]
+    else:  # window s = c V + v emits its newest token v
+        for c in range(S // V):
+            for v in range(V):
+                m[v] += a[c * V + v] * b[c * V + v]
     total = 0.0
     for v in range(V):
         total += m[v]
@@ -303,15 +501,16 @@ def _observe(kind, vec, v, E, V):
         for s in range(S):
             vec[s] *= E[s, v]
     else:
-        for s in range(S):
-            if s % V != v:
-                vec[s] = 0.0
+        for c in range(S // V):
+            for w in range(V):
+                if w != v:
+                    vec[c * V + w] = 0.0
     return _normalize(vec)
 
 
 @nb.njit(cache=True)
-def _sequence(kind, sample, skip_single, steps, order_idx, x, U, order, V, W, init, cond, A, AT, E, pw,
-              alpha, beta, aval, bval, va, vn, tmp, m, freepw):
+def _sequence(kind, sample, skip_single, steps, order_idx, x, U, order, V, W, init, cond, A, AT, E, pw, Pm, PmT,
+              alpha, beta, aval, bval, va, vn, tmp, tmp2, m):
     """Run one sequence; returns (log p(x|tau), log q(x), jensen term). ``x`` is written when ``sample``."""
     L = steps.shape[0]
     S = va.shape[0]
@@ -350,9 +549,9 @@ def _sequence(kind, sample, skip_single, steps, order_idx, x, U, order, V, W, in
         thr_new = i + 1
         # backward messages (old evidence) at every new position, right to left
         for r in range(end - 1, ptr - 1, -1):
-            _beta_query(kind, order_idx[r], thr_old, beta, bval, x, steps, order, V, W, cond, A, AT, E, tmp, pw, freepw)
+            _beta_query(kind, order_idx[r], thr_old, beta, bval, x, steps, order, V, W, cond, A, AT, E, tmp, pw, Pm, PmT, tmp2)
         j1 = order_idx[ptr]
-        _alpha_query(kind, va, j1, thr_old, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
+        _alpha_query(kind, va, j1, thr_old, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2, tmp)
         for q in range(j1, L):
             aval[q] = False
         prev = -1
@@ -362,9 +561,9 @@ def _sequence(kind, sample, skip_single, steps, order_idx, x, U, order, V, W, in
             if r == ptr:
                 vn[:] = va
             else:
-                _advance(kind, va, prev, j, thr_old, -1, False, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
+                _advance(kind, va, prev, j, thr_old, -1, False, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2, tmp)
                 if not step_dead:
-                    _advance(kind, vn, prev, j, thr_new, j, True, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, freepw, tmp)
+                    _advance(kind, vn, prev, j, thr_new, j, True, alpha, aval, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2, tmp)
             prev = j
             tot_old = _marginal(kind, va, beta[j], m, E, V)  # q(x_j = . | x_{tau_<i}), unnormalized
             if sample:
@@ -401,7 +600,7 @@ def _sequence(kind, sample, skip_single, steps, order_idx, x, U, order, V, W, in
 
 
 @nb.njit(cache=True, nogil=True)
-def _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, out, lo, hi):
+def _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, Pm, PmT, out, lo, hi):
     """Sequences ``lo..hi-1`` of the batch; releases the GIL so threads run chunks in parallel."""
     L = steps.shape[1]
     S = init.shape[0]
@@ -418,11 +617,11 @@ def _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, 
     vn = np.empty(S)
     tmp = np.empty(S)
     m = np.empty(V)
-    freepw = np.empty(max(order - 1, 1), dtype=np.int64)
+    tmp2 = np.empty(S)
     for b in range(lo, hi):
         order_idx = np.argsort(steps[b] * L + np.arange(L))
-        lp, lq, jn = _sequence(kind, sample, skip_single, steps[b], order_idx, x[b], U[b], order, V, W, init, cond, A, AT, E, pw,
-                               alpha, beta, aval, bval, va, vn, tmp, m, freepw)
+        lp, lq, jn = _sequence(kind, sample, skip_single, steps[b], order_idx, x[b], U[b], order, V, W, init, cond, A, AT, E, pw, Pm, PmT,
+                               alpha, beta, aval, bval, va, vn, tmp, tmp2, m)
         out[b, 0] = lp
         out[b, 1] = lq
         out[b, 2] = jn
@@ -432,17 +631,58 @@ def _threads() -> int:
     return max(1, min(os.cpu_count() or 1, int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))))
 
 
+POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
+_POWERS_CACHE: dict = {}
+
+
+def _powers(language: Language, length: int, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Pm[m] = P^m`` for ``m = 0..M`` (``P`` the state transition matrix), ``M = min(L, memory cap)``.
+
+    For an n-gram also ``PmT[m, v, s, c] = P^m[s, c V + v]`` (the columns of windows ending in
+    ``v``, contiguous), for products restricted to an observed token. Cached per language object
+    (languages are immutable).
+    """
+    if isinstance(language, NGram):
+        S, V = language.n_states, language.vocab_size
+        P = np.zeros((S, S))
+        np.put_along_axis(P, language.successors(), language.conditional, axis=1)
+        layouts = 2
+    else:
+        P = np.array(A)
+        S, V = P.shape[0], 1
+        layouts = 1
+    M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
+    key = id(language)
+    hit = _POWERS_CACHE.get(key)
+    if hit is not None and hit[0] is language and hit[1] >= M:
+        return hit[2], hit[3]
+    Pm = np.empty((M + 1, S, S))
+    Pm[0] = np.eye(S)
+    for m in range(1, M + 1):
+        np.matmul(Pm[m - 1], P, out=Pm[m])
+    if layouts == 2:
+        PmT = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
+    else:
+        PmT = np.zeros((1, 1, 1, 1))
+    if len(_POWERS_CACHE) > 4:
+        _POWERS_CACHE.clear()
+    _POWERS_CACHE[key] = (language, M, Pm, PmT)
+    return Pm, PmT
+
+
 def _run(language: Language, sample: bool, skip_single: bool, steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> np.ndarray:
     kind, order, V, W, init, cond, A, AT, E = _arrays(language)
+    Pm, PmT = _powers(language, steps.shape[1], A)
     B = steps.shape[0]
     out = np.empty((B, 3))
     workers = min(_threads(), B)
     if workers <= 1:
-        _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, out, 0, B)
+        _kernel(kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, Pm, PmT, out, 0, B)
         return out
     bounds = np.linspace(0, B, 4 * workers + 1).astype(np.int64)
     with ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(_kernel, kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, out, int(a), int(b))
+        jobs = [pool.submit(_kernel, kind, sample, skip_single, steps, x, U, order, V, W, init, cond, A, AT, E, Pm, PmT, out,
+                            int(a), int(b))
                 for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         for job in jobs:
             job.result()
@@ -456,7 +696,7 @@ def _arrays(language: Language):
         n = language.order
         dummy = np.zeros((1, 1))
         return (_KIND_NGRAM, n, V, V ** (n - 2), np.array(language.initial), np.array(language.conditional),
-                dummy, dummy, dummy)
+                dummy, np.ascontiguousarray(language.conditional.T), dummy)
     if isinstance(language, HMM):
         dummy = np.zeros((1, 1))
         return (_KIND_DENSE, 1, language.vocab_size, 1, np.array(language.initial), dummy,

@@ -290,3 +290,25 @@ def test_steps_follow_pi_per_position():
         assert chi2_pvalue(counts, schedule.pi) > ALPHA
     pairs = np.bincount((res.steps[:, 0] - 1) * 4 + res.steps[:, 1] - 1, minlength=16).astype(float)
     assert chi2_pvalue(pairs, np.outer(schedule.pi, schedule.pi).ravel()) > ALPHA  # independent positions
+
+
+@pytest.mark.parametrize("name", ["3gram", "4gram", "hmm"])
+def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
+    """Long masked runs are crossed with powers P^m chained in chunks of M; force M tiny to exercise it."""
+    from numerics import _oracle_numba
+
+    S = LANGS[name].n_states
+    layouts = 2 if isinstance(LANGS[name], NGram) else 1
+    monkeypatch.setattr(_oracle_numba, "POWERS_BYTES", 3 * layouts * 8 * S * S)  # M = 2
+    monkeypatch.setattr(_oracle_numba, "_POWERS_CACHE", {})
+    L = 14
+    for N in (2, 5, 30):
+        den = OracleDenoiser(LANGS[name], strict=False)
+        a = sample_factorized(den, linear(N), 120, L, np.random.default_rng(13), path="generic")
+        b = sample_oracle(LANGS[name], linear(N), 120, L, np.random.default_rng(13))
+        np.testing.assert_array_equal(a.tokens, b.tokens)
+        x = LANGS[name].sample(100, L, np.random.default_rng(14))
+        steps = linear(N).sample_steps(np.random.default_rng(15), (100, L))
+        ll = masked_forward_backward(LANGS[name], x, np.zeros(x.shape, bool)).loglik
+        np.testing.assert_allclose(reveal_score(LANGS[name], steps, x, chain=True)[:, 1], ll, rtol=RTOL_EXACT)
+    assert _oracle_numba._powers(LANGS[name], L, LANGS[name].to_hmm().transition)[0].shape[0] == 3
