@@ -27,14 +27,17 @@ class MissingInput(Exception):
 def need(module: str, *names: str) -> Any:
     """Import ``module`` and check it defines ``names``; :class:`MissingInput` says what is missing.
 
-    Only a missing module or attribute counts as missing; any other error while importing is a
-    bug and propagates.
+    A missing module or attribute, or a third-party package it needs that is not installed,
+    counts as missing; any other error while importing is a bug and propagates.
     """
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as err:
         if err.name is not None and (module == err.name or module.startswith(err.name + ".")):
             raise MissingInput(f"`{module}` is not available yet") from None
+        if err.name is not None and "." not in err.name and not err.name.startswith(("numerics", "theory", "neural")):
+            # a third-party package the module needs is not installed (e.g. torch for ``neural``)
+            raise MissingInput(f"`{module}` cannot be imported: the package `{err.name}` is not installed") from None
         raise
     absent = [n for n in names if not hasattr(mod, n)]
     if absent:
