@@ -265,3 +265,17 @@ def collision_probability(schedule: Schedule, length: int) -> float:
     """``delta_N = 1 - L! e_L(pi)``: probability that two of ``L`` positions share a step (Lemma C.1)."""
     ie = need("numerics.interval_exact", "sequence_collision_probability")
     return float(ie.sequence_collision_probability(schedule, length).probability)
+
+
+def exact_small(lang: Any, schedule: Schedule, length: int) -> dict:
+    """Exact ``KL(q || p)`` of the sampler's mixture law and ``E_tau KL(q || p(.|tau))`` (tiny ``L``).
+
+    ``numerics.exact_dp.dp_metrics``: the output law by a DP over revealed words, the Jensen bound
+    from the exact information curve of the same joint table -- two different quantities.
+    """
+    dp = need("numerics.exact_dp", "dp_metrics")
+    m = dp.dp_metrics(lang, length, schedule)
+    return {"kl": float(m.kl.value), "kl_jensen_bound": float(m.kl_jensen_bound.value),
+            "ser": float(m.ser.value), "ser_kl_certificate": float(m.ser_kl_certificate.value),
+            "gen_ppl": float(m.gen_ppl.value), "ter": float(m.ter.value), "ter_data": float(m.ter_data.value),
+            "method": str(m.kl.method)}

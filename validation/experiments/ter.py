@@ -39,6 +39,8 @@ class Config:
         the Jensen bound where it is not exact.
     schedule : schedule family of the sampler.
     gap : per-token gap (nats) defining "within gap of optimal" for the steps-needed plot.
+    exact_lengths : tiny lengths at which ``KL(q || p)`` of the true mixture is computed exactly
+        (DP over revealed words) next to the Jensen bound, to measure Lemma B.2's slack.
     seed : seed of every random draw.
     """
 
@@ -48,16 +50,18 @@ class Config:
     samples: int = 64
     schedule: str = "linear"
     gap: float = 0.05
+    exact_lengths: tuple[int, ...] = (4, 5)
     seed: int = 0
 
     @classmethod
     def tiny(cls) -> "Config":
-        return cls(languages=("2gram",), lengths=(4, 8), steps=(1, 2, 4), samples=8)
+        return cls(languages=("2gram",), lengths=(4, 8), steps=(1, 2, 4), samples=8, exact_lengths=(3,))
 
     @classmethod
     def full(cls) -> "Config":
         return cls(lengths=(64, 128, 256, 512, 1024, 2048),
-                   steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000)
+                   steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
+                   exact_lengths=(4, 5, 6))
 
 
 def _seed(cfg: Config, *parts: int | str) -> list[int]:
@@ -129,6 +133,23 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             "thm42_L0": t.get("length_threshold") if t else None,
             "jensen_kl_per_token_b12": b12["value"] / L if b12 and b12.get("value") is not None else None,
         })
+    exact_rows = []
+    egrid = [(lang, L, N) for lang in cfg.languages for L in cfg.exact_lengths for N in cfg.steps]
+    for lang, L, N in progress_iter(egrid, progress, "ter: exact small L"):
+        key = {"v": VERSION, "language": lang, "length": L, "steps": N, "schedule": cfg.schedule}
+        e = attempt("exact KL(q||p) at small L", lambda: cache.get_or_compute(
+            "ter-exact-small", key, lambda: eng.exact_small(eng.load_language(lang), eng.schedule_for(cfg.schedule, N), L)))
+        if e is not None:
+            exact_rows.append({"language": lang, "length": L, "steps": N, **e,
+                               "jensen_over_kl": e["kl_jensen_bound"] / e["kl"] if e["kl"] > 0 else None})
+    if exact_rows:
+        out.tables["exact_small_length"] = exact_rows
+        worst = max((r for r in exact_rows if r["jensen_over_kl"]), key=lambda r: r["jensen_over_kl"], default=None)
+        if worst:
+            out.notes.append(
+                f"Lemma B.2 at small L (exact DP): E_tau KL(q||p(.|tau)) exceeds the true KL(q||p) by up to a factor "
+                f"{worst['jensen_over_kl']:.3g} ({worst['language']}, L = {worst['length']}, N = {worst['steps']}); "
+                "the bound is tight at N = 1.")
     parts.record(out)
     if any(r["gen_ppl"] is not None or r["jensen_kl"] is not None for r in rows):
         out.tables["points"] = rows
@@ -268,6 +289,36 @@ def plot(result: ExperimentResult) -> list[Plot]:
                           "4 eps log|V| with the smallest eps whose Lemma B.12 schedule fits in N steps (a bound for "
                           "L >= L_0(eps, n) only, see the table); open markers: the exact value under that B.12 "
                           "schedule, where the language is a token-level Markov chain."))
+
+    exact = result.tables.get("exact_small_length", [])
+    if exact:
+        elangs = list(dict.fromkeys(r["language"] for r in exact))
+        elengths = sorted({r["length"] for r in exact})
+        estyles = length_styles(elengths)
+        fig, axes = new_figure(ncols=len(elangs))
+        for ax, lang in zip(axes[0], elangs):
+            color = language_color(lang)
+            for L in elengths:
+                pts = sorted((r for r in exact if r["language"] == lang and r["length"] == L and r["kl"] > 0),
+                             key=lambda r: r["steps"])
+                if not pts:
+                    continue
+                x = [r["steps"] for r in pts]
+                ax.plot(x, [r["kl"] / L for r in pts], color=color, marker=estyles[L]["marker"], markersize=3,
+                        label=f"KL(q||p)/L, L={L}")
+                ax.plot(x, [r["kl_jensen_bound"] / L for r in pts], color="k", linestyle="--",
+                        marker=estyles[L]["marker"], markersize=3, markerfacecolor="none",
+                        label=f"E_tau KL(q||p(.|tau))/L, L={L}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("steps N")
+            ax.set_ylabel("nats per token")
+            ax.set_title(f"{lang}: exact, small L")
+            legend(ax, fontsize=6)
+        plots.append(Plot("exact_kl_vs_jensen", fig,
+                          "Exact KL(q || p) of the sampler's true output law (a mixture over instances; DP over revealed "
+                          "words) vs the Jensen bound E_tau KL(q || p(.|tau)) of Lemma B.2 at small L: two different "
+                          "quantities, equal at N = 1 and apart by a growing factor as N grows."))
 
     needed = result.tables.get("steps_needed", [])
     if any(r["steps_needed_jensen_kl"] is not None or r["steps_needed_gen_ppl"] is not None for r in needed):
