@@ -27,7 +27,23 @@ __all__ = [
     "oracle_gen_ppl",
     "oracle_ser",
     "data_ppl",
+    "jensen_bound_exact",
     "jensen_bound",
+    "interval_ser",
+    "interval_validity_complement",
+    "ser_from_validity",
+    "theorem42",
+    "b12_schedule",
+    "theorem44",
+    "theorem44_thresholds",
+    "claim_ids",
+    "check_claim",
+    "train_checkpoint",
+    "evaluate_checkpoint",
+    "checkpoint_kind",
+    "time_sampling",
+    "collision_probability",
+    "exact_small",
 ]
 
 
