@@ -11,8 +11,14 @@ forward message ``alpha_j`` and the backward message ``beta_j`` under the *old* 
 * for an n-gram (order ``n``), a run of ``n-1`` revealed tokens fixes the window state
   (a separator, Definition B.4): ``alpha`` restarts there from a point mass and ``beta`` from
   ones, so a query never looks past the separators around it;
-* an n-gram forward/backward step only visits the window states consistent with the revealed
-  tokens of the window (``V^(#masked)`` of them), never the dense ``V^(n-1) x V^(n-1)`` matrix.
+* an n-gram forward step pushes only from windows of non-zero ``alpha`` (those consistent with
+  the revealed tokens) along their ``V`` successors, and a backward step visits ``V`` successors
+  per window (only the windows ending in the observed token when there is one): ``O(V^n)`` per
+  position, never the dense ``V^(n-1) x V^(n-1)`` product;
+* a run of ``m - 1`` masked positions followed by an observed one is crossed with one product
+  by the precomputed power ``P^m`` (``P`` the state transition matrix; restricted to the windows
+  of the observed token for n-grams) when that is cheaper than ``m`` single steps; powers up to a
+  memory cap ``M`` are stored, longer runs chain them.
 
 Inside a step the new positions are swept left to right with two forward vectors: ``alpha_old``
 (old evidence; gives the sampler's marginal ``q(x_j | x_{tau_<i})``) and ``alpha_new`` (old
