@@ -3,7 +3,7 @@
 Never imports torch or matplotlib (a test checks this).
 """
 
-from .forward_backward import Posterior, forward_backward_numpy, masked_forward_backward
+from .forward_backward import Posterior, forward_backward_numpy, log_likelihood, masked_forward_backward
 from .hmm import HMM, Language, NGram, load_language_file
 from .schedules import Schedule, from_u, make_schedule
 from .interval import IntervalLanguage, SparseHMM, whole_intervals
@@ -23,6 +23,7 @@ __all__ = [
     "load_language_file",
     "Posterior",
     "masked_forward_backward",
+    "log_likelihood",
     "forward_backward_numpy",
     "Schedule",
     "from_u",

@@ -8,8 +8,10 @@ Given token sequences of which some positions are masked (unobserved), computes 
   (one-hot at observed positions; NaN for every position of an impossible sequence, where the
   conditional law is undefined).
 
-This module holds the public entry point and the plain NumPy reference (:func:`forward_backward_numpy`).
-The compiled kernels live in :mod:`numerics._fb_numba` and must agree with the reference.
+This module holds the public entry points, :func:`masked_forward_backward` and the forward-only
+:func:`log_likelihood`, and the plain NumPy reference (:func:`forward_backward_numpy`). The compiled
+kernels live in :mod:`numerics._fb_numba` (dense blocked matrix-matrix kernel for an HMM, sparse
+kernel for an n-gram) and are tested against the reference and against brute-force enumeration.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ import numpy as np
 
 from .hmm import HMM, Language, NGram
 
-__all__ = ["Posterior", "masked_forward_backward", "forward_backward_numpy", "check_observations"]
+__all__ = [
+    "Posterior",
+    "masked_forward_backward",
+    "log_likelihood",
+    "forward_backward_numpy",
+    "check_observations",
+]
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,13 @@ def forward_backward_numpy(language: Language, tokens: np.ndarray, mask: np.ndar
     ``alpha_1 = initial * e_1``, ``alpha_{j+1} = (alpha_j @ transition) * e_{j+1}``, each
     normalized by its sum ``c_j``; ``log q(x_obs) = sum_j log c_j``;
     ``beta_L = 1``, ``beta_j = transition @ (e_{j+1} * beta_{j+1}) / c_{j+1}``;
-    ``gamma_j = alpha_j * beta_j``; ``marginals_j = gamma_j @ emission`` at masked positions.
+    ``gamma_j = alpha_j * beta_j``; ``marginals_j = gamma_j @ emission / sum(gamma_j)`` at masked
+    positions (``sum(gamma_j) = 1`` up to round-off).
+
+    ``beta_j(s)`` enters only through ``gamma_j(s) = alpha_j(s) beta_j(s)`` and through
+    ``beta_{j-1}(t)`` of states ``t`` that reach ``s``; both vanish unless ``alpha_j(s) > 0``. So
+    ``beta_j`` is zeroed where ``alpha_j = 0`` before it is used: exact, and it stops ``beta`` of
+    unreachable states (which can grow like ``exp(L)``) from overflowing into ``0 * inf = NaN``.
     """
     tokens, mask = check_observations(language, tokens, mask)
     hmm: HMM = language.to_hmm()
@@ -111,10 +125,10 @@ def forward_backward_numpy(language: Language, tokens: np.ndarray, mask: np.ndar
         beta = np.ones(hmm.n_states)
         for j in range(L - 1, -1, -1):
             if j < L - 1:
-                beta = A @ (ev[j + 1] * beta) / c[j + 1]
-            gamma = alpha[j] * beta
+                beta = A @ np.where(alpha[j + 1] > 0, ev[j + 1] * beta, 0.0) / c[j + 1]
+            gamma = np.where(alpha[j] > 0, alpha[j] * beta, 0.0)
             if mask[b, j]:
-                marginals[b, j] = gamma @ E
+                marginals[b, j] = gamma @ E / gamma.sum()
             else:
                 marginals[b, j] = 0.0
                 marginals[b, j, tokens[b, j]] = 1.0
@@ -134,19 +148,46 @@ def masked_forward_backward(
     mask : (B, L) bool array
         True where the position is masked (unobserved). Any pattern, including all or none.
     backend : {"auto", "numba", "numpy"}
-        ``"numpy"`` is the slow reference; ``"auto"`` uses the compiled kernels when available.
+        ``"auto"`` and ``"numba"`` run the compiled kernels (:mod:`numerics._fb_numba`): the sparse
+        n-gram kernel for an :class:`NGram` (cost ``O(V^n)`` per position), the blocked
+        matrix-matrix kernel for an :class:`HMM`. ``"numpy"`` is the slow reference.
     """
+    _check_backend(backend)
     if backend == "numpy":
         return forward_backward_numpy(language, tokens, mask)
-    if backend not in ("auto", "numba"):
-        raise ValueError(f"unknown backend {backend!r}; choose 'auto', 'numba' or 'numpy'")
-    try:
-        from . import _fb_numba
-    except ImportError:
-        if backend == "numba":
-            raise
-        return forward_backward_numpy(language, tokens, mask)
+    from . import _fb_numba
+
     tokens, mask = check_observations(language, tokens, mask)
     if isinstance(language, NGram):
         return _fb_numba.forward_backward_ngram(language, tokens, mask)
     return _fb_numba.forward_backward_dense(language, tokens, mask)
+
+
+def log_likelihood(
+    language: Language, tokens: np.ndarray, mask: np.ndarray | None = None, *, backend: str = "auto"
+) -> np.ndarray:
+    """``log q(x_obs)`` per sequence (``(B,)`` float64, ``-inf`` when impossible): the forward pass only.
+
+    Much cheaper than :func:`masked_forward_backward` (no backward pass, no stored alphas, no
+    marginals); ``mask=None`` means fully observed, so ``log_likelihood(lang, x) == -inf`` is the
+    exact support check ``q(x) = 0`` and ``-log_likelihood(lang, x).mean() / L`` the per-token
+    negative log-likelihood of samples ``x``. Same scaled recursion as the full pass, so the
+    values agree with ``masked_forward_backward(...).loglik`` to round-off.
+    """
+    _check_backend(backend)
+    tokens = np.asarray(tokens)
+    if mask is None:
+        mask = np.zeros(tokens.shape, dtype=np.bool_)
+    if backend == "numpy":
+        return forward_backward_numpy(language, tokens, mask).loglik
+    from . import _fb_numba
+
+    tokens, mask = check_observations(language, tokens, mask)
+    if isinstance(language, NGram):
+        return _fb_numba.loglik_ngram(language, tokens, mask)
+    return _fb_numba.loglik_dense(language, tokens, mask)
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in ("auto", "numba", "numpy"):
+        raise ValueError(f"unknown backend {backend!r}; choose 'auto', 'numba' or 'numpy'")

@@ -11,6 +11,7 @@ tokens. Its transition matrix has only ``V`` non-zeros per row, so it is stored 
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
@@ -27,7 +28,7 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
 
     Raises ``ValueError`` naming ``name`` and the first offending row.
     """
-    arr = np.asarray(array, dtype=np.float64)
+    arr = np.array(array, dtype=np.float64)  # a copy: freezing it must not freeze the caller's array
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -38,7 +39,7 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
     if np.any(arr < 0):
         bad = np.argwhere(arr < 0)[0]
         raise ValueError(
-            f"{name} has a negative entry {arr[tuple(bad)]!r} at index {tuple(int(i) for i in bad)}"
+            f"{name} has a negative entry {float(arr[tuple(bad)])!r} at index {tuple(int(i) for i in bad)}"
         )
     sums = arr.sum(axis=-1)
     off = np.abs(sums - 1.0) > ROW_SUM_ATOL
@@ -232,10 +233,10 @@ def load_language_file(path: Union[str, Path]) -> Language:
     """
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:  # fh: closed even if not a zip
             keys = set(data.files)
             arrays = {k: data[k] for k in keys}
-    except (OSError, ValueError) as exc:  # missing, truncated or not an npz
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # missing, truncated or not an npz
         raise ValueError(f"cannot read language file {str(path)!r}: {exc}") from exc
     if {"initial", "transition", "emission"} <= keys:
         return HMM(arrays["initial"], arrays["transition"], arrays["emission"])

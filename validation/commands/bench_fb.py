@@ -1,0 +1,242 @@
+"""``mdm-theory bench forward-backward``: our masked forward-backward against hmmlearn, same run, same data.
+
+What is timed (wall clock, warm-up call excluded, best and median of ``--repeats``):
+
+* **ours**: :func:`numerics.masked_forward_backward` on ``B`` sequences (all threads numba has);
+* **reference**: hmmlearn's scaled forward-backward (``_hmmc.forward_scaling`` /
+  ``backward_scaling``, the code behind ``CategoricalHMM.score_samples``) one sequence at a time on
+  one thread (BLAS/OpenMP limited with threadpoolctl), with emission likelihood 1 at masked
+  positions, posteriors normalized as hmmlearn does, and ``posterior @ emission`` at the masked
+  positions, i.e. the same outputs. Slow at large ``S``, so it runs on the first
+  ``--reference-batch`` sequences (default: as many as about 1e10 flops allow, at least 8);
+  throughputs are per sequence;
+* **gemm rate**: the float64 matrix-multiply rate at the kernel's own shape and threads (``L``
+  steps of ``(nb, S) @ (S, S)`` per block, blocks in parallel, nothing else), and a large square
+  ``numpy`` product on all threads for comparison. ``gemm_fraction`` = achieved ``4 S^2 L B`` flop/s
+  of the whole forward-backward over the former (``gemm_fraction_of_peak``: over the latter).
+
+``--language 4gram`` (or ``2gram``, ``3gram``) benchmarks a random n-gram over ``--vocab`` tokens
+(rows ``softmax(2 g)`` with ``g`` standard normal, entries below 0.005 pruned; ``--states`` is
+ignored) with the sparse n-gram kernel, and runs the same model as a dense ``V^(n-1)``-state HMM
+through the dense kernel: ``sparse_vs_dense_speedup``. Timings on a shared machine are noisy; the
+ratios are measured in one run on one machine.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import click
+import numpy as np
+
+from ._common import emit, json_option
+
+__all__ = ["BENCH_COMMANDS", "run_benchmark"]
+
+MAX_ABS_DIFF_OK = 1e-9  # float64 scaled recursions in two orders agree far better than this
+
+
+def _softmax_rows(g: np.ndarray) -> np.ndarray:
+    w = np.exp(g - g.max(axis=-1, keepdims=True))
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def _random_hmm(states: int, vocab: int, rng: np.random.Generator):
+    """A dense random HMM: every row ``softmax(g)``, ``g`` i.i.d. standard normal (no zeros)."""
+    from numerics.hmm import HMM
+
+    return HMM(
+        _softmax_rows(rng.standard_normal(states)),
+        _softmax_rows(rng.standard_normal((states, states))),
+        _softmax_rows(rng.standard_normal((states, vocab))),
+    )
+
+
+def _random_ngram(order: int, vocab: int, rng: np.random.Generator, temperature: float = 2.0, threshold: float = 0.005):
+    """A random n-gram: rows ``softmax(temperature g)``, entries below ``threshold`` set to 0 (the
+    argmax is always kept) and the row renormalized."""
+    from numerics.hmm import NGram
+
+    S = vocab ** (order - 1)
+
+    def rows(shape):
+        p = _softmax_rows(temperature * rng.standard_normal(shape))
+        keep = (p >= threshold) | (p == p.max(axis=-1, keepdims=True))
+        p = np.where(keep, p, 0.0)
+        return p / p.sum(axis=-1, keepdims=True)
+
+    return NGram(order, rows(S), rows((S, vocab)))
+
+
+def _time(fn, repeats: int) -> tuple[list[float], object]:
+    out = fn()  # warm-up (compilation, caches), excluded
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times, out
+
+
+def _hmmlearn_reference(hmm, tokens: np.ndarray, mask: np.ndarray):
+    """hmmlearn's scaled forward-backward per sequence: ``(loglik (n,), marginals (n, L, V))``."""
+    from hmmlearn import _hmmc
+
+    E = hmm.emission
+    ET = np.ascontiguousarray(E.T)
+    n, L = tokens.shape
+    loglik = np.empty(n)
+    marginals = np.zeros((n, L, hmm.vocab_size))
+    for b in range(n):
+        frameprob = ET[tokens[b]]  # (L, S) emission likelihoods; 1 where masked
+        frameprob[mask[b]] = 1.0
+        ll, fwd, scaling = _hmmc.forward_scaling(hmm.initial, hmm.transition, frameprob)
+        bwd = _hmmc.backward_scaling(hmm.initial, hmm.transition, frameprob, scaling)
+        post = fwd * bwd
+        post /= post.sum(axis=1, keepdims=True)
+        loglik[b] = ll
+        marginals[b, mask[b]] = post[mask[b]] @ E
+        marginals[b, ~mask[b], tokens[b, ~mask[b]]] = 1.0
+    return loglik, marginals
+
+
+def _peak_gemm_flops(repeats: int = 3, n: int = 1024) -> float:
+    """float64 rate of a large square numpy product on all threads (best of ``repeats``)."""
+    a = np.full((n, n), 1.0 / n)
+    best = min(_time(lambda: a @ a, repeats)[0])
+    return 2.0 * n**3 / best
+
+
+def run_benchmark(
+    states: int,
+    length: int,
+    batch: int,
+    mask_rate: float,
+    vocab: int = 8,
+    seed: int = 0,
+    language: str = "hmm",
+    repeats: int = 5,
+    reference_batch: int | None = None,
+    progress: bool = True,
+) -> dict:
+    """Time ours and hmmlearn on the same data; returns the figures as a dict (see module docstring)."""
+    import numba
+    from threadpoolctl import threadpool_limits
+    from tqdm import tqdm
+
+    from numerics import _fb_numba
+    from numerics.forward_backward import masked_forward_backward
+    from numerics.hmm import NGram
+
+    if language == "hmm":
+        lang = _random_hmm(states, vocab, np.random.default_rng([seed, 1]))
+    elif language.endswith("gram") and language[:-4].isdigit():
+        lang = _random_ngram(int(language[:-4]), vocab, np.random.default_rng([seed, 1]))
+    else:
+        raise click.BadParameter(f"unknown language {language!r}; use hmm, 2gram, 3gram or 4gram", param_hint="--language")
+    rng = np.random.default_rng([seed, 2])
+    tokens = lang.sample(batch, length, rng)
+    mask = rng.random((batch, length)) < mask_rate
+    dense = lang.to_hmm()
+    S = dense.n_states
+    flops = 4.0 * S * S * length * batch
+    if reference_batch is None:
+        reference_batch = int(min(batch, max(8, 1e10 // (4.0 * S * S * length))))
+    n_ref = min(batch, reference_batch)
+
+    steps = ["ours", "gemm", "reference"] + (["dense"] if isinstance(lang, NGram) else [])
+    bar = tqdm(steps, desc="bench forward-backward", disable=None if progress else True, leave=False)
+    result: dict = {
+        "language": language,
+        "states": S,
+        "vocab": lang.vocab_size,
+        "length": length,
+        "batch": batch,
+        "mask_rate": mask_rate,
+        "seed": seed,
+        "threads": numba.get_num_threads(),
+        "repeats": repeats,
+    }
+    for step in bar:
+        bar.set_postfix_str(step)
+        if step == "ours":
+            times, post = _time(lambda: masked_forward_backward(lang, tokens, mask), repeats)
+            result["ours_seconds_best"] = min(times)
+            result["ours_seconds_median"] = statistics.median(times)
+            result["ours_seq_per_s"] = batch / min(times)
+            result["ours_seq_per_s_median"] = batch / statistics.median(times)
+        elif step == "gemm":
+            block = _fb_numba.block_rows(batch, S, length, store=True)
+            gemm_times, _ = _time(lambda: _fb_numba.gemm_probe_seconds(dense.transition, length, batch, block), repeats)
+            gemm_s = min(gemm_times)
+            result["block_rows"] = block
+            result["gemm_flops_same_shape"] = 2.0 * S * S * length * batch / gemm_s
+            result["gemm_flops_peak"] = _peak_gemm_flops()
+        elif step == "reference":
+            with threadpool_limits(limits=1):
+                t0 = time.perf_counter()
+                ref_ll, ref_marg = _hmmlearn_reference(dense, tokens[:n_ref], mask[:n_ref])
+                first = time.perf_counter() - t0
+                ref_times = [first]
+                while len(ref_times) < repeats and sum(ref_times) < 2.0:  # cheap: best of a few more
+                    t0 = time.perf_counter()
+                    _hmmlearn_reference(dense, tokens[:n_ref], mask[:n_ref])
+                    ref_times.append(time.perf_counter() - t0)
+            result["reference"] = "hmmlearn._hmmc forward_scaling + backward_scaling, 1 thread"
+            result["reference_batch"] = n_ref
+            result["reference_seconds_best"] = min(ref_times)
+            result["reference_seq_per_s"] = n_ref / min(ref_times)
+            result["max_abs_diff_loglik"] = float(np.max(np.abs(post.loglik[:n_ref] - ref_ll)))
+            result["max_abs_diff_marginals"] = float(np.max(np.abs(post.marginals[:n_ref] - ref_marg)))
+        elif step == "dense":
+            dtimes, dpost = _time(lambda: _fb_numba.forward_backward_dense(dense, tokens, mask), max(1, min(repeats, 3)))
+            result["dense_seconds_best"] = min(dtimes)
+            result["dense_seq_per_s"] = batch / min(dtimes)
+            result["sparse_vs_dense_speedup"] = min(dtimes) / result["ours_seconds_best"]
+            result["max_abs_diff_sparse_vs_dense"] = float(
+                max(np.max(np.abs(post.loglik - dpost.loglik)), np.max(np.abs(post.marginals - dpost.marginals)))
+            )
+    # flops of the dense forward-backward on the dense model (ours, or for an n-gram its dense run)
+    dense_seconds = result.get("dense_seconds_best", result["ours_seconds_best"])
+    result["achieved_flops"] = flops / dense_seconds
+    result["gemm_fraction"] = result["achieved_flops"] / result["gemm_flops_same_shape"]
+    result["gemm_fraction_of_peak"] = result["achieved_flops"] / result["gemm_flops_peak"]
+    result["speedup"] = result["ours_seq_per_s"] / result["reference_seq_per_s"]
+    diffs = [result["max_abs_diff_loglik"], result["max_abs_diff_marginals"], result.get("max_abs_diff_sparse_vs_dense", 0.0)]
+    result["max_abs_diff_tolerance"] = MAX_ABS_DIFF_OK
+    result["check_passed"] = bool(max(diffs) <= MAX_ABS_DIFF_OK)
+    return result
+
+
+@click.command("forward-backward")
+@click.option("--states", "-S", type=click.IntRange(1), default=32, show_default=True, help="hidden states (dense HMM)")
+@click.option("--length", "-L", type=click.IntRange(1), default=512, show_default=True)
+@click.option("--batch", "-B", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--mask-rate", "-R", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True)
+@click.option("--vocab", "-V", type=click.IntRange(1), default=8, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--language", default="hmm", show_default=True, help="hmm (random dense, --states) or 2gram/3gram/4gram (random n-gram over --vocab)")
+@click.option("--repeats", type=click.IntRange(1), default=5, show_default=True)
+@click.option("--reference-batch", type=click.IntRange(1), default=None, help="sequences for hmmlearn (default: ~1e10 flops' worth, >= 8)")
+@json_option
+def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch, as_json):
+    """Time the masked forward-backward against hmmlearn (1 thread) on the same data."""
+    r = run_benchmark(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch)
+    human = (
+        f"{r['language']} S={r['states']} V={r['vocab']} L={r['length']} B={r['batch']} R={r['mask_rate']} "
+        f"threads={r['threads']}\n"
+        f"  ours      {r['ours_seq_per_s']:.1f} seq/s (median {r['ours_seq_per_s_median']:.1f})\n"
+        f"  hmmlearn  {r['reference_seq_per_s']:.1f} seq/s on {r['reference_batch']} sequences\n"
+        f"  speedup   {r['speedup']:.1f}x   gemm_fraction {r['gemm_fraction']:.2f} "
+        f"(of peak {r['gemm_fraction_of_peak']:.2f})\n"
+    )
+    if "sparse_vs_dense_speedup" in r:
+        human += f"  sparse n-gram vs dense {r['states']}-state kernel: {r['sparse_vs_dense_speedup']:.1f}x\n"
+    human += f"  max |ours - reference| {max(r['max_abs_diff_loglik'], r['max_abs_diff_marginals']):.2e} " + (
+        "ok" if r["check_passed"] else "MISMATCH"
+    )
+    emit(r, as_json, human)
+
+
+BENCH_COMMANDS = [bench_forward_backward]
