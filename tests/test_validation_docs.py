@@ -1,11 +1,14 @@
 """The docs site: generated CLI reference and lemma pages, and `mkdocs build --strict`."""
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from validation.docs import build_site, cli_reference, generate_docs, theory_entries
+from validation.cli import main
+from validation.docs import cli_reference, theory_entries
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -17,22 +20,28 @@ def test_cli_reference_lists_every_command():
     assert "--full" in text and "--out" in text
 
 
-def test_docs_generate_and_build_strict(tmp_path):
+def test_docs_command_generates_and_builds_strict(tmp_path):
     pytest.importorskip("mkdocs")
     docs = tmp_path / "docs"
     docs.mkdir()
     for page in ("index.md", "getting-started.md", "derivations.md", "findings.md"):
         if (REPO / "docs" / page).exists():
             shutil.copy(REPO / "docs" / page, docs / page)
-    written = generate_docs(docs, check_instances=2)
-    assert docs / "cli.md" in written and tmp_path / "mkdocs.yml" in written
+    res = CliRunner().invoke(main, ["docs", "--docs-dir", str(docs), "--check-instances", "2", "--build",
+                                    "--site", str(tmp_path / "site"), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output.strip().splitlines()[-1])
+    assert str(docs / "cli.md") in out["written"] and str(tmp_path / "mkdocs.yml") in out["written"]
+    site = Path(out["site"])
+    assert (site / "index.html").is_file() and (site / "cli" / "index.html").is_file()
+    assert (site / "theory" / "index.html").is_file()
     entries = theory_entries()
     pages = sorted(p.name for p in (docs / "theory").glob("*.md"))
     assert "index.md" in pages
     if entries:
         assert len(pages) == len(entries) + 1
         c5 = (docs / "theory" / "c-5.md").read_text()
-        assert "## Statement" in c5 and "## How the engine checks it" in c5 and "## Findings" in c5
-    site = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
-    assert (site / "index.html").is_file() and (site / "cli" / "index.html").is_file()
-    assert (site / "theory" / "index.html").is_file()
+        for section in ("## Statement", "## How the engine checks it", "## Proof-step claims", "## Check",
+                        "## Findings"):
+            assert section in c5
+        assert (site / "theory" / "c-5" / "index.html").is_file()
