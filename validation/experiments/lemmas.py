@@ -42,7 +42,7 @@ class Config:
 
     @classmethod
     def full(cls) -> "Config":
-        return cls(instances=2000)
+        return cls(instances=500)
 
 
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
