@@ -142,3 +142,12 @@ def test_ddp_two_processes_on_gloo_match_one_process(tmp_path):
         assert torch.allclose(a.model_state[key], b.model_state[key], atol=ATOL_DDP), key
     # validation is sharded over the ranks and all-reduced: same figure as one process
     assert b.history[-1]["val_loss"] == pytest.approx(a.history[-1]["val_loss"], rel=1e-5)
+
+
+def test_time_budget_stops_with_a_resumable_checkpoint(tmp_path):
+    cfg = tiny_config(steps=8)
+    part = _run(cfg, tmp_path / "run", max_minutes=0.0)  # budget spent after the first step
+    assert part.step == 1 and not part.complete
+    assert load_checkpoint(tmp_path / "run").step == 1
+    done = _run(cfg, tmp_path / "run")
+    assert done.complete and done.step == 8 and done.history[-1]["final"]
