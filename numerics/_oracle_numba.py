@@ -95,7 +95,7 @@ def _matvec_rows(vec, M, out):
 
 
 @nb.njit(cache=True)
-def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2):
+def _fwd(kind, prev, out, p, thr, selfmask, x, steps, V, W, init, cond, A, E):
     """``out = alpha_p`` from ``prev = alpha_{p-1}`` (ignored at ``p = 0``) under evidence ``thr``."""
     S = out.shape[0]
     if kind == _KIND_DENSE:
@@ -139,7 +139,7 @@ def _fwd(kind, prev, out, p, thr, selfmask, x, steps, order, V, W, init, cond, A
 
 
 @nb.njit(cache=True)
-def _bwd(kind, nxt, out, p, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, Pm, PmT, tmp2):
+def _bwd(kind, nxt, out, p, thr, x, steps, V, W, cond, AT, E, tmp):
     """``out = beta_p`` from ``nxt = beta_{p+1}`` under evidence ``thr`` (``p + 1`` exists).
 
     Computed for every state when ``x_p`` is masked (states the evidence at ``p-1, ..`` excludes meet
@@ -341,7 +341,7 @@ def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, o
                 break
     cur = lo
     if cur == -1:  # alpha_0 from the initial law
-        _fwd(kind, vec, tmp, 0, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2)
+        _fwd(kind, vec, tmp, 0, thr, selfmask, x, steps, V, W, init, cond, A, E)
         vec[:] = tmp
         cur = 0
         if store and cur < p:
@@ -372,7 +372,7 @@ def _advance(kind, vec, start, p, thr, selfmask, store, alpha, aval, x, steps, o
                 _normalize(vec)
         else:
             for r in range(cur + 1, q + 1):
-                _fwd(kind, vec, tmp, r, thr, selfmask, x, steps, order, V, W, init, cond, A, AT, E, pw, Pm, PmT, tmp2)
+                _fwd(kind, vec, tmp, r, thr, selfmask, x, steps, V, W, init, cond, A, E)
                 vec[:] = tmp
         cur = q
         if store and cur < p:
@@ -452,7 +452,7 @@ def _beta_query(kind, p, thr, beta, bval, x, steps, order, V, W, cond, A, AT, E,
             _jump_bwd(kind, tmp, beta[k], m, rowfix, wfix, Pm, PmT, V, tmp2)
         else:
             for r in range(cur - 1, k - 1, -1):
-                _bwd(kind, beta[r + 1], beta[r], r, thr, x, steps, order, V, W, cond, A, AT, E, tmp, pw, Pm, PmT, tmp2)
+                _bwd(kind, beta[r + 1], beta[r], r, thr, x, steps, V, W, cond, AT, E, tmp)
         cur = k
         bval[cur] = True
 
