@@ -27,5 +27,12 @@ report: install
 test: install
 	$(PY) -m pytest -n 2
 
+# The speed targets, each printed as one JSON object with its reference measured in the same run.
+bench: install
+	$(VENV)/bin/mdm-theory bench forward-backward --states 32 --length 512 --batch 200 --mask-rate 0.5 --json
+	$(VENV)/bin/mdm-theory bench forward-backward --states 256 --length 512 --batch 200 --mask-rate 0.5 --json
+	$(VENV)/bin/mdm-theory bench forward-backward --language 4gram --length 512 --batch 200 --mask-rate 0.5 --json
+	$(VENV)/bin/mdm-theory bench sweep --json
+
 clean:
 	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis
