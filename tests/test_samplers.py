@@ -32,6 +32,7 @@ from numerics.samplers import (
 )
 from numerics.schedules import from_u, linear
 from numerics._oracle_numba import reveal_score
+from tests.strategies import random_rows
 
 ALPHA = 1e-4  # false-failure probability of one chi-squared test under a random seed
 MIN_EXPECTED = 5.0  # merge bins below this expected count (chi-squared approximation)
@@ -68,22 +69,14 @@ def law_bins(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, undefined: float)
     return np.append(counts[on], counts[~on].sum()), probs
 
 
-def _rows(rng, r, c, zero=0.0):
-    w = rng.random((r, c)) + 0.05
-    w[rng.random((r, c)) < zero] = 0.0
-    for i in range(r):
-        if w[i].sum() == 0:
-            w[i, rng.integers(c)] = 1.0
-    return w / w.sum(axis=1, keepdims=True)
-
 
 def _languages():
     rng = np.random.default_rng(7)
     return {
-        "2gram": NGram(2, _rows(rng, 1, 3)[0], _rows(rng, 3, 3, zero=0.3)),
-        "3gram": NGram(3, _rows(rng, 1, 4)[0], _rows(rng, 4, 2, zero=0.25)),
-        "4gram": NGram(4, _rows(rng, 1, 8)[0], _rows(rng, 8, 2, zero=0.2)),
-        "hmm": HMM(_rows(rng, 1, 3)[0], _rows(rng, 3, 3, zero=0.3), _rows(rng, 3, 3, zero=0.3)),
+        "2gram": NGram(2, random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3)),
+        "3gram": NGram(3, random_rows(rng, 1, 4)[0], random_rows(rng, 4, 2, zero=0.25)),
+        "4gram": NGram(4, random_rows(rng, 1, 8)[0], random_rows(rng, 8, 2, zero=0.2)),
+        "hmm": HMM(random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3), random_rows(rng, 3, 3, zero=0.3)),
     }
 
 
