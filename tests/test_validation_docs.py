@@ -4,7 +4,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from validation.cli import main
@@ -21,7 +20,6 @@ def test_cli_reference_lists_every_command():
 
 
 def test_docs_command_generates_and_builds_strict(tmp_path):
-    pytest.importorskip("mkdocs")
     docs = tmp_path / "docs"
     docs.mkdir()
     for page in ("index.md", "getting-started.md", "derivations.md", "findings.md"):
