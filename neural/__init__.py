@@ -6,7 +6,7 @@ Modules (model / train / sample / data kept apart, nanoGPT style):
 * :mod:`neural.model` -- the shared transformer: MDM (bidirectional, adaLN-Zero, SUBS) and AR (causal, KV cache).
 * :mod:`neural.data` -- seeded data sets drawn from a ``numerics`` language, stored once.
 * :mod:`neural.train` -- the training loop (AdamW, warm-up + cosine, EMA, bf16 on CUDA, DDP), checkpoints.
-* :mod:`neural.sample` -- the learned denoiser through ``numerics.samplers``; KV-cached AR decoding.
+* :mod:`neural.sample` -- the learned denoiser through ``numerics.sampling.samplers``; KV-cached AR decoding.
 * :mod:`neural.evaluate` -- generative perplexity / SER vs steps, ``eps_learning`` against the oracle.
 * :mod:`neural.timing` -- MDM ``ddpm_cache`` vs AR wall-clock.
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.hmm import HMM, Language, NGram, load_language_file
 from numerics.provenance import atomic_write_bytes
 
 from .config import DataConfig
@@ -56,13 +56,13 @@ class Dataset:
 
 
 def resolve_language(spec: str) -> Language:
-    """A preset name (``numerics.presets.load_language``) or a path to a language ``.npz``."""
+    """A preset name (``numerics.languages.presets.load_language``) or a path to a language ``.npz``."""
     if spec.endswith(".npz") or Path(spec).is_file():
         return load_language_file(spec)
     try:
-        from numerics.presets import load_language
+        from numerics.languages.presets import load_language
     except ImportError as exc:  # presets are written in parallel; a file path always works
-        raise ValueError(f"language {spec!r} is not a file and numerics.presets is unavailable ({exc})") from exc
+        raise ValueError(f"language {spec!r} is not a file and numerics.languages.presets is unavailable ({exc})") from exc
     return load_language(spec)
 
 
@@ -84,7 +84,7 @@ def exact_loglik(language: Language, tokens: np.ndarray, batch: int = 4096) -> n
     """Exact ``log q(x)`` of fully observed sequences (``(n,)`` float64, ``-inf`` outside the support)."""
     tokens = np.asarray(tokens, dtype=np.int64)
     try:
-        from numerics.forward_backward import log_likelihood  # the fast forward-only pass
+        from numerics.inference.forward_backward import log_likelihood  # the fast forward-only pass
     except ImportError:
         log_likelihood = None
     out = np.empty(tokens.shape[0])
@@ -93,7 +93,7 @@ def exact_loglik(language: Language, tokens: np.ndarray, batch: int = 4096) -> n
         if log_likelihood is not None:
             out[s : s + batch] = log_likelihood(language, chunk)
         else:
-            from numerics.forward_backward import masked_forward_backward
+            from numerics.inference.forward_backward import masked_forward_backward
 
             out[s : s + batch] = masked_forward_backward(language, chunk, np.zeros(chunk.shape, bool)).loglik
     return out

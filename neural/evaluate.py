@@ -21,8 +21,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from numerics.forward_backward import masked_forward_backward
-from numerics.hmm import Language
+from numerics.inference.forward_backward import masked_forward_backward
+from numerics.languages.hmm import Language
 
 from .data import exact_loglik, language_fingerprint, resolve_language
 from .model import Transformer
@@ -218,8 +218,8 @@ def evaluate_checkpoint(
         result["rows"].append({"sampler": "ar-kv-cache", "steps": L, "nfe": float(res.decode_steps),
                                "seconds": time.perf_counter() - t0, **asdict(sample_quality(lang, res.tokens))})
         return result
-    from numerics.samplers import sample_factorized
-    from numerics.denoiser import OracleDenoiser
+    from numerics.sampling.samplers import sample_factorized
+    from numerics.sampling.denoiser import OracleDenoiser
 
     result["schedule"] = schedule
     for N, ss in zip(steps, step_seeds):

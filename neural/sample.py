@@ -2,7 +2,7 @@
 
 * MDM: :class:`TorchDenoiser` wraps the network in ``numerics``' Denoiser protocol
   (``denoiser(tokens, mask) -> (B, L, V)`` float64), so the learned model runs through exactly the
-  same sampler as the oracle (``numerics.samplers.sample_factorized``: ``ddpm`` with
+  same sampler as the oracle (``numerics.sampling.samplers.sample_factorized``: ``ddpm`` with
   ``cache=False``, ``ddpm_cache`` with ``cache=True``; float64 draws by default, ``draw="float32"``
   for MDLM's float32 Gumbel-max ablation; NFE counted there). :func:`sample_mdm` is that call.
 * AR: :func:`sample_ar` decodes left to right with a KV cache (one network call per token on a
@@ -88,8 +88,8 @@ class TorchDenoiser:
 
 def sample_mdm(model: Transformer, schedule, n: int, rng: np.random.Generator, *, length: int | None = None,
                batch_size: int | None = None, cache: bool = True, draw: str = "float64"):
-    """``n`` samples of the MDM through ``numerics.samplers.sample_factorized`` (the shared sampler)."""
-    from numerics.samplers import sample_factorized
+    """``n`` samples of the MDM through ``numerics.sampling.samplers.sample_factorized`` (the shared sampler)."""
+    from numerics.sampling.samplers import sample_factorized
 
     den = TorchDenoiser(model)
     return sample_factorized(den, schedule, n, length or model.cfg.length, rng,
@@ -104,7 +104,7 @@ def draw_categorical(probs: np.ndarray, rng: np.random.Generator, draw: str = "f
     computed in float32 (the Gumbel-max trick at float32 resolution, the ablation of NEURAL.md).
     """
     if draw == "float64":
-        from numerics.samplers import draw_inverse_cdf  # the shared sampler's exact draw
+        from numerics.sampling.samplers import draw_inverse_cdf  # the shared sampler's exact draw
 
         return draw_inverse_cdf(probs, rng.random(probs.shape[0]))
     if draw == "float32":

@@ -33,7 +33,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from numerics.hmm import Language
+from numerics.languages.hmm import Language
 from numerics.provenance import atomic_write_bytes, atomic_write_json, provenance
 
 from .config import RunConfig, run_config_from_dict
@@ -223,7 +223,7 @@ def _reference(language: Language, ds: Dataset, L: int) -> dict[str, float]:
     exact NLL per token of the validation sequences."""
     ref = {"data_nll": ds.val_nll_per_token, "data_ppl": math.exp(ds.val_nll_per_token)}
     try:
-        from numerics.entropy import entropy_rate
+        from numerics.exact.entropy import entropy_rate
 
         est = entropy_rate(language, L)  # exact for n-grams; an HMM would need Monte Carlo (skipped)
         ref.update(entropy_rate=est.value, true_ppl=math.exp(est.value), entropy_method=est.method)

@@ -1,20 +1,22 @@
-"""Exact numerics of masked diffusion: languages, the oracle denoiser, schedules, exact KL/TER/SER.
+"""Exact numerics of masked diffusion, in four wings: ``languages`` (what is sampled), ``inference``
+(masked forward-backward: the oracle posterior), ``sampling`` (denoisers, samplers, Monte Carlo) and
+``exact`` (exact KL/TER/SER); plus ``schedules``, ``estimate`` and ``provenance`` shared by all.
 
 Never imports torch or matplotlib (a test checks this).
 """
 
-from .forward_backward import Posterior, forward_backward_numpy, log_likelihood, masked_forward_backward
-from .hmm import HMM, Language, NGram, load_language_file
-from .schedules import Schedule, from_u, make_schedule
-from .interval import IntervalLanguage, SparseHMM, whole_intervals
-from .entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
-from .presets import PRESETS, LanguageSummary, language_summary, load_language, preset_names, random_hmm, random_ngram
-from .output_law import ExactMetrics, OutputLaw, law_metrics
-from .exact_enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
-from .exact_dp import dp_metrics, dp_output_law
-from .information_curve import InformationCurve, JensenBound, information_curve_table, jensen_bound_from_curve
-from .chain_rule import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
-from .interval_exact import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
+from numerics.inference import Posterior, forward_backward_numpy, log_likelihood, masked_forward_backward
+from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.schedules import Schedule, from_u, make_schedule
+from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
+from numerics.exact.entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
+from numerics.languages.presets import PRESETS, LanguageSummary, language_summary, load_language, preset_names, random_hmm, random_ngram
+from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
+from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
+from numerics.exact.dp import dp_metrics, dp_output_law
+from numerics.exact.information_curve import InformationCurve, JensenBound, information_curve_table, jensen_bound_from_curve
+from numerics.exact.markov import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
+from numerics.exact.interval import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
 
 __all__ = [
     "HMM",

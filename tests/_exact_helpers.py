@@ -2,7 +2,7 @@
 
 from hypothesis import assume
 
-from numerics.joint_table import joint_table
+from numerics.exact.joint_table import joint_table
 
 SMALLEST_PRODUCT = 1e-290  # p(x | tau) >= q(x)^L must stay a normal float64 (the methods fail loudly below)
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from numerics.hmm import HMM, NGram
+from numerics.languages.hmm import HMM, NGram
 from numerics.schedules import Schedule
 
 _weights = st.floats(min_value=0.0, max_value=1.0, allow_nan=False, allow_subnormal=False)

@@ -1,6 +1,6 @@
 """Brute-force laws of the factorized sampler on tiny languages: the exact numbers for B.2-B.9, C.2, C.3.
 
-Everything is an explicit table over ``V^L`` (from :func:`numerics.joint_table.joint_table`).
+Everything is an explicit table over ``V^L`` (from :func:`numerics.exact.joint_table.joint_table`).
 An *instance* (Definition B.1) is a vector ``steps`` with ``steps[j]`` the step (1-based) at
 which position ``j+1`` is revealed. The *model* is the oracle tempered by ``beta`` and tilted by
 a fixed vector ``tilt`` over the vocabulary:
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import rel_entr
 
-from numerics.joint_table import joint_table
+from numerics.exact.joint_table import joint_table
 
 __all__ = ["InstanceLaw", "instance_law", "mixture_law", "instances", "sequence_kl"]
 
@@ -185,5 +185,5 @@ def mixture_law(q: np.ndarray, pi, beta: float = 1.0, tilt=None) -> MixtureLaw:
 
 
 def table(language, L: int) -> np.ndarray:
-    """``q`` as a ``(V,)*L`` table (:func:`numerics.joint_table.joint_table`)."""
+    """``q`` as a ``(V,)*L`` table (:func:`numerics.exact.joint_table.joint_table`)."""
     return joint_table(language, L)

@@ -27,6 +27,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import sympy as sp
 
+from .symbols import LATEX_NAMES
+
 __all__ = [
     "Claim",
     "CheckResult",
@@ -44,10 +46,8 @@ __all__ = [
 
 RTOL_FLOAT = 1e-12  # float64 round-off of both sides; exact checks (Fractions) use no tolerance
 ATOL_CANCEL = 1e-14  # absolute: a side formed as 1 - x (x = O(1) float) carries ~1e-16 absolute error per term
-PROB_SUM_ATOL = 1e-9  # a float probability vector sums to 1 within this (as numerics.hmm.ROW_SUM_ATOL)
+PROB_SUM_ATOL = 1e-9  # a float probability vector sums to 1 within this (as numerics.languages.hmm.ROW_SUM_ATOL)
 
-#: LaTeX names of the symbols whose Python names cannot carry them.
-LATEX_NAMES: dict[sp.Symbol, str] = {}
 
 Relation = str  # "<=", ">=", "=="
 
@@ -182,14 +182,8 @@ def register(claim: Claim) -> Claim:
     return claim
 
 
-def _load_all() -> None:
-    # the modules register their claims on import
-    from . import chernoff, collision, information, kl_chain, negative, positive  # noqa: F401
-
-
 def get(claim_id: str) -> Claim:
     """The claim with this id; ``ValueError`` listing the known ids otherwise."""
-    _load_all()
     try:
         return REGISTRY[claim_id]
     except KeyError:
@@ -209,7 +203,6 @@ def claims(prefix: str | None = None, top_level: bool = False) -> list[Claim]:
 
     ``top_level=True`` keeps only the paper's lemmas and theorems (no proof steps).
     """
-    _load_all()
     out = []
     for cid in sorted(REGISTRY, key=_sort_key):
         c = REGISTRY[cid]

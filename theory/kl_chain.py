@@ -18,7 +18,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from numerics.hmm import NGram
+from numerics.languages.hmm import NGram
 from numerics.schedules import Schedule, from_u
 
 from . import symbols as S
@@ -50,7 +50,7 @@ def random_ngram(rng: np.random.Generator, n: int, V: int, prune: float = 0.0) -
     return NGram(n, rows(1)[0], rows(S_))
 
 
-#: The paper's Table 1 n-gram presets (numerics.presets, V = 8) used at tiny lengths by the generators.
+#: The paper's Table 1 n-gram presets (numerics.languages.presets, V = 8) used at tiny lengths by the generators.
 TINY_PRESETS = ("2gram", "3gram", "2gram-pruned", "3gram-pruned")
 
 
@@ -60,7 +60,7 @@ def _gen_tiny(rng: np.random.Generator) -> dict:
     L = int(rng.integers(2, 5 if V == 2 else 4))
     N = int(rng.integers(1, 4))
     if rng.random() < 0.25:  # a real language of the paper's experiments (V = 8), at L <= 3
-        from numerics.presets import load_language
+        from numerics.languages.presets import load_language
 
         lang, L = load_language(str(rng.choice(TINY_PRESETS))), int(rng.integers(2, 4))
     else:
@@ -321,7 +321,7 @@ def _dp_domain(inst) -> None:
 
 
 def _b9_dp(inst):
-    from numerics.exact_dp import dp_metrics
+    from numerics.exact.dp import dp_metrics
 
     pi = np.asarray(inst["pi"], dtype=np.float64)
     u = np.concatenate([[0.0], np.cumsum(pi)])
@@ -346,7 +346,7 @@ register(
         generate=_gen_dp,
         doc=(
             "Binary n-grams at L = 5..8: KL(q||p) of the oracle sampler's mixture law from "
-            "numerics.exact_dp.dp_metrics (DP over revealed words, independent of theory.brute); the "
+            "numerics.exact.dp.dp_metrics (DP over revealed words, independent of theory.brute); the "
             "right side by the transfer matrix."
         ),
         free={"pi": "simplex"},
@@ -364,7 +364,7 @@ def _gen_markov(rng: np.random.Generator) -> dict:
     from numerics.schedules import make_schedule
 
     if rng.random() < 0.5:
-        from numerics.presets import load_language
+        from numerics.languages.presets import load_language
 
         lang = load_language("2gram")
     else:
@@ -388,7 +388,7 @@ def _schedule_of(pi) -> Schedule:
 
 
 def _b9_markov(inst):
-    from numerics.chain_rule import jensen_bound_markov
+    from numerics.exact.markov import jensen_bound_markov
 
     sched = _schedule_of(inst["pi"])
     lang, L = inst["language"], int(inst["L"])
@@ -409,7 +409,7 @@ register(
         domain=_markov_domain,
         generate=_gen_markov,
         doc=(
-            "Left side exact by numerics.chain_rule.jensen_bound_markov (the Markov chain rule, "
+            "Left side exact by numerics.exact.markov.jensen_bound_markov (the Markov chain rule, "
             "O(L V^3 + N L)) for the Table 1 2-gram preset or random bigrams; right side by the transfer matrix."
         ),
         free={"pi": "simplex"},

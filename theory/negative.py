@@ -29,7 +29,7 @@ import sympy as sp
 from scipy.optimize import minimize
 from scipy.special import softmax
 
-from numerics.hmm import HMM
+from numerics.languages.hmm import HMM
 
 from . import symbols as S
 from .brute import instance_law, mixture_law, table
@@ -305,7 +305,7 @@ def _random_hmm(rng: np.random.Generator, S_: int, V: int, prune: float) -> HMM:
     return HMM(rows(1, S_)[0], rows(S_, S_), rows(S_, V))
 
 
-#: Pruned presets of numerics.presets used at tiny lengths by the SER generators.
+#: Pruned presets of numerics.languages.presets used at tiny lengths by the SER generators.
 SER_PRESETS = ("2gram-pruned", "3gram-pruned", "hmm-pruned", "interval-l3")
 
 
@@ -313,8 +313,8 @@ def _gen_ser(rng: np.random.Generator) -> dict:
     V = int(rng.integers(2, 4))
     L = int(rng.integers(2, 5 if V == 2 else 4))
     kind = rng.random()
-    if kind < 0.2:  # the paper's pruned languages and the Theorem 4.4 language (numerics.presets)
-        from numerics.presets import load_language
+    if kind < 0.2:  # the paper's pruned languages and the Theorem 4.4 language (numerics.languages.presets)
+        from numerics.languages.presets import load_language
 
         name = str(rng.choice(SER_PRESETS))
         lang, L = load_language(name), 3 if name == "interval-l3" else 2
@@ -378,7 +378,7 @@ def _gen_c2_step(rng):
 
 
 _SER_DOC = (
-    "Model: the oracle tempered by beta and tilted by exp(tilt[token]) (theory.brute). Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of numerics.presets "
+    "Model: the oracle tempered by beta and tilted by exp(tilt[token]) (theory.brute). Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of numerics.languages.presets "
     "at L <= 3) tabulated over V^L; the model is the oracle "
     "tempered by beta (theory.brute); eps_learning is the exact max over contexts of the per-token KL."
 )
@@ -529,7 +529,7 @@ register(
 
 
 def _c3_dp(inst):
-    from numerics.exact_dp import dp_metrics
+    from numerics.exact.dp import dp_metrics
     from numerics.schedules import from_u
 
     pi = np.asarray(inst["pi"], dtype=np.float64)
@@ -560,7 +560,7 @@ register(
         generate=_gen_c3_dp,
         doc=(
             "Pruned binary n-grams at L = 5..8, the oracle (eps_learning = 0): SER of the mixture law from "
-            "numerics.exact_dp.dp_metrics against the exact collision probability."
+            "numerics.exact.dp.dp_metrics against the exact collision probability."
         ),
         free={"pi": "simplex"},
         parameters={"language": "NGram", "L": "length", "pi": "step probabilities"},
@@ -585,7 +585,7 @@ def _c6_model_domain(inst) -> None:
 
 
 def _c6_model(inst):
-    from numerics.interval import IntervalLanguage
+    from numerics.languages.interval import IntervalLanguage
 
     l_, L = int(inst["l"]), int(inst["L"])
     pi = np.asarray(inst["pi"], dtype=np.float64)

@@ -586,7 +586,7 @@ register(
 
 
 def _gen_42_markov(rng: np.random.Generator) -> dict:
-    from numerics.presets import load_language
+    from numerics.languages.presets import load_language
 
     eps = float(rng.choice([0.5, 0.3, 0.25]))
     L = b12_length_threshold(eps, 2) * int(rng.integers(1, 3))
@@ -594,7 +594,7 @@ def _gen_42_markov(rng: np.random.Generator) -> dict:
 
 
 def _t42_markov(inst):
-    from numerics.chain_rule import jensen_bound_markov
+    from numerics.exact.markov import jensen_bound_markov
 
     lang, L, eps = inst["language"], int(inst["L"]), float(inst["eps"])
     jensen = jensen_bound_markov(lang, L, b12_schedule(eps, 2)).total.value

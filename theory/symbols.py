@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .claims import LATEX_NAMES
+#: LaTeX names of the symbols whose Python names cannot carry them.
+LATEX_NAMES: dict[sp.Symbol, str] = {}
 
 _pos_int = dict(integer=True, positive=True)
 

@@ -71,7 +71,7 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
             errors[name] = traceback.format_exc()
             results[name] = ExperimentResult(
                 name, module.TITLE, config=canonical(cfg), status="error",
-                missing=[f"the experiment raised an exception (traceback below)"],
+                missing=["the experiment raised an exception (traceback below)"],
                 elapsed_s=time.perf_counter() - started,
             )
         if progress:

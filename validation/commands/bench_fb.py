@@ -44,7 +44,7 @@ def _softmax_rows(g: np.ndarray) -> np.ndarray:
 
 def _random_hmm(states: int, vocab: int, rng: np.random.Generator):
     """A dense random HMM: every row ``softmax(g)``, ``g`` i.i.d. standard normal (no zeros)."""
-    from numerics.hmm import HMM
+    from numerics.languages.hmm import HMM
 
     return HMM(
         _softmax_rows(rng.standard_normal(states)),
@@ -56,7 +56,7 @@ def _random_hmm(states: int, vocab: int, rng: np.random.Generator):
 def _random_ngram(order: int, vocab: int, rng: np.random.Generator, temperature: float = 2.0, threshold: float = 0.005):
     """A random n-gram: rows ``softmax(temperature g)``, entries below ``threshold`` set to 0 (the
     argmax is always kept) and the row renormalized."""
-    from numerics.hmm import NGram
+    from numerics.languages.hmm import NGram
 
     S = vocab ** (order - 1)
 
@@ -125,9 +125,9 @@ def run_benchmark(
     from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
-    from numerics import _fb_numba
-    from numerics.forward_backward import masked_forward_backward
-    from numerics.hmm import NGram
+    from numerics.inference import _fb_numba
+    from numerics.inference.forward_backward import masked_forward_backward
+    from numerics.languages.hmm import NGram
 
     if language == "hmm":
         lang = _random_hmm(states, vocab, np.random.default_rng([seed, 1]))

@@ -1,7 +1,7 @@
 """``mdm-theory exact``, ``mdm-theory sweep`` and ``mdm-theory bench sweep``: the oracle sampler's metrics.
 
-Thin CLI over :mod:`numerics.sweep` (one point: :func:`~numerics.sweep.evaluate_point`; a grid:
-:func:`~numerics.sweep.run_sweep`).
+Thin CLI over :mod:`validation.sweep` (one point: :func:`~validation.sweep.evaluate_point`; a grid:
+:func:`~validation.sweep.run_sweep`).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     ter_data, ser, gen_ppl, gen_ppl_data, nfe, a {value, stderr, method} (stderr 0 when exact;
     value null with the reason when the method cannot give it).
     """
-    from numerics.sweep import PointConfig, evaluate_point
+    from validation.sweep import PointConfig, evaluate_point
 
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size)
@@ -111,7 +111,7 @@ def _progress(k, total, cfg, result):
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, out, drop_bad_rows, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point)."""
-    from numerics.sweep import CorruptRowsError, grid, run_sweep
+    from validation.sweep import CorruptRowsError, grid, run_sweep
 
     try:
         configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
@@ -138,7 +138,7 @@ BENCH_PRESETS = ("2gram", "3gram", "4gram", "hmm")
 def bench_sweep_command(quick, samples, presets, out, as_json):
     """The paper-scale oracle sweep: SER (pruned presets), generative perplexity and the Jensen KL bound
     (unpruned), L = 512, N = 8..2048, 1000 samples per point; prints total time and per-point cost."""
-    from numerics.sweep import grid, run_sweep
+    from validation.sweep import grid, run_sweep
 
     length = 128 if quick else 512
     steps = [8, 64, 512] if quick else parse_int_list("8,16,...,2048")

@@ -56,7 +56,7 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
     import numpy as np
     from tqdm import tqdm
 
-    from numerics.presets import get_preset, language_summary, preset_names
+    from numerics.languages.presets import get_preset, language_summary, preset_names
 
     names = list(languages) or preset_names()
     summaries = []
@@ -97,8 +97,8 @@ def export_cmd(name: str, file: Path, as_json: bool) -> None:
 
     Edit the arrays and bring the file back wherever a language is accepted (``--language FILE``).
     """
-    from numerics.hmm import NGram
-    from numerics.presets import get_preset, load_language
+    from numerics.languages.hmm import NGram
+    from numerics.languages.presets import get_preset, load_language
     from numerics.provenance import atomic_write_bytes
 
     try:

@@ -1,6 +1,6 @@
 """The one place where the experiments call into ``numerics``, ``theory`` and ``neural``.
 
-Each function returns plain JSON data (an :class:`numerics.denoiser.Estimate` becomes
+Each function returns plain JSON data (an :class:`numerics.sampling.denoiser.Estimate` becomes
 ``{"value", "stderr", "method", "samples"}``) and raises :class:`MissingInput` when the part of
 the engine it needs has not been built, so the report can say exactly what is missing.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from numerics.schedules import Schedule, make_schedule
 
-from ._base import MissingInput, need
+from ._base import need
 
 __all__ = [
     "estimate_json",
@@ -66,7 +66,7 @@ def estimate_json(est: Any) -> dict:
 
 
 def load_language(spec: str) -> Any:
-    presets = need("numerics.presets", "load_language")
+    presets = need("numerics.languages.presets", "load_language")
     return presets.load_language(spec)
 
 
@@ -81,8 +81,8 @@ def schedule_for(name: str, n_steps: int) -> Schedule:
 
 def oracle_samples(lang: Any, schedule: Schedule, n: int, length: int, seed: Any) -> tuple[np.ndarray, np.ndarray]:
     """``n`` sequences of the oracle factorized sampler (float64 draws) and the realized NFE."""
-    samplers = need("numerics.samplers", "sample_factorized")
-    from numerics.denoiser import OracleDenoiser
+    samplers = need("numerics.sampling.samplers", "sample_factorized")
+    from numerics.sampling.denoiser import OracleDenoiser
 
     rng = np.random.default_rng(seed)
     res = samplers.sample_factorized(OracleDenoiser(lang), schedule, n, length, rng)
@@ -90,7 +90,7 @@ def oracle_samples(lang: Any, schedule: Schedule, n: int, length: int, seed: Any
 
 
 def _montecarlo(name: str) -> Any:
-    return getattr(need("numerics.montecarlo", name), name)
+    return getattr(need("numerics.sampling.montecarlo", name), name)
 
 
 def oracle_gen_ppl(lang: Any, schedule: Schedule, n: int, length: int, seed: Any) -> dict:
@@ -116,21 +116,21 @@ def oracle_ser(lang: Any, schedule: Schedule, n: int, length: int, seed: Any) ->
 
 def data_ppl(lang: Any, length: int, samples: int, seed: Any) -> dict:
     """The data's perplexity ``TER(q) = exp(H(X_1..X_L) / L)``: exact for n-grams, else Monte Carlo."""
-    entropy = need("numerics.entropy", "data_perplexity")
+    entropy = need("numerics.exact.entropy", "data_perplexity")
     return estimate_json(entropy.data_perplexity(lang, length, samples=max(samples, 2), rng=np.random.default_rng(seed)))
 
 
 def jensen_bound_exact(lang: Any, schedule: Schedule, length: int) -> dict:
     """``E_tau KL(q || p(.|tau))`` exactly by the Markov chain rule; ``ValueError`` if not a token chain."""
-    cr = need("numerics.chain_rule", "jensen_bound_markov")
+    cr = need("numerics.exact.markov", "jensen_bound_markov")
     return estimate_json(cr.jensen_bound_markov(lang, length, schedule).total)
 
 
 def jensen_bound(lang: Any, schedule: Schedule, length: int, samples: int, seed: Any) -> dict:
     """``E_tau KL(q || p(.|tau))`` (Lemma B.2's upper bound on ``KL(q || p)``): exact where possible.
 
-    Exact by the chain rule for token-level Markov chains (``numerics.chain_rule``); otherwise
-    Rao-Blackwellized Monte Carlo (``numerics.montecarlo``) with a standard error.
+    Exact by the chain rule for token-level Markov chains (``numerics.exact.markov``); otherwise
+    Rao-Blackwellized Monte Carlo (``numerics.sampling.montecarlo``) with a standard error.
     """
     try:
         return jensen_bound_exact(lang, schedule, length)
@@ -142,13 +142,13 @@ def jensen_bound(lang: Any, schedule: Schedule, length: int, samples: int, seed:
 
 def interval_ser(schedule: Schedule, length: int, l: int) -> float:
     """Exact SER ``1 - (E[2^-c])^(L/l)`` of the interval language (Example C.7) under ``schedule``."""
-    ie = need("numerics.interval_exact", "interval_ser")
+    ie = need("numerics.exact.interval", "interval_ser")
     return float(ie.interval_ser(schedule, length, l).probability)
 
 
 def interval_validity_complement(schedule: Schedule, l: int) -> float:
-    """``1 - E[2^-c]`` for one interval (``numerics.interval_exact.interval_validity``'s complement)."""
-    ie = need("numerics.interval_exact", "interval_validity")
+    """``1 - E[2^-c]`` for one interval (``numerics.exact.interval.interval_validity``'s complement)."""
+    ie = need("numerics.exact.interval", "interval_validity")
     return float(ie.interval_validity(schedule, l).complement)
 
 
@@ -279,17 +279,17 @@ def time_sampling(mdm_checkpoint: str, ar_checkpoint: str, steps: int, batch: in
 
 def collision_probability(schedule: Schedule, length: int) -> float:
     """``delta_N = 1 - L! e_L(pi)``: probability that two of ``L`` positions share a step (Lemma C.1)."""
-    ie = need("numerics.interval_exact", "sequence_collision_probability")
+    ie = need("numerics.exact.interval", "sequence_collision_probability")
     return float(ie.sequence_collision_probability(schedule, length).probability)
 
 
 def exact_small(lang: Any, schedule: Schedule, length: int) -> dict:
     """Exact ``KL(q || p)`` of the sampler's mixture law and ``E_tau KL(q || p(.|tau))`` (tiny ``L``).
 
-    ``numerics.exact_dp.dp_metrics``: the output law by a DP over revealed words, the Jensen bound
+    ``numerics.exact.dp.dp_metrics``: the output law by a DP over revealed words, the Jensen bound
     from the exact information curve of the same joint table -- two different quantities.
     """
-    dp = need("numerics.exact_dp", "dp_metrics")
+    dp = need("numerics.exact.dp", "dp_metrics")
     m = dp.dp_metrics(lang, length, schedule)
     return {"kl": float(m.kl.value), "kl_jensen_bound": float(m.kl_jensen_bound.value),
             "ser": float(m.ser.value), "ser_kl_certificate": float(m.ser_kl_certificate.value),

@@ -9,7 +9,7 @@ Two independent measurements are set against the formula:
 * *simulated*: draw the i.i.d. reveal steps of ``runs`` sequences with
   :meth:`Schedule.sample_steps` and count ``1 + #{i < N : tau_i non-empty}`` -- a Monte Carlo
   check of the formula, with a standard error;
-* *sampler*: the calls the factorized sampler (``numerics.samplers``, generic path, oracle
+* *sampler*: the calls the factorized sampler (``numerics.sampling.samplers``, generic path, oracle
   denoiser) really made while generating sequences of a language, counted by a wrapper around
   the denoiser, and checked against the NFE the sampler reports.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -112,9 +111,9 @@ class _CountingDenoiser:
 
 def _sampler_point(cfg: Config, n_steps: int) -> dict:
     """Run the sampler (generic path, ``ddpm_cache``) one sequence at a time and count the calls."""
-    samplers = need("numerics.samplers", "sample_factorized")
-    presets = need("numerics.presets", "load_language")
-    from numerics.denoiser import OracleDenoiser
+    samplers = need("numerics.sampling.samplers", "sample_factorized")
+    presets = need("numerics.languages.presets", "load_language")
+    from numerics.sampling.denoiser import OracleDenoiser
 
     lang = presets.load_language(cfg.sampler_language)
     sched = make_schedule("linear", n_steps)

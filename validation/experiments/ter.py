@@ -32,7 +32,7 @@ class Config:
 
     Attributes
     ----------
-    languages : unpruned presets (``numerics.presets``).
+    languages : unpruned presets (``numerics.languages.presets``).
     lengths : sequence lengths ``L``.
     steps : numbers of steps ``N``.
     samples : sampled sequences per point (generative perplexity) and Monte Carlo samples of

@@ -1,0 +1,58 @@
+"""The typed result of the masked forward-backward and the validation of its inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from numerics.languages.hmm import Language
+
+__all__ = ["Posterior", "check_observations"]
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """Result of the masked forward-backward.
+
+    Attributes
+    ----------
+    loglik : (B,) float64
+        ``log q(x_obs)`` (natural log); ``-inf`` when the observed tokens are impossible.
+    marginals : (B, L, V) float64
+        ``q(x_j = v | x_obs)``; one-hot at observed positions; NaN rows for impossible sequences.
+    """
+
+    loglik: np.ndarray
+    marginals: np.ndarray
+
+
+def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and normalize ``tokens`` (int, ``(B, L)``) and ``mask`` (bool, ``(B, L)``, True = masked).
+
+    Tokens at masked positions are ignored (and replaced by 0). Raises ``ValueError`` on shape
+    mismatch, an empty length, or an observed token outside ``0..V-1``.
+    """
+    tokens = np.asarray(tokens)
+    mask = np.asarray(mask)
+    if tokens.ndim == 1:
+        tokens = tokens[None, :]
+    if mask.ndim == 1:
+        mask = mask[None, :]
+    if mask.dtype != np.bool_:
+        raise ValueError(f"mask must be boolean (True = masked), got dtype {mask.dtype}")
+    if not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens must be integers, got dtype {tokens.dtype}")
+    mask = np.broadcast_to(mask, tokens.shape) if mask.shape != tokens.shape and mask.shape[0] == 1 else mask
+    if tokens.shape != mask.shape:
+        raise ValueError(f"tokens {tokens.shape} and mask {mask.shape} have different shapes")
+    if tokens.shape[1] < 1:
+        raise ValueError("sequences must have length >= 1")
+    V = language.vocab_size
+    observed = ~mask
+    bad = observed & ((tokens < 0) | (tokens >= V))
+    if np.any(bad):
+        b, j = np.argwhere(bad)[0]
+        raise ValueError(f"observed token {int(tokens[b, j])} at sequence {b}, position {j} is outside 0..{V - 1}")
+    clean = np.where(mask, 0, tokens).astype(np.int64)
+    return np.ascontiguousarray(clean), np.ascontiguousarray(mask)

@@ -1,0 +1,15 @@
+"""Languages: distributions over token sequences given by hidden Markov models.
+
+:class:`HMM` (dense), :class:`NGram` (sparse successor layout), the interval language of the
+paper's Theorem 4.4 (:class:`IntervalLanguage`, its HMM form :class:`SparseHMM`), and the paper's
+random presets (Table 1, :mod:`numerics.languages.presets`, which also
+summarizes a language with the inference and exact wings).
+"""
+
+from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
+
+__all__ = [
+    "HMM", "NGram", "Language", "load_language_file",
+    "IntervalLanguage", "SparseHMM", "whole_intervals",
+]

@@ -1,0 +1,6 @@
+"""Sampling the factorized reverse process: the denoiser protocol, samplers and Monte Carlo metrics."""
+
+from numerics.sampling.denoiser import Denoiser, OracleDenoiser
+from numerics.sampling.samplers import SampleResult, sample_factorized, sample_one_at_a_time, sample_oracle
+
+__all__ = ["Denoiser", "OracleDenoiser", "SampleResult", "sample_factorized", "sample_one_at_a_time", "sample_oracle"]

@@ -1,0 +1,65 @@
+"""Smoke tests of ``mdm-theory train``, ``evaluate`` and ``bench sampling`` with tiny sizes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+from click.testing import CliRunner
+
+from numerics.languages.hmm import NGram
+from validation.cli import main
+
+torch.set_num_threads(1)
+
+
+def test_train_evaluate_bench_end_to_end(tmp_path):
+    lang = NGram(2, np.array([0.5, 0.3, 0.2]), np.array([[0.7, 0.3, 0.0], [0.2, 0.3, 0.5], [0.5, 0.25, 0.25]]))
+    path = tmp_path / "tiny.npz"
+    lang.save(path)
+    runner = CliRunner()
+    runs = {}
+    for kind in ("mdm", "ar"):
+        out = tmp_path / kind
+        res = runner.invoke(main, ["train", "--language", str(path), "--model", kind, "--config", "tiny",
+                                   "--steps", "6", "--out", str(out), "--no-progress", "--json"])
+        assert res.exit_code == 0, res.output
+        summary = json.loads(res.output.strip().splitlines()[-1])
+        assert summary["complete"] and summary["step"] == 6 and summary["final"]["final"]
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics["config"]["model"]["kind"] == kind and metrics["provenance"]["versions"]["torch"]
+        runs[kind] = out / "checkpoint.pt"
+
+    res = runner.invoke(main, ["evaluate", str(runs["mdm"]), "--steps", "2,8", "--samples", "16",
+                               "--eps-sequences", "8", "--oracle", "--json", "--out", str(tmp_path / "ev.json")])
+    assert res.exit_code == 0, res.output
+    ev = json.loads(res.output)
+    assert [(r["denoiser"], r["steps"]) for r in ev["rows"]] == [("model", 2), ("oracle", 2), ("model", 8), ("oracle", 8)]
+    for r in ev["rows"]:
+        assert 1 <= r["nfe"] <= r["steps"] and 0 <= r["ser"] <= 1 and r["samples"] == 16
+    assert ev["reference"]["true_samples"]["ser"] == 0.0
+    assert ev["eps_learning"]["mean"] >= 0 and ev["eps_learning"]["positions"] > 0
+    assert json.loads((tmp_path / "ev.json").read_text())["rows"] == ev["rows"]
+
+    res = runner.invoke(main, ["evaluate", str(runs["ar"]), "--samples", "16", "--json"])
+    assert res.exit_code == 0, res.output
+    ar = json.loads(res.output)
+    assert ar["rows"][0]["sampler"] == "ar-kv-cache" and ar["rows"][0]["nfe"] == 8
+
+    res = runner.invoke(main, ["bench", "sampling", "--mdm", str(runs["mdm"]), "--ar", str(runs["ar"]),
+                               "--batch", "2", "--steps", "4,8", "--repeats", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    bench = json.loads(res.output)
+    assert bench["ar"]["nfe"] == 8 and [r["steps"] for r in bench["mdm"]] == [4, 8]
+    assert set(bench["speedup_vs_ar"]) == {"4", "8"}
+
+    res = runner.invoke(main, ["bench", "sampling", "--config", "tiny", "--vocab", "3", "--batch", "2",
+                               "--steps", "4", "--repeats", "1", "--warmup", "0"])
+    assert res.exit_code == 0, res.output and "untrained" in res.output
+
+    bad = runner.invoke(main, ["evaluate", str(runs["mdm"]), "--steps", "0,4"])
+    assert bad.exit_code != 0 and "integers >= 1" in bad.output
+    (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
+    bad = runner.invoke(main, ["evaluate", str(tmp_path / "broken.pt")])
+    assert bad.exit_code != 0 and "corrupt" in str(bad.exception)

@@ -1,0 +1,153 @@
+"""Training: the loss decreases, checkpoints round-trip and resume exactly, damage is reported, DDP (gloo)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from neural.config import make_config
+from neural.data import load_or_make_dataset, make_dataset
+from neural.train import CheckpointError, load_checkpoint, lr_at, train
+from numerics.languages.hmm import NGram
+
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parents[2]
+ATOL_DDP = 1e-5  # float32: gradients all-reduced (mean of two half-batch means) vs one full-batch mean
+
+
+def tiny_language() -> NGram:
+    """A 2-gram over 3 tokens with one forbidden transition (0 -> 2)."""
+    cond = np.array([[0.7, 0.3, 0.0], [0.2, 0.3, 0.5], [0.5, 0.25, 0.25]])
+    return NGram(2, np.array([0.5, 0.3, 0.2]), cond)
+
+
+def tiny_config(kind="mdm", **train):
+    return make_config("tiny", language="tiny", kind=kind, vocab_size=3,
+                       overrides={"train": train} if train else None)
+
+
+def _run(cfg, out, **kw):
+    return train(cfg, out, language=tiny_language(), progress=False, data_root=out.parent / "data", **kw)
+
+
+def test_lr_schedule_warmup_then_cosine():
+    cfg = tiny_config(steps=100, lr=1e-3, lr_min=1e-6).train
+    lrs = [lr_at(s, cfg) for s in range(100)]
+    assert lrs[0] == pytest.approx(1e-6 + (1e-3 - 1e-6) / 10)
+    assert lrs[9] == pytest.approx(1e-3)  # end of the 10 % warm-up
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))  # cosine decay
+    assert lr_at(100, cfg) == pytest.approx(1e-6)
+
+
+def test_dataset_is_seeded_split_and_stored(tmp_path):
+    lang = tiny_language()
+    cfg = tiny_config().data
+    a = load_or_make_dataset(lang, 8, cfg, tmp_path)
+    files = list(tmp_path.glob("data-*.npz"))
+    assert len(files) == 1
+    b = load_or_make_dataset(lang, 8, cfg, tmp_path)  # loaded, not redrawn
+    assert np.array_equal(a.train, b.train) and np.array_equal(a.val, b.val)
+    c = make_dataset(lang, 8, replace(cfg, n_train=cfg.n_train * 2))
+    assert np.array_equal(a.val, c.val)  # the validation set does not depend on n_train
+    assert not np.array_equal(a.train[:10], make_dataset(lang, 8, replace(cfg, seed=cfg.seed + 1)).train[:10])
+    assert np.all(np.isfinite(a.val_loglik))
+    files[0].write_bytes(b"garbage")  # a damaged file is drawn again
+    assert np.array_equal(load_or_make_dataset(lang, 8, cfg, tmp_path).train, a.train)
+
+
+@pytest.mark.parametrize("kind", ["mdm", "ar"])
+def test_loss_decreases(tmp_path, kind):
+    cfg = tiny_config(kind, steps=60, eval_every=5, lr=1e-2, ema_decay=0.0)
+    res = _run(cfg, tmp_path / "run")
+    first, last = res.history[0], res.history[-1]
+    assert res.complete and last["final"] and first["step"] == 5
+    assert last["val_loss"] < first["val_loss"]
+    # the untrained networks predict the uniform law: loss log 3 (MDM: times (1 - eps), its mask rate)
+    assert last["val_loss"] < np.log(3) - 0.05
+
+
+def test_checkpoint_round_trip_and_exact_resume(tmp_path):
+    cfg = tiny_config(steps=12, checkpoint_every=4, eval_every=6)
+    straight = _run(cfg, tmp_path / "a")
+    part = _run(cfg, tmp_path / "b", stop_after=5)
+    assert not part.complete and part.step == 5
+    resumed = _run(cfg, tmp_path / "b")
+    assert resumed.complete and resumed.step == 12
+    ca, cb = load_checkpoint(tmp_path / "a"), load_checkpoint(tmp_path / "b" / "checkpoint.pt")
+    assert ca.config == cfg and cb.config == cfg and ca.complete
+    for key in ca.model_state:
+        assert torch.equal(ca.model_state[key], cb.model_state[key]), key
+    for key in ca.ema_state:
+        assert torch.equal(ca.ema_state[key], cb.ema_state[key]), key
+    assert straight.history[-1]["val_loss"] == resumed.history[-1]["val_loss"]
+    model = ca.build_model()
+    x = torch.randint(0, 4, (2, 8))
+    again = load_checkpoint(tmp_path / "a").build_model()
+    assert torch.equal(model(x), again(x))
+    # a finished run is not trained again
+    assert _run(cfg, tmp_path / "a").step == 12
+
+
+def test_damaged_or_foreign_checkpoint_is_a_clear_error(tmp_path):
+    cfg = tiny_config(steps=3)
+    _run(cfg, tmp_path / "run")
+    path = tmp_path / "run" / "checkpoint.pt"
+    data = path.read_bytes()
+    with pytest.raises(CheckpointError, match="different config"):
+        _run(tiny_config(steps=4), tmp_path / "run")
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        _run(cfg, tmp_path / "run")
+    torch.save({"weights": torch.zeros(1)}, path)
+    with pytest.raises(CheckpointError, match="not an mdm-theory checkpoint"):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "nowhere.pt")
+
+
+def test_vocabulary_mismatch_rejected(tmp_path):
+    cfg = make_config("tiny", language="tiny", kind="mdm", vocab_size=4)
+    with pytest.raises(ValueError, match="vocab"):
+        _run(cfg, tmp_path / "run")
+
+
+def test_ddp_two_processes_on_gloo_match_one_process(tmp_path):
+    lang = tiny_language()
+    lang_path = tmp_path / "tiny.npz"
+    lang.save(lang_path)
+    cfg = make_config("tiny", language=str(lang_path), kind="mdm", vocab_size=3, overrides={"train": {"steps": 4}})
+    single = train(cfg, tmp_path / "single", language=lang, progress=False)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    ddp = tmp_path / "ddp"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         "-m", "validation.cli", "train", "--language", str(lang_path), "--config", "tiny", "--steps", "4",
+         "--no-progress", "--out", str(ddp)],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = load_checkpoint(single.checkpoint), load_checkpoint(ddp)
+    assert b.complete and b.step == 4 and b.config == cfg
+    for key in a.model_state:
+        assert torch.allclose(a.model_state[key], b.model_state[key], atol=ATOL_DDP), key
+    # validation is sharded over the ranks and all-reduced: same figure as one process
+    assert b.history[-1]["val_loss"] == pytest.approx(a.history[-1]["val_loss"], rel=1e-5)
+
+
+def test_time_budget_stops_with_a_resumable_checkpoint(tmp_path):
+    cfg = tiny_config(steps=8)
+    part = _run(cfg, tmp_path / "run", max_minutes=0.0)  # budget spent after the first step
+    assert part.step == 1 and not part.complete
+    assert load_checkpoint(tmp_path / "run").step == 1
+    done = _run(cfg, tmp_path / "run")
+    assert done.complete and done.step == 8 and done.history[-1]["final"]

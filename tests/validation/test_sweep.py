@@ -1,0 +1,135 @@
+"""The resumable sweep table, the point evaluation, and smoke runs of the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from validation.sweep import CorruptRowsError, PointConfig, evaluate_point, grid, read_table, run_sweep
+from validation.cli import main
+from validation.commands.exact import parse_int_list
+
+METRICS = ("kl", "kl_jensen_bound", "log_ter_gap", "ter", "ter_data", "ser", "gen_ppl", "gen_ppl_data", "nfe")
+
+
+class Interrupt(Exception):
+    pass
+
+
+def fake_evaluate(calls, fail_at=None):
+    def evaluate(cfg):
+        if fail_at is not None and len(calls) == fail_at:
+            raise Interrupt("simulated crash")
+        calls.append(cfg)
+        return {"value": cfg.length * 1000 + cfg.steps}
+    return evaluate
+
+
+def test_sweep_resumes_without_recomputing(tmp_path):
+    out = tmp_path / "t.jsonl"
+    configs = grid(["2gram", "3gram:3gram-pruned"], [4, 8], [2, 3], method="mc", samples=10)
+    assert len(configs) == 8 and configs[-1].ser_language == "3gram-pruned"
+    calls: list = []
+    with pytest.raises(Interrupt):
+        run_sweep(configs, out, evaluate=fake_evaluate(calls, fail_at=3))
+    rows, bad = read_table(out)
+    assert len(rows) == 3 and not bad  # every finished point was written
+    calls2: list = []
+    report = run_sweep(configs, out, evaluate=fake_evaluate(calls2))
+    assert report.skipped == 3 and report.computed == 5
+    assert calls2 == configs[3:]  # nothing recomputed
+    rows, bad = read_table(out)
+    assert [r.result["value"] for r in rows] == [c.length * 1000 + c.steps for c in configs]
+    assert all(r.provenance["versions"]["numpy"] for r in rows)
+    again = run_sweep(configs, out, evaluate=fake_evaluate([]))
+    assert again.computed == 0 and again.skipped == 8
+
+
+def test_sweep_detects_bad_rows(tmp_path):
+    out = tmp_path / "t.jsonl"
+    configs = grid(["2gram"], [4], [2, 3, 4], method="mc", samples=10)
+    run_sweep(configs, out, evaluate=fake_evaluate([]))
+    lines = out.read_text().splitlines()
+    edited = json.loads(lines[0])
+    edited["config"]["steps"] = 99  # config no longer matches its hash
+    tampered = json.loads(lines[1])
+    tampered["result"]["value"] = -1  # result no longer matches its row hash
+    out.write_text("\n".join([json.dumps(edited), json.dumps(tampered), lines[2], '{"truncated": ']) + "\n")
+    rows, bad = read_table(out)
+    assert len(rows) == 1 and [k for k, _ in bad] == [1, 2, 4]
+    with pytest.raises(CorruptRowsError, match="line 1: config does not hash"):
+        run_sweep(configs, out, evaluate=fake_evaluate([]))
+    calls: list = []
+    report = run_sweep(configs, out, on_bad_rows="drop", evaluate=fake_evaluate(calls))
+    assert report.computed == 2 and len(report.bad_rows) == 3
+    assert sorted(c.steps for c in calls) == [2, 3]
+    rows, bad = read_table(out)
+    assert len(rows) == 3 and not bad
+
+
+def test_point_config_validation():
+    with pytest.raises(ValueError, match="method"):
+        PointConfig("2gram", 4, 2, method="magic")
+    with pytest.raises(ValueError, match="steps"):
+        PointConfig("2gram", 4, 0)
+    a, b = PointConfig("2gram", 4, 2), PointConfig("2gram", 4, 3)
+    assert a.rng("s").random() != b.rng("s").random()
+    assert a.rng("s").random() == PointConfig("2gram", 4, 2).rng("s").random()
+
+
+def test_evaluate_point_exact_and_mc_keep_the_two_kls_apart():
+    ex = evaluate_point(PointConfig("2gram", 3, 2))
+    assert ex["method"] == "enumerate"
+    for k in METRICS:
+        assert ex[k]["stderr"] == 0.0, k
+    assert ex["kl"]["value"] <= ex["kl_jensen_bound"]["value"]
+    assert ex["log_ter_gap"]["value"] == pytest.approx(ex["kl"]["value"] / 3, rel=1e-12)
+    mc = evaluate_point(PointConfig("3gram", 32, 4, method="mc", samples=40, ser_language="3gram-pruned"))
+    assert mc["kl"]["value"] is None and "unavailable" in mc["kl"]["method"]
+    assert mc["kl_jensen_bound"]["value"] > 0 and mc["kl_jensen_bound"]["samples"] == 40
+    assert mc["ser"]["samples"] == 40 and mc["ter_data"]["stderr"] == 0.0
+    mk = evaluate_point(PointConfig("2gram", 32, 4, method="mc", samples=10))
+    assert mk["kl_jensen_bound"]["method"] == "markov-chain-rule" and mk["kl_jensen_bound"]["stderr"] == 0.0
+
+
+def test_parse_int_list():
+    assert parse_int_list("8,16,...,2048") == [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+    assert parse_int_list("2,4,...,10") == [2, 4, 6, 8, 10]  # doubling misses 10: arithmetic
+    assert parse_int_list("1, 3") == [1, 3]
+    for bad in ("8,...,64", "8,16,...,100", "a,b"):
+        with pytest.raises(click.BadParameter):
+            parse_int_list(bad)
+
+
+def test_cli_exact_json():
+    r = CliRunner().invoke(main, ["exact", "--language", "2gram", "-L", "3", "-N", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["inputs"]["length"] == 3 and d["method"] == "enumerate"
+    assert all({"value", "stderr", "method"} <= set(d[k]) for k in METRICS)
+    r = CliRunner().invoke(main, ["exact", "--language", "nope", "-L", "3", "-N", "2"])
+    assert r.exit_code != 0 and "preset" in r.output
+
+
+def test_cli_sweep_resumes(tmp_path):
+    out = tmp_path / "s.jsonl"
+    args = ["sweep", "--languages", "2gram", "--lengths", "3", "--steps", "1,2,...,4", "--out", str(out), "--json"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output.splitlines()[-1])["computed"] == 3
+    r = CliRunner().invoke(main, args)
+    assert json.loads(r.output.splitlines()[-1])["skipped"] == 3
+    out.write_text(out.read_text() + "garbage\n")
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code != 0 and "bad row" in r.output
+
+
+def test_cli_bench_sweep_smoke(tmp_path):
+    r = CliRunner().invoke(main, ["bench", "sweep", "--quick", "--presets", "2gram", "--samples", "8", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output.splitlines()[-1])
+    assert d["computed"] == 3 and d["length"] == 128 and math.isfinite(d["total_s"])
