@@ -27,6 +27,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import sympy as sp
 
+from numerics.tolerances import PROB_SUM_ATOL
+
 from .symbols import LATEX_NAMES
 
 __all__ = [
@@ -46,7 +48,6 @@ __all__ = [
 
 RTOL_FLOAT = 1e-12  # float64 round-off of both sides; exact checks (Fractions) use no tolerance
 ATOL_CANCEL = 1e-14  # absolute: a side formed as 1 - x (x = O(1) float) carries ~1e-16 absolute error per term
-PROB_SUM_ATOL = 1e-9  # a float probability vector sums to 1 within this (as numerics.languages.hmm.ROW_SUM_ATOL)
 
 
 Relation = str  # "<=", ">=", "=="

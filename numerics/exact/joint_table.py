@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from numerics.tolerances import PROB_SUM_ATOL
 from scipy.special import entr
 
 __all__ = [
@@ -34,7 +36,6 @@ __all__ = [
 ]
 
 MAX_TABLE_ENTRIES = 1 << 24  # V^L above this (128 MiB of float64) is not a "tiny" case; refuse it
-TABLE_SUM_ATOL = 1e-9  # a user-given table must sum to 1 within this (same as hmm.ROW_SUM_ATOL)
 
 
 def _check_size(vocab: int, length: int) -> None:
@@ -89,7 +90,7 @@ def as_table(language_or_table: Any, length: int | None = None) -> np.ndarray:
     """A validated joint table: an ndarray ``(V,) * L`` is checked and returned, a language tabulated.
 
     A given table must be non-negative, finite, of equal axis lengths and sum to 1 within
-    ``TABLE_SUM_ATOL``; ``length``, if given, must match its number of axes.
+    ``PROB_SUM_ATOL``; ``length``, if given, must match its number of axes.
     """
     if not isinstance(language_or_table, np.ndarray):
         if length is None:
@@ -103,8 +104,8 @@ def as_table(language_or_table: Any, length: int | None = None) -> np.ndarray:
     _check_size(q.shape[0], q.ndim)
     if not np.all(np.isfinite(q)) or np.any(q < 0):
         raise ValueError("a joint table must be finite and non-negative")
-    if abs(q.sum() - 1.0) > TABLE_SUM_ATOL:
-        raise ValueError(f"joint table sums to {q.sum()!r}, not 1 (tolerance {TABLE_SUM_ATOL})")
+    if abs(q.sum() - 1.0) > PROB_SUM_ATOL:
+        raise ValueError(f"joint table sums to {q.sum()!r}, not 1 (tolerance {PROB_SUM_ATOL})")
     q = np.array(q)  # private copy
     q.setflags(write=False)
     return q

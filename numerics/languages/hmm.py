@@ -18,9 +18,9 @@ from typing import Union
 
 import numpy as np
 
-__all__ = ["HMM", "NGram", "Language", "ROW_SUM_ATOL", "load_language_file"]
+from numerics.tolerances import PROB_SUM_ATOL
 
-ROW_SUM_ATOL = 1e-9  # a probability row must sum to 1 within this (float64 round-off of generators)
+__all__ = ["HMM", "NGram", "Language", "load_language_file"]
 
 
 def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
@@ -42,13 +42,13 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
             f"{name} has a negative entry {float(arr[tuple(bad)])!r} at index {tuple(int(i) for i in bad)}"
         )
     sums = arr.sum(axis=-1)
-    off = np.abs(sums - 1.0) > ROW_SUM_ATOL
+    off = np.abs(sums - 1.0) > PROB_SUM_ATOL
     if np.any(off):
         if ndim == 1:
-            raise ValueError(f"{name} sums to {sums!r}, not 1 (tolerance {ROW_SUM_ATOL})")
+            raise ValueError(f"{name} sums to {sums!r}, not 1 (tolerance {PROB_SUM_ATOL})")
         row = int(np.argwhere(off)[0][0])
         raise ValueError(
-            f"{name} row {row} sums to {sums[row]!r}, not 1 (tolerance {ROW_SUM_ATOL}); "
+            f"{name} row {row} sums to {sums[row]!r}, not 1 (tolerance {PROB_SUM_ATOL}); "
             "it is not a stochastic matrix"
         )
     arr.setflags(write=False)

@@ -49,9 +49,8 @@ from pathlib import Path
 from typing import Callable, Optional, Union
 
 import numpy as np
-from scipy.stats import beta as _beta
 
-from numerics.estimate import Estimate
+from numerics.estimate import Estimate, clopper_pearson
 from numerics.exact.entropy import entropy_rate, language_log_likelihood
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
@@ -300,9 +299,7 @@ def one_step_ser(
         x = (cum[None, :, :] <= u[:, :, None]).sum(axis=2)  # inverse CDF per position, (n, L)
         errors += int(np.count_nonzero(np.isneginf(language_log_likelihood(language, x))))
     p = errors / samples
-    a = 1.0 - confidence
-    low = 0.0 if errors == 0 else float(_beta.ppf(a / 2, errors, samples - errors + 1))
-    high = 1.0 if errors == samples else float(_beta.ppf(1 - a / 2, errors + 1, samples - errors))
+    low, high = clopper_pearson(errors, samples, confidence)
     return Estimate(p, math.sqrt(p * (1 - p) / samples), "mc", samples), (low, high)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from numerics.inference import forward_backward as _fb
-from numerics.estimate import Estimate
+from numerics.estimate import CONFIDENCE, Estimate, clopper_pearson
 from numerics.languages.hmm import Language
 from numerics.sampling.samplers import SampleResult
 from numerics.schedules import Schedule
@@ -35,7 +35,6 @@ __all__ = [
     "NFEComparison",
     "CONFIDENCE",
     "log_q",
-    "binomial_interval",
     "ser_from_loglik",
     "gen_ppl_from_loglik",
     "ser_mc",
@@ -46,7 +45,6 @@ __all__ = [
     "nfe_comparison",
 ]
 
-CONFIDENCE = 0.95  # default two-sided level of every interval
 
 
 @dataclass(frozen=True)
@@ -71,16 +69,6 @@ def log_q(language: Language, tokens: np.ndarray) -> np.ndarray:
     return _fb.masked_forward_backward(language, tokens, np.zeros(tokens.shape, dtype=bool)).loglik
 
 
-def binomial_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Clopper-Pearson (exact) two-sided interval for a binomial proportion ``k / n``."""
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    a = 1.0 - confidence
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
-    return lo, hi
-
-
 def ser_from_loglik(loglik: np.ndarray, confidence: float = CONFIDENCE) -> IntervalEstimate:
     """SER = fraction of ``-inf`` log-likelihoods; stderr ``sqrt(s(1-s)/n)``, Clopper-Pearson interval."""
     loglik = np.asarray(loglik, dtype=np.float64)
@@ -89,7 +77,7 @@ def ser_from_loglik(loglik: np.ndarray, confidence: float = CONFIDENCE) -> Inter
     n = loglik.size
     k = int(np.count_nonzero(loglik == -np.inf))
     s = k / n
-    lo, hi = binomial_interval(k, n, confidence)
+    lo, hi = clopper_pearson(k, n, confidence)
     return IntervalEstimate(s, math.sqrt(s * (1 - s) / n), "mc (exact support check, Clopper-Pearson)", n, lo, hi, confidence)
 
 

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from numerics import HMM, NGram, load_language_file
-from numerics.languages.hmm import ROW_SUM_ATOL
+from numerics.tolerances import PROB_SUM_ATOL
 from tests.oracles import hmm_law, ngram_law, random_hmm, random_ngram
 
 RTOL_EXACT = 1e-12  # float64 enumeration of the same law in two ways
@@ -50,9 +50,9 @@ def test_hmm_rejects_invalid_arrays_naming_them(which, value, message):
 def test_row_sum_tolerance_and_read_only_arrays():
     init, trans, emit = _hmm_arrays()
     off = trans.copy()
-    off[0] = [0.9 + ROW_SUM_ATOL / 10, 0.1]
+    off[0] = [0.9 + PROB_SUM_ATOL / 10, 0.1]
     HMM(init, off, emit)  # within tolerance
-    off[0] = [0.9 + ROW_SUM_ATOL * 10, 0.1]
+    off[0] = [0.9 + PROB_SUM_ATOL * 10, 0.1]
     with pytest.raises(ValueError, match="row 0 sums to"):
         HMM(init, off, emit)
     hmm = HMM(init, trans, emit)

@@ -13,12 +13,11 @@ import numpy as np
 import pytest
 
 from numerics.exact.markov import jensen_bound_markov
-from numerics.estimate import Estimate
+from numerics.estimate import Estimate, clopper_pearson
 from numerics.exact.enumerate import enumerate_metrics
 from numerics.languages.hmm import HMM, NGram
 from numerics.sampling.montecarlo import (
     IntervalEstimate,
-    binomial_interval,
     gen_ppl_data,
     gen_ppl_from_loglik,
     gen_ppl_mc,
@@ -102,14 +101,14 @@ def test_jensen_bound_mc_matches_markov_chain_rule_at_larger_length():
 
 
 def test_binomial_interval_known_values():
-    lo, hi = binomial_interval(0, 100, 0.95)
+    lo, hi = clopper_pearson(0, 100, 0.95)
     assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 100), rel=1e-12)
-    lo, hi = binomial_interval(100, 100, 0.95)
+    lo, hi = clopper_pearson(100, 100, 0.95)
     assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 100), rel=1e-12)
-    lo, hi = binomial_interval(30, 100)
+    lo, hi = clopper_pearson(30, 100)
     assert lo < 0.3 < hi
     with pytest.raises(ValueError):
-        binomial_interval(3, 2)
+        clopper_pearson(3, 2)
 
 
 def test_ser_and_gen_ppl_from_loglik():
