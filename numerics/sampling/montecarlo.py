@@ -9,7 +9,7 @@
 * The Jensen bound ``E_tau KL(q || p(.|tau))`` (Lemma B.2/B.3) for any HMM or n-gram: over
   ``x ~ q`` and an instance ``tau`` (i.i.d. steps from ``pi``), the per-sample term
   ``log q(x) - log p(x | tau) = sum_i [log q(x_{tau_i} | x_{tau_<i}) - sum_{j in tau_i} log q(x_j | x_{tau_<i})]``
-  with every conditional exact (:func:`numerics.sampling._oracle_numba.reveal_score`). Rao-Blackwellized in
+  with every conditional exact (:func:`numerics.sampling.oracle.reveal_score`). Rao-Blackwellized in
   the instance: steps revealing one position contribute exactly 0 and are not sampled terms.
   This is **not** ``KL(q || p)`` of the sampler's true output law (a mixture over ``tau``, only exact
   for small ``L``), which it bounds from above; the two never share a name.
@@ -27,6 +27,7 @@ from scipy import stats
 from numerics.inference import forward_backward as _fb
 from numerics.estimate import CONFIDENCE, Estimate, clopper_pearson
 from numerics.languages.hmm import Language
+from numerics.sampling.oracle import reveal_score
 from numerics.sampling.samplers import SampleResult
 from numerics.schedules import Schedule
 
@@ -125,12 +126,10 @@ def kl_jensen_bound_from_tokens(language: Language, steps: np.ndarray, tokens: n
 
     Standard error: sample standard deviation of the per-sample terms over ``sqrt(n)``; normal interval.
     """
-    from numerics.sampling._oracle_numba import reveal_score
-
     n = np.asarray(tokens).shape[0]
     if n < 2:
         raise ValueError("need n >= 2 samples for a standard error")
-    terms = reveal_score(language, steps, tokens)[:, 2]
+    terms = reveal_score(language, steps, tokens).jensen
     if not np.all(np.isfinite(terms)):
         raise ValueError("a Jensen term is not finite: some x is outside supp q (tokens must be samples of q)")
     m = float(terms.mean())

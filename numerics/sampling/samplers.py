@@ -46,8 +46,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerics.sampling.denoiser import Denoiser, OracleDenoiser
+from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
 from numerics.languages.hmm import HMM, Language, NGram
+from numerics.sampling.denoiser import Denoiser, OracleDenoiser
+from numerics.sampling.oracle import reveal_sample
 from numerics.schedules import Schedule
 
 __all__ = [
@@ -55,7 +57,6 @@ __all__ = [
     "sample_factorized",
     "sample_one_at_a_time",
     "sample_oracle",
-    "draw_inverse_cdf",
     "ddpm_cache_nfe",
     "DRAWS",
     "PATHS",
@@ -63,7 +64,6 @@ __all__ = [
 
 DRAWS = ("float64", "float32")
 PATHS = ("auto", "generic", "oracle")
-GUMBEL_EPS = np.float32(1e-10)  # MDLM's _sample_categorical constant, reproduced on purpose (float32 ablation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,32 +142,6 @@ def ddpm_cache_nfe(steps: np.ndarray, n_steps: int) -> int:
     return int(1 + np.count_nonzero(revealing < n_steps))
 
 
-def draw_inverse_cdf(probs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """One token per row of ``probs`` (``(k, V)``) by the float64 inverse CDF at ``uniforms`` (``(k,)``).
-
-    Token ``v`` is drawn when ``c_{v-1} <= U c_V < c_v`` with ``c`` the cumulative sums of the
-    row; zero-probability tokens are never drawn. Rows that are not finite or sum to 0 are
-    *undefined* (module docstring) and replaced by the uniform law. Negative entries are an error.
-    """
-    p = np.asarray(probs, dtype=np.float64)
-    k, V = p.shape
-    undefined = ~np.all(np.isfinite(p), axis=1)
-    if np.any(p[~undefined] < 0):
-        raise ValueError("denoiser returned a negative probability")
-    undefined |= p.sum(axis=1) <= 0.0
-    if np.any(undefined):
-        p = p.copy()
-        p[undefined] = 1.0 / V
-    cum = np.cumsum(p, axis=1)
-    target = uniforms * cum[:, -1]
-    idx = np.count_nonzero(cum <= target[:, None], axis=1)
-    over = idx >= V  # U * total rounded up to total: take the last token of positive probability
-    if np.any(over):
-        last = V - 1 - np.argmax(p[over][:, ::-1] > 0, axis=1)
-        idx[over] = last
-    return idx.astype(np.int64)
-
-
 def _call(denoiser: Denoiser, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
     probs = np.asarray(denoiser(tokens, mask))
     if probs.shape != tokens.shape + (denoiser.vocab_size,):
@@ -217,8 +191,7 @@ def _run_gumbel32(
         weights = np.empty((b.size, V + 1), dtype=np.float32)
         weights[:, :V] = p32 * (move[i - 1] - move[i])
         weights[:, V] = move[i]
-        gumbel = GUMBEL_EPS - np.log(rng.random(weights.shape, dtype=np.float32) + GUMBEL_EPS)
-        choice = np.argmax(weights / gumbel, axis=1)
+        choice = gumbel_argmax_float32(weights, rng)
         hit = choice < V
         if np.any(hit):
             tokens[b[hit], j[hit]] = choice[hit]
@@ -338,8 +311,6 @@ def sample_one_at_a_time(
         steps = _random_order_steps(rng, B, length)
         uniforms = rng.random((B, length))
         if fast:
-            from numerics.sampling._oracle_numba import reveal_sample
-
             tokens = reveal_sample(denoiser.language, steps, uniforms)
             calls = ddpm_cache_nfe(steps, length) if cache else length
         else:
@@ -372,14 +343,12 @@ def sample_oracle(
     forward-backward per step it keeps, per sequence, forward and backward messages that stay
     valid until a reveal invalidates them, recomputes only what a query needs, and for n-grams
     restarts at the nearest separator (a run of ``n-1`` revealed tokens, Definition B.4) instead
-    of the sequence end. See :mod:`numerics.sampling._oracle_numba`. The NFE reported is what
+    of the sequence end. See :mod:`numerics.sampling.oracle`. The NFE reported is what
     ``ddpm_cache`` (or the uncached sampler) would have spent on the same batch.
     """
     if not isinstance(language, (HMM, NGram)):
         raise TypeError(f"language must be an HMM or NGram, got {type(language).__name__}")
     bs = _check_args(schedule, n, length, rng, batch_size)
-    from numerics.sampling._oracle_numba import reveal_sample
-
     N = schedule.n_steps
     sizes = _batches(int(n), bs)
     stp, uni = [], []

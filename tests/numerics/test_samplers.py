@@ -24,14 +24,14 @@ from numerics.exact.enumerate import enumerate_output_law
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.hmm import HMM, NGram
 from numerics.exact.joint_table import joint_table
+from numerics.draws import draw_inverse_cdf
 from numerics.sampling.samplers import (
-    draw_inverse_cdf,
     sample_factorized,
     sample_one_at_a_time,
     sample_oracle,
 )
 from numerics.schedules import from_u, linear
-from numerics.sampling._oracle_numba import reveal_score
+from numerics.sampling.oracle import reveal_score
 from tests.strategies import random_rows
 
 ALPHA = 1e-4  # false-failure probability of one chi-squared test under a random seed
@@ -160,11 +160,11 @@ def test_score_kernel_chain_rule_equals_forward_pass(name):
     steps = linear(4).sample_steps(rng, (200, 11))
     full = reveal_score(lang, steps, x, chain=True)
     ll = masked_forward_backward(lang, x, np.zeros(x.shape, bool), backend="numpy").loglik
-    np.testing.assert_allclose(full[:, 1], ll, rtol=RTOL_EXACT)
-    np.testing.assert_allclose(full[:, 1] - full[:, 0], full[:, 2], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(full.log_q, ll, rtol=RTOL_EXACT)
+    np.testing.assert_allclose(full.log_q - full.log_p, full.jensen, rtol=1e-9, atol=1e-12)
     fast = reveal_score(lang, steps, x)
-    np.testing.assert_allclose(fast[:, 2], full[:, 2], rtol=RTOL_EXACT, atol=1e-13)
-    assert np.all(np.isnan(fast[:, :2]))
+    np.testing.assert_allclose(fast.jensen, full.jensen, rtol=RTOL_EXACT, atol=1e-13)
+    assert np.all(np.isnan(fast.log_p)) and np.all(np.isnan(fast.log_q))
 
 
 @pytest.mark.parametrize("name", sorted(LANGS))
@@ -288,12 +288,12 @@ def test_steps_follow_pi_per_position():
 @pytest.mark.parametrize("name", ["3gram", "4gram", "hmm"])
 def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
     """Long masked runs are crossed with powers P^m chained in chunks of M; force M tiny to exercise it."""
-    from numerics.sampling import _oracle_numba
+    from numerics.sampling.oracle import jumps
 
     S = LANGS[name].n_states
     layouts = 2 if isinstance(LANGS[name], NGram) else 1
-    monkeypatch.setattr(_oracle_numba, "POWERS_BYTES", 3 * layouts * 8 * S * S)  # M = 2
-    monkeypatch.setattr(_oracle_numba, "_POWERS_CACHE", {})
+    monkeypatch.setattr(jumps, "POWERS_BYTES", 3 * layouts * 8 * S * S)  # M = 2
+    monkeypatch.setattr(jumps, "_POWERS_CACHE", {})
     L = 14
     for N in (2, 5, 30):
         den = OracleDenoiser(LANGS[name], strict=False)
@@ -303,5 +303,5 @@ def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
         x = LANGS[name].sample(100, L, np.random.default_rng(14))
         steps = linear(N).sample_steps(np.random.default_rng(15), (100, L))
         ll = masked_forward_backward(LANGS[name], x, np.zeros(x.shape, bool)).loglik
-        np.testing.assert_allclose(reveal_score(LANGS[name], steps, x, chain=True)[:, 1], ll, rtol=RTOL_EXACT)
-    assert _oracle_numba._powers(LANGS[name], L, LANGS[name].to_hmm().transition)[0].shape[0] == 3
+        np.testing.assert_allclose(reveal_score(LANGS[name], steps, x, chain=True).log_q, ll, rtol=RTOL_EXACT)
+    assert jumps.language_powers(LANGS[name], L).max_power == 2

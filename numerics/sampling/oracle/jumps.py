@@ -1,0 +1,300 @@
+"""Crossing a run of masked positions in one product: matrix-power jumps (numba).
+
+A run of ``m - 1`` masked positions followed by one more position moves the forward message by
+``alpha_{p+m} ∝ (alpha_p P^m) * e_{p+m}`` and the backward message by
+``beta_p ∝ P^m (e_{p+m} * beta_{p+m})``, with ``P`` the state transition matrix (for an n-gram
+the dense ``S x S`` matrix of its successor layout); ``docs/methods/inference.md``. The powers
+``P^m`` for ``m = 0..M`` are computed once per language and length (:func:`language_powers`,
+``M`` capped by :data:`POWERS_BYTES`); a longer run chains them in chunks of ``M``, normalizing
+after each chunk.
+
+A jump costs ``S^2`` per vector where ``m`` single steps cost ``m`` times a step (``S^2`` dense,
+about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jumps only when
+:func:`forward_jump_pays` / :func:`backward_jump_pays` say so. For an n-gram the product is
+restricted to the windows that can be non-zero: those ending in the observed token at the
+landing position, whose columns of ``P^m`` are stored contiguously (``Powers.by_token``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from numerics.languages.hmm import Language, NGram
+from numerics.languages.arrays import by_kind
+from numerics.sampling.oracle.steps import normalize
+
+__all__ = [
+    "Powers",
+    "POWERS_BYTES",
+    "language_powers",
+    "jump_forward",
+    "jump_backward",
+    "forward_jump_pays",
+    "backward_jump_pays",
+]
+
+POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
+_POWERS_CACHE: dict = {}
+
+
+class Powers(NamedTuple):
+    """Precomputed powers of a language's state transition matrix ``P``.
+
+    Attributes
+    ----------
+    matrices : (M + 1, S, S) float64
+        ``matrices[m] = P^m`` for ``m = 0..M``.
+    by_token : (M + 1, V, S, S // V) float64
+        n-gram: ``by_token[m, v, s, c] = P^m[s, c V + v]``, the columns of the windows ending in
+        ``v``, contiguous; a dense HMM has a ``(1, 1, 1, 1)`` placeholder (never read).
+    """
+
+    matrices: np.ndarray
+    by_token: np.ndarray
+
+    @property
+    def max_power(self) -> int:
+        """``M``: longer runs chain ``P^M``."""
+        return self.matrices.shape[0] - 1
+
+
+def language_powers(language: Language, length: int) -> Powers:
+    """``P^m`` for ``m = 0..M``, ``M = min(length, memory cap)``, cached per language object (languages are immutable).
+
+    The cap: ``M + 1`` matrices in each layout fit in :data:`POWERS_BYTES` (at least ``M = 1``).
+    """
+    if isinstance(language, NGram):
+        S, V = language.n_states, language.vocab_size
+        P = np.zeros((S, S))
+        np.put_along_axis(P, language.successors(), language.conditional, axis=1)
+        layouts = 2
+    else:
+        P = np.array(language.transition)
+        S, V = P.shape[0], 1
+        layouts = 1
+    M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
+    key = id(language)
+    hit = _POWERS_CACHE.get(key)
+    if hit is not None and hit[0] is language and hit[1].max_power >= M:
+        return hit[1]
+    Pm = np.empty((M + 1, S, S))
+    Pm[0] = np.eye(S)
+    for m in range(1, M + 1):
+        np.matmul(Pm[m - 1], P, out=Pm[m])
+    if layouts == 2:
+        by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
+    else:
+        by_token = np.zeros((1, 1, 1, 1))
+    if len(_POWERS_CACHE) > 4:
+        _POWERS_CACHE.clear()
+    powers = Powers(Pm, by_token)
+    _POWERS_CACHE[key] = (language, powers)
+    return powers
+
+
+@nb.njit(cache=True)
+def _vecmat(vec, M, out):
+    """``out = vec @ M`` skipping zero entries of ``vec``."""
+    S = out.shape[0]
+    for t in range(S):
+        out[t] = 0.0
+    for s in range(S):
+        a = vec[s]
+        if a != 0.0:
+            for t in range(S):
+                out[t] += a * M[s, t]
+
+
+@nb.njit(cache=True)
+def _chain_forward(Pm, tmp, out, m):
+    """``tmp <- tmp P^(m - m')`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left.
+
+    Called only when ``m > M`` (rare), since every call costs numba a reference count per array.
+    """
+    M = Pm.shape[0] - 1
+    while m > M:
+        _vecmat(tmp, Pm[M], out)
+        normalize(out)
+        tmp[:] = out
+        m -= M
+    return m
+
+
+@nb.njit(cache=True)
+def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
+    """``out = alpha`` at ``m`` positions after ``vec``'s: ``(vec P^m) * e``, normalized.
+
+    ``e`` is the evidence ``x = vfix`` at the landing position (``vfix = -1``: masked, ``e = 1``).
+    n-gram with ``vfix >= 0``: only the windows ending in ``vfix`` are computed, the others are 0.
+    ``tmp`` ``(S,)`` and ``acc`` ``(S // V,)`` are scratch vectors.
+    """
+    Pm, ET = powers.matrices, lang.emission_t
+    S = out.shape[0]
+    for t in range(S):
+        tmp[t] = vec[t]
+    if m > Pm.shape[0] - 1:
+        m = _chain_forward(Pm, tmp, out, m)
+    _vecmat(tmp, Pm[m], out)
+    normalize(out)
+    if vfix >= 0:
+        for t in range(S):
+            out[t] *= ET[vfix, t]
+        normalize(out)
+
+
+@nb.njit(cache=True)
+def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
+    Pm, by_token = powers.matrices, powers.by_token
+    S = out.shape[0]
+    V = lang.conditional.shape[1]
+    C = S // V
+    for t in range(S):
+        tmp[t] = vec[t]
+    if m > Pm.shape[0] - 1:
+        m = _chain_forward(Pm, tmp, out, m)
+    if vfix < 0:
+        _vecmat(tmp, Pm[m], out)
+        normalize(out)
+        return
+    for t in range(S):
+        out[t] = 0.0
+    for c in range(C):
+        acc[c] = 0.0
+    for s2 in range(S):  # by_token[m, vfix, s, c] = P^m[s, c V + vfix], contiguous in c
+        a = tmp[s2]
+        if a != 0.0:
+            for c in range(C):
+                acc[c] += a * by_token[m, vfix, s2, c]
+    for c in range(C):
+        out[c * V + vfix] = acc[c]
+    normalize(out)
+
+
+jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram)
+
+
+@nb.njit(cache=True)
+def _rows_times(P, w, out, s2):
+    """``out[s2] = sum_t P[s2, t] w[t]``."""
+    acc = 0.0
+    for t in range(w.shape[0]):
+        acc += P[s2, t] * w[t]
+    out[s2] = acc
+
+
+@nb.njit(cache=True)
+def _chain_backward(Pm, tmp, out, m):
+    """``tmp <- P^(m - m') tmp`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
+    M = Pm.shape[0] - 1
+    while m > M:
+        for s2 in range(out.shape[0]):
+            _rows_times(Pm[M], tmp, out, s2)
+        normalize(out)
+        tmp[:] = out
+        m -= M
+    return m
+
+
+@nb.njit(cache=True)
+def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
+    """``out = P^m w`` (chained in chunks of ``M``), normalized; ``w`` already holds the evidence at its position.
+
+    n-gram with ``rowfix >= 0`` (the token observed at ``out``'s position): only the rows (windows)
+    ending in ``rowfix`` are computed, the others are 0; with ``wfix >= 0`` (and ``m <= M``) ``w``
+    is non-zero only on the windows ending in ``wfix``. A dense HMM computes every row and ignores both.
+    """
+    Pm = powers.matrices
+    S = out.shape[0]
+    for t in range(S):
+        tmp[t] = w[t]
+    if m > Pm.shape[0] - 1:
+        m = _chain_backward(Pm, tmp, out, m)
+    for s2 in range(S):
+        _rows_times(Pm[m], tmp, out, s2)
+    normalize(out)
+
+
+@nb.njit(cache=True)
+def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
+    Pm, by_token = powers.matrices, powers.by_token
+    S = out.shape[0]
+    V = lang.conditional.shape[1]
+    C = S // V
+    for t in range(S):
+        tmp[t] = w[t]
+    if m > Pm.shape[0] - 1:
+        m = _chain_backward(Pm, tmp, out, m)
+    if rowfix < 0:
+        for s2 in range(S):
+            _rows_times(Pm[m], tmp, out, s2)
+        normalize(out)
+        return
+    for s2 in range(S):
+        out[s2] = 0.0
+    if wfix >= 0:  # w lives on the windows ending in wfix: by_token[m, wfix, s, c] = P^m[s, c V + wfix]
+        for c in range(C):
+            s2 = c * V + rowfix
+            acc = 0.0
+            for c2 in range(C):
+                acc += by_token[m, wfix, s2, c2] * tmp[c2 * V + wfix]
+            out[s2] = acc
+    else:
+        for c in range(C):
+            _rows_times(Pm[m], tmp, out, c * V + rowfix)
+    normalize(out)
+
+
+jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram)
+
+
+@nb.njit(cache=True)
+def _forward_jump_pays_dense(lang, vec, m, landing_observed):
+    """Is one jump over ``m > 1`` positions cheaper than ``m`` forward steps from ``vec``?
+
+    Dense: always (``S^2`` against ``m S^2``). n-gram: a jump costs ``nnz(vec)`` times the columns
+    it computes (``S / V`` when the landing token is observed, else ``S``), ``m`` steps about
+    ``nnz(vec) V + (m - 1) S V``.
+    """
+    return True
+
+
+@nb.njit(cache=True)
+def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
+    S = vec.shape[0]
+    V = lang.conditional.shape[1]
+    nz = 0
+    for s in range(S):
+        if vec[s] != 0.0:
+            nz += 1
+    jump_cost = nz * (S // V if landing_observed else S)
+    step_cost = nz * V + (m - 1) * S * V
+    return jump_cost < step_cost
+
+
+forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram)
+
+
+@nb.njit(cache=True)
+def _backward_jump_pays_dense(lang, m, rows_observed, landing_observed):
+    """Is one backward jump over ``m > 1`` positions cheaper than ``m`` backward steps?
+
+    Dense: always. n-gram: a jump costs (rows computed) x (columns read), ``S / V`` each where the
+    token is observed, else ``S``; ``m`` steps about ``m S V``.
+    """
+    return True
+
+
+@nb.njit(cache=True)
+def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
+    S = lang.conditional.shape[0]
+    V = lang.conditional.shape[1]
+    rows = S // V if rows_observed else S
+    jump_cost = rows * (S // V if landing_observed else S)
+    step_cost = m * S * V
+    return jump_cost < step_cost
+
+
+backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram)

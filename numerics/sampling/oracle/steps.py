@@ -1,0 +1,373 @@
+"""Single-position message steps of the oracle posterior, dense and n-gram (numba).
+
+The oracle's posterior at a masked position ``p`` given the observed positions is
+``q(x_p = v | obs) ∝ sum_s alpha_p(s) beta_p(s) P(v | s)`` with the forward message ``alpha_p``
+(evidence at ``<= p``) and the backward message ``beta_p`` (evidence at ``> p``); see
+``docs/methods/inference.md``. This module holds one step of each recursion and what is read off
+the two messages:
+
+* :func:`forward_step` ``alpha_{p-1} -> alpha_p``, :func:`backward_step` ``beta_{p+1} -> beta_p``;
+* :func:`token_marginal` ``m[v] = sum_s alpha(s) beta(s) P(v | s)`` and :func:`observe`
+  (multiply a message by the evidence ``x_p = v``);
+* for n-grams, :func:`window_known` (the last ``n-1`` positions are observed, so the window is
+  known: a separator, Definition B.4) and :func:`restart_at_separator`.
+
+Which positions are observed is an :class:`Evidence`: position ``p`` is observed iff it was
+revealed at a step ``< threshold`` and is not the ``hidden`` position. Every function takes the
+language's arrays first (:func:`numerics.languages.arrays.kernel_arrays`) and has a dense and an
+n-gram version joined by :func:`~numerics.languages.arrays.by_kind`, so callers never branch on
+the kind. Messages are normalized to sum 1 after every step; a zero vector stays zero (never
+clamped). Callable from numba and (slowly) from Python.
+
+The n-gram steps never form the dense ``S x S`` product: a forward step pushes only from windows
+of non-zero ``alpha`` along their ``V`` successors, a backward step visits ``V`` successors per
+window (only the windows ending in the observed token when there is one): ``O(V^n)`` per
+position.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from numerics.languages.arrays import by_kind
+
+__all__ = [
+    "Evidence",
+    "observed",
+    "normalize",
+    "forward_step",
+    "backward_step",
+    "token_marginal",
+    "apply_evidence",
+    "observe",
+    "window_known",
+    "restart_at_separator",
+]
+
+
+class Evidence(NamedTuple):
+    """The observed positions of one sequence under a reveal threshold.
+
+    Attributes
+    ----------
+    steps : (L,) int64
+        Reveal step of every position.
+    tokens : (L,) int64
+        Token of every position (read only where observed).
+    threshold : int
+        Position ``p`` is observed iff ``steps[p] < threshold`` (revealed before step ``threshold``) ...
+    hidden : int
+        ... and ``p != hidden`` (``-1``: none hidden).
+    """
+
+    steps: np.ndarray
+    tokens: np.ndarray
+    threshold: int
+    hidden: int
+
+
+@nb.njit(cache=True)
+def observed(ev, p):
+    """True when position ``p`` is observed under ``ev`` (``p < 0`` never is)."""
+    if p < 0 or p == ev.hidden:  # (no short-circuit `and` around the array read: numba would
+        return False  # refcount the array on every call, which costs more than the test itself)
+    return ev.steps[p] < ev.threshold
+
+
+@nb.njit(cache=True)
+def normalize(vec):
+    """Divide ``vec`` by its sum in place (a zero vector stays zero); returns the sum."""
+    total = 0.0
+    for s in range(vec.shape[0]):
+        total += vec[s]
+    if total > 0.0:
+        inv = 1.0 / total
+        for s in range(vec.shape[0]):
+            vec[s] *= inv
+    return total
+
+
+@nb.njit(cache=True)
+def _matvec_rows(vec, M, out):
+    """``out = vec @ M`` (``M`` square, C order) in axpy form, four rows per pass over ``out``."""
+    S = out.shape[0]
+    for t in range(S):
+        out[t] = 0.0
+    s = 0
+    while s + 4 <= S:
+        a0, a1, a2, a3 = vec[s], vec[s + 1], vec[s + 2], vec[s + 3]
+        for t in range(S):
+            out[t] += a0 * M[s, t] + a1 * M[s + 1, t] + a2 * M[s + 2, t] + a3 * M[s + 3, t]
+        s += 4
+    while s < S:
+        a0 = vec[s]
+        for t in range(S):
+            out[t] += a0 * M[s, t]
+        s += 1
+
+
+# ----- forward step ------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _forward_step_dense(lang, ev, prev, out, p):
+    """``out = alpha_p`` from ``prev = alpha_{p-1}`` (ignored at ``p = 0``) under the evidence ``ev``, normalized.
+
+    Dense: ``alpha_p = (alpha_{p-1} A) * e_p`` (``alpha_0 = initial * e_0``), ``e_p(s) = E[s, x_p]``
+    where ``p`` is observed and 1 elsewhere. n-gram: the same product over the successor layout,
+    pushing each window of non-zero ``alpha`` along its successors (only to the windows ending in
+    ``x_p`` when ``p`` is observed).
+    """
+    initial, A, ET = lang.initial, lang.transition, lang.emission_t  # tuple fields read once, outside
+    tokens = ev.tokens  # branches: numba reference-counts a field read inside a branch at every pass
+    S = out.shape[0]
+    if p == 0:
+        for t in range(S):
+            out[t] = initial[t]
+    else:
+        _matvec_rows(prev, A, out)
+    if observed(ev, p):
+        v = tokens[p]
+        for t in range(S):
+            out[t] *= ET[v, t]
+    normalize(out)
+
+
+@nb.njit(cache=True)
+def _forward_step_ngram(lang, ev, prev, out, p):
+    initial, cond = lang.initial, lang.conditional
+    tokens = ev.tokens
+    S = out.shape[0]
+    V = cond.shape[1]
+    W = S // V
+    vfix = tokens[p] if observed(ev, p) else -1
+    if p == 0:
+        for s in range(S):
+            out[s] = initial[s] if (vfix < 0 or s % V == vfix) else 0.0
+        normalize(out)
+        return
+    for s in range(S):
+        out[s] = 0.0
+    # push form over windows s = a W + b: alpha[s] cond[s, v] goes to the successor b V + v;
+    # windows inconsistent with the evidence hold alpha = 0 and are skipped
+    if vfix >= 0:
+        for a in range(V):
+            for b in range(W):
+                pa = prev[a * W + b]
+                if pa != 0.0:
+                    out[b * V + vfix] += pa * cond[a * W + b, vfix]
+    else:
+        for a in range(V):
+            for b in range(W):
+                s = a * W + b
+                pa = prev[s]
+                if pa != 0.0:
+                    o = b * V
+                    for v in range(V):
+                        out[o + v] += pa * cond[s, v]
+    normalize(out)
+
+
+forward_step = by_kind(_forward_step_dense, _forward_step_ngram)
+
+
+# ----- backward step -----------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _backward_step_dense(lang, ev, nxt, out, p, tmp):
+    """``out = beta_p`` from ``nxt = beta_{p+1}`` under ``ev`` (position ``p + 1`` exists), normalized.
+
+    ``beta_p = A (e_{p+1} * beta_{p+1})``. n-gram: computed for every window when ``x_p`` is
+    masked (windows the evidence at ``p-1, ..`` excludes meet ``alpha = 0``), only for the windows
+    ending in ``x_p`` when it is observed (the others are 0). ``tmp`` is an ``(S,)`` scratch vector.
+    ``ev.hidden`` must be ``-1``.
+    """
+    AT, ET = lang.transition_t, lang.emission_t
+    tokens = ev.tokens
+    S = out.shape[0]
+    q = p + 1
+    if observed(ev, q):
+        v = tokens[q]
+        for t in range(S):
+            tmp[t] = nxt[t] * ET[v, t]
+    else:
+        for t in range(S):
+            tmp[t] = nxt[t]
+    _matvec_rows(tmp, AT, out)  # out = A @ tmp
+    normalize(out)
+
+
+@nb.njit(cache=True)
+def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
+    S = out.shape[0]
+    cond = lang.conditional
+    condT = lang.conditional_t
+    V = cond.shape[1]
+    W = S // V
+    q = p + 1
+    x = ev.tokens
+    obs = observed(ev, q)
+    if observed(ev, p):  # x_p observed: only windows ending in x_p can meet alpha > 0
+        xp = x[p]
+        vlo, vhi = (x[q], x[q] + 1) if obs else (0, V)
+        for s in range(S):
+            out[s] = 0.0
+        for c in range(W):
+            s = c * V + xp
+            o = (s % W) * V
+            acc = 0.0
+            for v in range(vlo, vhi):
+                acc += cond[s, v] * nxt[o + v]
+            out[s] = acc
+    elif obs:
+        v = x[q]
+        for a in range(V):
+            for b in range(W):
+                out[a * W + b] = condT[v, a * W + b] * nxt[b * V + v]
+    else:
+        for b in range(W):  # tmp[v W + b] = nxt[b V + v]
+            for v in range(V):
+                tmp[v * W + b] = nxt[b * V + v]
+        for s in range(S):
+            out[s] = 0.0
+        for v in range(V):
+            for a in range(V):
+                o = a * W
+                t0 = v * W
+                for b in range(W):
+                    out[o + b] += condT[v, o + b] * tmp[t0 + b]
+    normalize(out)
+
+
+backward_step = by_kind(_backward_step_dense, _backward_step_ngram)
+
+
+# ----- reading the messages ----------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _token_marginal_dense(lang, alpha, beta, m):
+    """``m[v] = sum_s alpha(s) beta(s) P(v | s)`` (unnormalized posterior of the token); returns ``sum_v m[v]``.
+
+    Dense: ``P(v | s) = E[s, v]``. n-gram: the window ``s = c V + v`` emits its newest token ``v``.
+    """
+    V = m.shape[0]
+    for v in range(V):
+        m[v] = 0.0
+    ET = lang.emission_t
+    for s in range(alpha.shape[0]):
+        w = alpha[s] * beta[s]
+        if w != 0.0:
+            for v in range(V):
+                m[v] += w * ET[v, s]
+    total = 0.0
+    for v in range(V):
+        total += m[v]
+    return total
+
+
+@nb.njit(cache=True)
+def _token_marginal_ngram(lang, alpha, beta, m):
+    V = m.shape[0]
+    for v in range(V):
+        m[v] = 0.0
+    for c in range(alpha.shape[0] // V):
+        for v in range(V):
+            m[v] += alpha[c * V + v] * beta[c * V + v]
+    total = 0.0
+    for v in range(V):
+        total += m[v]
+    return total
+
+
+token_marginal = by_kind(_token_marginal_dense, _token_marginal_ngram)
+
+
+@nb.njit(cache=True)
+def _apply_evidence_dense(lang, vec, v):
+    """Multiply ``vec`` by the evidence of token ``v`` at its position (not normalized).
+
+    Dense: ``vec(s) *= E[s, v]``. n-gram: the windows not ending in ``v`` are set to 0.
+    """
+    ET = lang.emission_t
+    for s in range(vec.shape[0]):
+        vec[s] *= ET[v, s]
+
+
+@nb.njit(cache=True)
+def _apply_evidence_ngram(lang, vec, v):
+    V = lang.conditional.shape[1]
+    for c in range(vec.shape[0] // V):
+        for w in range(V):
+            if w != v:
+                vec[c * V + w] = 0.0
+
+
+apply_evidence = by_kind(_apply_evidence_dense, _apply_evidence_ngram)
+
+
+@nb.njit(cache=True)
+def observe(lang, vec, v):
+    """Multiply ``vec`` by the evidence ``x = v`` at its position and normalize; returns the mass kept."""
+    apply_evidence(lang, vec, v)
+    return normalize(vec)
+
+
+# ----- n-gram separators -------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _window_known_dense(lang, ev, p, after):
+    """True when positions ``p-n+2..p`` are all observed and all ``> after``: the n-gram window at ``p`` is known.
+
+    Such a run of ``n-1`` observed tokens is a separator (Definition B.4): the messages restart
+    there (``alpha`` from a point mass, ``beta`` from ones). ``after = -1``: any position. A dense
+    HMM has no separators (always False).
+    """
+    return False
+
+
+@nb.njit(cache=True)
+def _window_known_ngram(lang, ev, p, after):
+    order = lang.order
+    if p - order + 2 <= after:
+        return False
+    for d in range(order - 1):
+        if not observed(ev, p - d):
+            return False
+    return True
+
+
+window_known = by_kind(_window_known_dense, _window_known_ngram)
+
+
+@nb.njit(cache=True)
+def _restart_at_separator_dense(lang, ev, vec, start, p):
+    """Restart the forward message at the rightmost separator in ``(start, p)``; returns its position.
+
+    n-gram: ``vec`` becomes the point mass on the known window at that position ``r`` (the forward
+    message there, whatever came before) and ``r`` is returned; ``start`` when there is none
+    (``vec`` untouched). A dense HMM has no separators: returns ``start``.
+    """
+    return start
+
+
+@nb.njit(cache=True)
+def _restart_at_separator_ngram(lang, ev, vec, start, p):
+    for r in range(p - 1, start, -1):
+        if _window_known_ngram(lang, ev, r, -1):
+            for s in range(vec.shape[0]):
+                vec[s] = 0.0
+            s = 0
+            for d in range(lang.order - 1):
+                s += ev.tokens[r - d] * lang.digit_weights[d]
+            vec[s] = 1.0
+            return r
+    return start
+
+
+restart_at_separator = by_kind(_restart_at_separator_dense, _restart_at_separator_ngram)
