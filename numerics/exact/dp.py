@@ -37,13 +37,13 @@ between threads (the kernel releases the GIL), each adding into its own copy of 
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 from numba import njit
 
+from numerics._threads import kernel_threads
 from numerics.exact.joint_table import as_table, masked_marginal_table
 from numerics.exact.output_law import ExactMetrics, OutputLaw, check_undefined_convention, law_metrics
 from numerics.schedules import Schedule
@@ -156,12 +156,9 @@ def _dp_step_sources(
 
 
 def _default_threads(n_words: int) -> int:
-    """Threads for the DP: the CPUs this process may use, at most 8, each with its own ``g`` (<= 1 GiB in all)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8, (1 << 30) // (8 * n_words)))
+    """Threads for the DP: the kernel threads (:func:`numerics._threads.kernel_threads`), capped so that
+    their copies of ``g`` (one each) take at most 1 GiB."""
+    return max(1, min(kernel_threads(), (1 << 30) // (8 * n_words)))
 
 
 def _run_dp(Q: np.ndarray, schedule: Schedule, L: int, V: int, threads: int, compiled: bool):

@@ -5,6 +5,6 @@ kernels; :func:`forward_backward_numpy` is the plain reference they are tested a
 """
 
 from numerics.inference.forward_backward import forward_backward_numpy, log_likelihood, masked_forward_backward
-from numerics.inference.posterior import Posterior, check_observations
+from numerics.inference.posterior import Observations, Posterior, check_observations
 
-__all__ = ["Posterior", "check_observations", "masked_forward_backward", "log_likelihood", "forward_backward_numpy"]
+__all__ = ["Posterior", "Observations", "check_observations", "masked_forward_backward", "log_likelihood", "forward_backward_numpy"]

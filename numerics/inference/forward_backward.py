@@ -10,15 +10,17 @@ Given token sequences of which some positions are masked (unobserved), computes 
 
 This module holds the public entry points, :func:`masked_forward_backward` and the forward-only
 :func:`log_likelihood`, and the plain NumPy reference (:func:`forward_backward_numpy`). The compiled
-kernels live in :mod:`numerics.inference._fb_numba` (dense blocked matrix-matrix kernel for an HMM, sparse
-kernel for an n-gram) and are tested against the reference and against brute-force enumeration.
+kernels live in :mod:`numerics.inference._dense` (blocked matrix-matrix kernel for an HMM) and
+:mod:`numerics.inference._ngram` (sparse kernel for an n-gram) and are tested against the reference
+and against brute-force enumeration.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from numerics.inference import _fb_numba
+from numerics.inference._dense import forward_backward_dense, loglik_dense
+from numerics.inference._ngram import forward_backward_ngram, loglik_ngram
 from numerics.inference.posterior import Posterior, check_observations
 from numerics.languages.hmm import HMM, Language, NGram
 
@@ -95,7 +97,8 @@ def masked_forward_backward(
     mask : (B, L) bool array
         True where the position is masked (unobserved). Any pattern, including all or none.
     backend : {"auto", "numba", "numpy"}
-        ``"auto"`` and ``"numba"`` run the compiled kernels (:mod:`numerics.inference._fb_numba`): the sparse
+        ``"auto"`` and ``"numba"`` run the compiled kernels (:mod:`~numerics.inference._dense`,
+        :mod:`~numerics.inference._ngram`): the sparse
         n-gram kernel for an :class:`NGram` (cost ``O(V^n)`` per position), the blocked
         matrix-matrix kernel for an :class:`HMM`. ``"numpy"`` is the slow reference.
     """
@@ -103,10 +106,10 @@ def masked_forward_backward(
     if backend == "numpy":
         return forward_backward_numpy(language, tokens, mask)
 
-    tokens, mask = check_observations(language, tokens, mask)
+    obs = check_observations(language, tokens, mask)
     if isinstance(language, NGram):
-        return _fb_numba.forward_backward_ngram(language, tokens, mask)
-    return _fb_numba.forward_backward_dense(language, tokens, mask)
+        return forward_backward_ngram(language, obs)
+    return forward_backward_dense(language, obs)
 
 
 def log_likelihood(
@@ -127,10 +130,10 @@ def log_likelihood(
     if backend == "numpy":
         return forward_backward_numpy(language, tokens, mask).loglik
 
-    tokens, mask = check_observations(language, tokens, mask)
+    obs = check_observations(language, tokens, mask)
     if isinstance(language, NGram):
-        return _fb_numba.loglik_ngram(language, tokens, mask)
-    return _fb_numba.loglik_dense(language, tokens, mask)
+        return loglik_ngram(language, obs)
+    return loglik_dense(language, obs)
 
 
 def _check_backend(backend: str) -> None:

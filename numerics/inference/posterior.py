@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from numerics.languages.hmm import Language
 
-__all__ = ["Posterior", "check_observations"]
+__all__ = ["Posterior", "Observations", "check_observations"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,22 @@ class Posterior:
     marginals: np.ndarray
 
 
-def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class Observations(NamedTuple):
+    """Partially observed sequences, as the kernels read them.
+
+    Attributes
+    ----------
+    tokens : (B, L) int64
+        Token ids; 0 at masked positions.
+    mask : (B, L) bool
+        True where the position is masked (unobserved).
+    """
+
+    tokens: np.ndarray
+    mask: np.ndarray
+
+
+def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray) -> Observations:
     """Validate and normalize ``tokens`` (int, ``(B, L)``) and ``mask`` (bool, ``(B, L)``, True = masked).
 
     Tokens at masked positions are ignored (and replaced by 0). Raises ``ValueError`` on shape
@@ -55,4 +71,4 @@ def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray)
         b, j = np.argwhere(bad)[0]
         raise ValueError(f"observed token {int(tokens[b, j])} at sequence {b}, position {j} is outside 0..{V - 1}")
     clean = np.where(mask, 0, tokens).astype(np.int64)
-    return np.ascontiguousarray(clean), np.ascontiguousarray(mask)
+    return Observations(np.ascontiguousarray(clean), np.ascontiguousarray(mask))

@@ -15,7 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from numerics import HMM, NGram, forward_backward_numpy, log_likelihood, masked_forward_backward
-from numerics.inference import _fb_numba
+from numerics.inference import _dense
 from tests.oracles import (
     all_masks,
     hmm_law,
@@ -198,8 +198,8 @@ def test_result_does_not_depend_on_blocking_or_threads(monkeypatch):
         return post.loglik, post.marginals
 
     runs = [full(), (log_likelihood(hmm, tokens, mask),)]
-    monkeypatch.setattr(_fb_numba, "_DENSE_BLOCK_BYTES", 1)  # one row per block
-    monkeypatch.setattr(_fb_numba, "_MAX_BLOCK", 1)
+    monkeypatch.setattr(_dense, "_DENSE_BLOCK_BYTES", 1)  # one row per block
+    monkeypatch.setattr(_dense, "_MAX_BLOCK", 1)
     runs += [full(), (log_likelihood(hmm, tokens, mask),)]
     monkeypatch.undo()
     threads = numba.get_num_threads()
@@ -395,3 +395,15 @@ def test_property_posterior_is_a_distribution(data):
     assert np.all(post.marginals[ok] >= 0.0)
     obs = ~mask & ok[:, None]
     np.testing.assert_array_equal(post.marginals[obs], np.eye(language.vocab_size)[tokens[obs]])
+
+
+def test_a_kernel_flag_of_broken_round_off_is_a_loud_error():
+    """The kernels flag a possible sequence whose posterior normalizer is 0 or not finite; it must raise."""
+    from numerics.inference._scaling import check_stable, new_buffers
+
+    out = new_buffers(3, 2, 2)
+    out.loglik[:] = -1.0
+    check_stable(out)  # nothing flagged
+    out.unstable[1] = True
+    with pytest.raises(FloatingPointError, match="sequence 1 .* non-finite posterior"):
+        check_stable(out)

@@ -125,7 +125,8 @@ def run_benchmark(
     from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
-    from numerics.inference import _fb_numba
+    from numerics.inference import _dense
+    from numerics.inference.posterior import Observations
     from numerics.inference.forward_backward import masked_forward_backward
     from numerics.languages.hmm import NGram
 
@@ -167,8 +168,8 @@ def run_benchmark(
             result["ours_seq_per_s"] = batch / min(times)
             result["ours_seq_per_s_median"] = batch / statistics.median(times)
         elif step == "gemm":
-            block = _fb_numba.block_rows(batch, S, length, store=True)
-            gemm_times, _ = _time(lambda: _fb_numba.gemm_probe_seconds(dense.transition, length, batch, block), repeats)
+            block = _dense.block_rows(batch, S, length, store=True)
+            gemm_times, _ = _time(lambda: _dense.gemm_probe_seconds(dense.transition, length, batch, block), repeats)
             gemm_s = min(gemm_times)
             result["block_rows"] = block
             result["gemm_flops_same_shape"] = 2.0 * S * S * length * batch / gemm_s
@@ -190,7 +191,7 @@ def run_benchmark(
             result["max_abs_diff_loglik"] = float(np.max(np.abs(post.loglik[:n_ref] - ref_ll)))
             result["max_abs_diff_marginals"] = float(np.max(np.abs(post.marginals[:n_ref] - ref_marg)))
         elif step == "dense":
-            dtimes, dpost = _time(lambda: _fb_numba.forward_backward_dense(dense, tokens, mask), max(1, min(repeats, 3)))
+            dtimes, dpost = _time(lambda: _dense.forward_backward_dense(dense, Observations(tokens, mask)), max(1, min(repeats, 3)))
             result["dense_seconds_best"] = min(dtimes)
             result["dense_seq_per_s"] = batch / min(dtimes)
             result["sparse_vs_dense_speedup"] = min(dtimes) / result["ours_seconds_best"]

@@ -21,18 +21,17 @@ sequence outside ``supp q``; from the next step on it draws uniformly, the conve
 :mod:`numerics.sampling.samplers`.
 
 The plain reference is the generic sampler with the NumPy masked forward-backward; the tests
-compare the two sample by sample.
+compare the two sample by sample. Sequences run in parallel chunks (:mod:`numerics._threads`).
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
+from numerics._threads import run_chunks
 from numerics.languages.arrays import kernel_arrays
 from numerics.languages.hmm import Language
 from numerics.sampling.oracle.jumps import language_powers
@@ -198,25 +197,12 @@ def _reveal_chunk(lang, powers, sample, skip_single, steps, x, U, scores, vocab_
         scores.jensen[b] = out.jensen
 
 
-def _threads() -> int:
-    return max(1, min(os.cpu_count() or 1, int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))))
-
-
 def _run(language: Language, sample: bool, skip_single: bool, steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> RevealScores:
-    lang = kernel_arrays(language)
-    powers = language_powers(language, steps.shape[1])
     B = steps.shape[0]
     scores = RevealScores(np.empty(B), np.empty(B), np.empty(B))
-    args = (lang, powers, sample, skip_single, steps, x, U, scores, language.vocab_size)
-    workers = min(_threads(), B)
-    if workers <= 1:
-        _reveal_chunk(*args, 0, B)
-        return scores
-    bounds = np.linspace(0, B, 4 * workers + 1).astype(np.int64)
-    with ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(_reveal_chunk, *args, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-        for job in jobs:
-            job.result()
+    args = (kernel_arrays(language), language_powers(language, steps.shape[1]), sample, skip_single, steps, x, U, scores,
+            language.vocab_size)
+    run_chunks(_reveal_chunk, B, args)
     return scores
 
 
