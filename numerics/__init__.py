@@ -5,12 +5,13 @@
 Never imports torch or matplotlib (a test checks this).
 """
 
-from numerics.inference import Posterior, forward_backward_numpy, log_likelihood, masked_forward_backward
+from numerics.inference import Posterior, forward_backward_numpy, log_likelihood, log_q, masked_forward_backward
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
 from numerics.schedules import Schedule, from_u, make_schedule
 from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
 from numerics.exact.entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
-from numerics.languages.presets import PRESETS, LanguageSummary, language_summary, load_language, preset_names, random_hmm, random_ngram
+from numerics.languages.generators import random_hmm, random_ngram
+from numerics.languages.presets import PRESETS, LanguageSummary, language_summary, load_language, preset_names
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
 from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
 from numerics.exact.dp import dp_metrics, dp_output_law
@@ -26,6 +27,7 @@ __all__ = [
     "Posterior",
     "masked_forward_backward",
     "log_likelihood",
+    "log_q",
     "forward_backward_numpy",
     "Schedule",
     "from_u",

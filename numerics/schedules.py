@@ -26,6 +26,8 @@ __all__ = [
     "cosine",
     "loglinear",
     "polynomial",
+    "mdlm",
+    "MDLM_T_MIN",
     "SCHEDULES",
     "make_schedule",
 ]
@@ -164,11 +166,23 @@ def polynomial(n_steps: int, power: float = 2.0, t_min: float = 0.0) -> Schedule
     return from_alpha(lambda t: 1.0 - t**power, n_steps, f"polynomial(N={n_steps}, power={power})", t_min)
 
 
+MDLM_T_MIN = 1e-5  # MDLM's sampler runs its times down to 1e-5, not 0
+
+
+def mdlm(n_steps: int) -> Schedule:
+    """MDLM's sampling schedule: its log-linear ``alpha`` (``eps = 1e-3``) at times linear from 1
+    down to ``t_min = 1e-5``, the mass left at ``t_min`` revealed by the last step (MDLM's final
+    noise-removal call); :func:`from_alpha`."""
+    base = loglinear(n_steps, t_min=MDLM_T_MIN)
+    return Schedule(base.u, f"mdlm(N={n_steps})")
+
+
 SCHEDULES: dict[str, Callable[..., Schedule]] = {
     "linear": linear,
     "loglinear": loglinear,
     "cosine": cosine,
     "polynomial": polynomial,
+    "mdlm": mdlm,
 }
 
 

@@ -80,24 +80,5 @@ def logspace_forward_backward(hmm: HMM, tokens: np.ndarray, mask: np.ndarray):
     return ll, post @ hmm.emission
 
 
-def _rows(rng, shape, temperature=1.0, zeros=0.0):
-    g = np.exp(temperature * rng.standard_normal(shape))
-    if zeros:
-        g = np.where(rng.random(shape) < zeros, 0.0, g)
-        g[..., 0] = np.where(g.sum(axis=-1) == 0, 1.0, g[..., 0])
-    return g / g.sum(axis=-1, keepdims=True)
-
-
-def random_hmm(S, V, seed, temperature=1.0, zeros=0.0):
-    rng = np.random.default_rng(seed)
-    return HMM(_rows(rng, S, temperature, zeros), _rows(rng, (S, S), temperature, zeros), _rows(rng, (S, V), temperature, zeros))
-
-
-def random_ngram(n, V, seed, zeros=0.0):
-    rng = np.random.default_rng(seed)
-    S = V ** (n - 1)
-    return NGram(n, _rows(rng, S, 1.0, zeros), _rows(rng, (S, V), 1.0, zeros))
-
-
 def all_masks(L):
     return np.array(list(product([False, True], repeat=L)))

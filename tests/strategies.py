@@ -108,14 +108,3 @@ def joint_tables(draw, max_k: int = 3, max_vocab: int = 3) -> np.ndarray:
     if w.sum() == 0.0:
         w[0] = 1.0
     return (w / w.sum()).reshape((V,) * k)
-
-
-def random_rows(rng: np.random.Generator, rows: int, cols: int, zero: float = 0.0) -> np.ndarray:
-    """A seeded ``(rows, cols)`` row-stochastic matrix (entries >= 0.05 before normalizing); each entry
-    is a structural zero with probability ``zero``, and a row left empty gets one random 1."""
-    w = rng.random((rows, cols)) + 0.05
-    w[rng.random((rows, cols)) < zero] = 0.0
-    for i in range(rows):
-        if w[i].sum() == 0:
-            w[i, rng.integers(cols)] = 1.0
-    return w / w.sum(axis=1, keepdims=True)

@@ -160,6 +160,7 @@ def _jensen(cfg: PointConfig, language: Any, schedule: Schedule, tokens: np.ndar
 
 
 def _mc_point(cfg: PointConfig, language: Any, ser_language: Any, schedule: Schedule) -> dict[str, Any]:
+    from numerics.inference import log_q
     from numerics.sampling import montecarlo as mc
     from numerics.exact.entropy import sequence_entropy
     from numerics.sampling.samplers import sample_oracle
@@ -172,7 +173,7 @@ def _mc_point(cfg: PointConfig, language: Any, ser_language: Any, schedule: Sche
     out["ter"] = _unavailable(reason)
     out["ser_kl_certificate"] = _unavailable(reason)
     run = sample_oracle(language, schedule, n, L, cfg.rng("sampler"), batch_size=cfg.batch_size)
-    loglik = mc.log_q(language, run.tokens)
+    loglik = log_q(language, run.tokens)
     out["gen_ppl"] = _est(mc.gen_ppl_from_loglik(loglik, L))
     if ser_language is language:
         out["ser"] = _est(mc.ser_from_loglik(loglik))
@@ -180,7 +181,7 @@ def _mc_point(cfg: PointConfig, language: Any, ser_language: Any, schedule: Sche
         ser_run = sample_oracle(ser_language, schedule, n, L, cfg.rng("sampler-ser"), batch_size=cfg.batch_size)
         out["ser"] = _est(mc.ser_mc(ser_language, ser_run))
     data = language.sample(n, L, cfg.rng("data"))
-    out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(mc.log_q(language, data), L, label="mc, x ~ q"))
+    out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(log_q(language, data), L, label="mc, x ~ q"))
     try:
         H = sequence_entropy(language, L)
         out["ter_data"] = _est(Estimate(math.exp(H.value / L), 0.0, H.method))

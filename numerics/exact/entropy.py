@@ -23,7 +23,7 @@ from typing import Optional, Union
 import numpy as np
 from scipy.special import entr
 
-from numerics.inference import forward_backward as _fb
+from numerics.inference.forward_backward import log_q
 from numerics.estimate import Estimate
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage, SparseHMM
@@ -34,26 +34,9 @@ __all__ = [
     "sequence_entropy_mc",
     "entropy_rate",
     "data_perplexity",
-    "language_log_likelihood",
 ]
 
 AnyLanguage = Union[HMM, NGram, IntervalLanguage, SparseHMM]
-
-
-def language_log_likelihood(language: AnyLanguage, tokens: np.ndarray) -> np.ndarray:
-    """Exact ``log q(x)`` of fully observed sequences ``(B, L)``; ``-inf`` outside the support.
-
-    Uses the forward-only ``numerics.inference.forward_backward.log_likelihood`` when that module has it,
-    else the ``loglik`` of :func:`~numerics.inference.forward_backward.masked_forward_backward` (same value,
-    plus an unused backward pass). ``IntervalLanguage`` and ``SparseHMM`` use their own ``log_prob``.
-    """
-    if isinstance(language, (IntervalLanguage, SparseHMM)):
-        return language.log_prob(tokens)
-    tokens = np.asarray(tokens)
-    fast = getattr(_fb, "log_likelihood", None)
-    if fast is not None:
-        return np.asarray(fast(language, tokens), dtype=np.float64)
-    return _fb.masked_forward_backward(language, tokens, np.zeros(tokens.shape, dtype=bool)).loglik
 
 
 def _check_length(length: int) -> int:
@@ -117,7 +100,7 @@ def sequence_entropy_mc(
     for lo in range(0, samples, batch_size):
         hi = min(samples, lo + batch_size)
         x = language.sample(hi - lo, L, rng)
-        nll[lo:hi] = -language_log_likelihood(language, x)
+        nll[lo:hi] = -log_q(language, x)
     if not np.all(np.isfinite(nll)):
         raise RuntimeError("a sequence sampled from the language has probability 0 under it (sampler/forward mismatch)")
     return Estimate(float(nll.mean()), float(nll.std(ddof=1) / math.sqrt(samples)), "mc", int(samples))

@@ -4,7 +4,7 @@ The public API (:func:`masked_forward_backward`, :func:`log_likelihood`) dispatc
 kernels; :func:`forward_backward_numpy` is the plain reference they are tested against.
 """
 
-from numerics.inference.forward_backward import forward_backward_numpy, log_likelihood, masked_forward_backward
+from numerics.inference.forward_backward import forward_backward_numpy, log_likelihood, log_q, masked_forward_backward
 from numerics.inference.posterior import Observations, Posterior, check_observations
 
-__all__ = ["Posterior", "Observations", "check_observations", "masked_forward_backward", "log_likelihood", "forward_backward_numpy"]
+__all__ = ["Posterior", "Observations", "check_observations", "masked_forward_backward", "log_likelihood", "log_q", "forward_backward_numpy"]

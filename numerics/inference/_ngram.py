@@ -78,26 +78,6 @@ def _sum_at(x, idx, n):
 
 
 @njit(cache=True)
-def _sum_row(a, r, n):
-    """``sum_s a[r, s]`` for ``s < n``, four partial sums."""
-    t0 = 0.0
-    t1 = 0.0
-    t2 = 0.0
-    t3 = 0.0
-    s = 0
-    while s + 4 <= n:
-        t0 += a[r, s]
-        t1 += a[r, s + 1]
-        t2 += a[r, s + 2]
-        t3 += a[r, s + 3]
-        s += 4
-    while s < n:
-        t0 += a[r, s]
-        s += 1
-    return (t0 + t1) + (t2 + t3)
-
-
-@njit(cache=True)
 def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     """Scaled forward of sequence ``b`` over the window supports; returns ``log q(x_obs)``
     (``-inf`` if impossible).

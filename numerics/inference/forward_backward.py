@@ -23,8 +23,9 @@ from numerics.inference._dense import forward_backward_dense, loglik_dense
 from numerics.inference._ngram import forward_backward_ngram, loglik_ngram
 from numerics.inference.posterior import Posterior, check_observations
 from numerics.languages.hmm import HMM, Language, NGram
+from numerics.languages.interval import IntervalLanguage, SparseHMM
 
-__all__ = ["masked_forward_backward", "log_likelihood", "forward_backward_numpy"]
+__all__ = ["masked_forward_backward", "log_likelihood", "log_q", "forward_backward_numpy"]
 
 
 def forward_backward_numpy(language: Language, tokens: np.ndarray, mask: np.ndarray) -> Posterior:
@@ -134,6 +135,18 @@ def log_likelihood(
     if isinstance(language, NGram):
         return loglik_ngram(language, obs)
     return loglik_dense(language, obs)
+
+
+def log_q(language: Language | IntervalLanguage | SparseHMM, tokens: np.ndarray) -> np.ndarray:
+    """Exact ``log q(x)`` of complete sequences ``tokens`` ``(B, L)``: ``(B,)`` float64, ``-inf`` outside the support.
+
+    The one home of this number in the engine: the forward pass (:func:`log_likelihood`, nothing
+    masked) for an :class:`HMM` or :class:`NGram`; the interval language and its sparse HMM form
+    use their own exact ``log_prob``. ``log q(x) = -inf`` is the exact support check of SER.
+    """
+    if isinstance(language, (IntervalLanguage, SparseHMM)):
+        return language.log_prob(tokens)
+    return log_likelihood(language, np.asarray(tokens))
 
 
 def _check_backend(backend: str) -> None:

@@ -2,12 +2,14 @@
 
 :class:`HMM` (dense), :class:`NGram` (sparse successor layout), the interval language of the
 paper's Theorem 4.4 (:class:`IntervalLanguage`, its HMM form :class:`SparseHMM`), and the paper's
-random presets (Table 1, :mod:`numerics.languages.presets`, which also
+random languages (:mod:`numerics.languages.generators`) and presets (Table 1,
+:mod:`numerics.languages.presets`, which also
 summarizes a language with the inference and exact wings). :func:`kernel_arrays` hands the
 compiled kernels a language's arrays with its kind resolved once (:mod:`numerics.languages.arrays`).
 """
 
 from numerics.languages.arrays import HMMArrays, NGramArrays, kernel_arrays
+from numerics.languages.generators import random_hmm, random_ngram, random_rows
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
 from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
 
@@ -15,4 +17,5 @@ __all__ = [
     "HMM", "NGram", "Language", "load_language_file",
     "IntervalLanguage", "SparseHMM", "whole_intervals",
     "HMMArrays", "NGramArrays", "kernel_arrays",
+    "random_hmm", "random_ngram", "random_rows",
 ]

@@ -18,6 +18,7 @@ from typing import Union
 
 import numpy as np
 
+from numerics.draws import inverse_cdf_rows
 from numerics.tolerances import PROB_SUM_ATOL
 
 __all__ = ["HMM", "NGram", "Language", "load_language_file"]
@@ -55,14 +56,13 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
     return arr
 
 
-def _sample_rows(cum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Draw one index per row of cumulative sums ``cum`` (shape ``(n, K)``), exactly.
+def _sample_rows(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One index per row of ``weights`` ``(n, K)`` (rows of positive sum), drawn exactly.
 
-    Uses the inverse CDF with ``u * total``; an index of probability zero has an empty interval
-    and is never drawn.
+    The engine's float64 inverse CDF (:func:`numerics.draws.inverse_cdf_rows`) at one fresh
+    uniform per row (``rng.random(n)``); an index of probability zero is never drawn.
     """
-    target = rng.random(cum.shape[0]) * cum[:, -1]
-    return (cum <= target[:, None]).sum(axis=1)
+    return inverse_cdf_rows(np.ascontiguousarray(weights, dtype=np.float64), rng.random(weights.shape[0]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,14 +114,12 @@ class HMM:
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
         _check_sample_args(n, length, rng)
-        cum_t = np.cumsum(self.transition, axis=1)
-        cum_e = np.cumsum(self.emission, axis=1)
-        z = _sample_rows(np.broadcast_to(np.cumsum(self.initial), (n, self.n_states)), rng)
+        z = _sample_rows(np.broadcast_to(self.initial, (n, self.n_states)), rng)
         out = np.empty((n, length), dtype=np.int64)
         for j in range(length):
             if j:
-                z = _sample_rows(cum_t[z], rng)
-            out[:, j] = _sample_rows(cum_e[z], rng)
+                z = _sample_rows(self.transition[z], rng)
+            out[:, j] = _sample_rows(self.emission[z], rng)
         return out
 
 
@@ -202,13 +200,12 @@ class NGram:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
         _check_sample_args(n, length, rng)
         V = self.vocab_size
-        cum_c = np.cumsum(self.conditional, axis=1)
         succ_base = (np.arange(self.n_states) % (self.n_states // V)) * V
-        s = _sample_rows(np.broadcast_to(np.cumsum(self.initial), (n, self.n_states)), rng)
+        s = _sample_rows(np.broadcast_to(self.initial, (n, self.n_states)), rng)
         out = np.empty((n, length), dtype=np.int64)
         for j in range(length):
             if j:
-                v = _sample_rows(cum_c[s], rng)
+                v = _sample_rows(self.conditional[s], rng)
                 s = succ_base[s] + v
             out[:, j] = s % V
         return out

@@ -171,12 +171,11 @@ class SparseHMM:
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` sequences of ``length`` tokens (float64 inverse CDF); ``(n, length)`` int64."""
         _check_sample_args(n, length, rng)
-        cum = np.cumsum(self.probs, axis=1)
-        z = _sample_rows(np.broadcast_to(np.cumsum(self.initial), (n, self.n_states)), rng)
+        z = _sample_rows(np.broadcast_to(self.initial, (n, self.n_states)), rng)
         out = np.empty((n, length), dtype=np.int64)
         for j in range(length):
             if j:
-                z = self.successors[z, _sample_rows(cum[z], rng)]
+                z = self.successors[z, _sample_rows(self.probs[z], rng)]
             out[:, j] = self.emits[z]
         return out
 

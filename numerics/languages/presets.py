@@ -1,10 +1,10 @@
 """The paper's random languages (Table 1, Appendix E.1), the interval language, and a preset registry.
 
-Generator (MATH.md section 2; the paper's Algorithms 1-2 are not recoverable, this is our
-documented definition): every probability row (initial, transition, and for the HMM also
-emission) is ``softmax(temperature * g)`` with ``g`` i.i.d. standard normal drawn from
-``numpy.random.default_rng(seed)``; entries below ``threshold`` are set to 0 and the row is
-renormalized (:func:`prune_rows`, which always keeps each row's largest entry, so no row is
+Generator (:mod:`numerics.languages.generators`, ``docs/methods/languages.md``; the paper's
+Algorithms 1-2 are not recoverable, this is our documented definition): every probability row
+(initial, transition, and for the HMM also emission) is ``softmax(temperature * g)`` with ``g``
+i.i.d. standard normal drawn from ``numpy.random.default_rng(seed)``; entries below ``threshold``
+are set to 0 and the row is renormalized (always keeping each row's largest entry, so no row is
 ever emptied). The normals are drawn in a fixed order that does not depend on the threshold
 (n-gram: ``initial`` then ``conditional`` row by row; HMM: ``initial``, ``transition``,
 ``emission``), so a pruned preset is exactly its unpruned twin with small entries removed.
@@ -51,13 +51,15 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 from numerics.estimate import Estimate, clopper_pearson
-from numerics.exact.entropy import entropy_rate, language_log_likelihood
-from numerics.inference.forward_backward import masked_forward_backward
+from numerics.draws import inverse_cdf_rows
+from numerics.exact.entropy import entropy_rate
+from numerics.inference.forward_backward import log_q, masked_forward_backward
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.generators import as_generator, prune_rows, random_hmm, random_ngram, softmax_rows
 from numerics.languages.interval import IntervalLanguage
 
 __all__ = [
-    "softmax_rows",
+    "softmax_rows",  # re-exported from numerics.languages.generators, the generators' one home
     "prune_rows",
     "random_ngram",
     "random_hmm",
@@ -90,77 +92,6 @@ TABLE1 = {
 HMM_SER_THRESHOLD = 0.05
 
 INTERVAL_DEFAULT_L = 5  # Theorem 4.4 uses l = 5 (vocabulary 16)
-
-
-def softmax_rows(g: np.ndarray, temperature: float) -> np.ndarray:
-    """Row-wise ``softmax(temperature * g)`` in float64 (max-shifted; no entry underflows to a silent 0 for |g| < 30)."""
-    z = temperature * np.asarray(g, dtype=np.float64)
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def prune_rows(p: np.ndarray, threshold: float) -> np.ndarray:
-    """Set entries ``< threshold`` to 0 and renormalize each row; each row's argmax is always kept.
-
-    ``threshold = 0`` returns the rows unchanged (renormalized).
-    """
-    if not threshold >= 0.0:
-        raise ValueError(f"threshold must be >= 0, got {threshold!r}")
-    p = np.array(p, dtype=np.float64)
-    keep = p >= threshold
-    np.put_along_axis(keep, np.argmax(p, axis=-1)[..., None], True, axis=-1)
-    p[~keep] = 0.0
-    return p / p.sum(axis=-1, keepdims=True)
-
-
-def _rows(rng: np.random.Generator, shape: tuple, temperature: float, threshold: float) -> np.ndarray:
-    return prune_rows(softmax_rows(rng.standard_normal(shape), temperature), threshold)
-
-
-def _rng(seed: Union[int, np.random.Generator]) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def random_ngram(
-    order: int = 2,
-    vocab: int = 8,
-    temperature: float = 2.0,
-    threshold: float = 0.0,
-    seed: Union[int, np.random.Generator] = 0,
-) -> NGram:
-    """A random n-gram: ``initial`` (``V^(n-1)`` windows) and each ``conditional`` row ``softmax(temperature g)``, pruned.
-
-    Normals drawn in the order ``initial`` (``V^(n-1)``), ``conditional`` (``(V^(n-1), V)``).
-    """
-    if int(order) != order or order < 2 or int(vocab) != vocab or vocab < 1:
-        raise ValueError(f"need integer order >= 2 and vocab >= 1, got order={order!r}, vocab={vocab!r}")
-    rng = _rng(seed)
-    S = int(vocab) ** (int(order) - 1)
-    initial = _rows(rng, (S,), temperature, threshold)
-    conditional = _rows(rng, (S, int(vocab)), temperature, threshold)
-    return NGram(int(order), initial, conditional)
-
-
-def random_hmm(
-    states: int = 32,
-    vocab: int = 8,
-    temperature: float = 3.2,
-    threshold: float = 0.0,
-    seed: Union[int, np.random.Generator] = 0,
-) -> HMM:
-    """A random HMM: every row of ``initial``, ``transition``, ``emission`` is ``softmax(temperature g)``, pruned.
-
-    Normals drawn in the order ``initial`` (``S``), ``transition`` (``(S, S)``), ``emission`` (``(S, V)``).
-    """
-    if int(states) != states or states < 1 or int(vocab) != vocab or vocab < 1:
-        raise ValueError(f"need integer states >= 1 and vocab >= 1, got states={states!r}, vocab={vocab!r}")
-    rng = _rng(seed)
-    S, V = int(states), int(vocab)
-    initial = _rows(rng, (S,), temperature, threshold)
-    transition = _rows(rng, (S, S), temperature, threshold)
-    emission = _rows(rng, (S, V), temperature, threshold)
-    return HMM(initial, transition, emission)
 
 
 @dataclass(frozen=True)
@@ -289,15 +220,15 @@ def one_step_ser(
     if samples < 1:
         raise ValueError(f"need samples >= 1, got {samples}")
     L = int(length)
-    post = masked_forward_backward(language, np.zeros((1, L), dtype=np.int64), np.ones((1, L), dtype=bool))
-    cum = np.cumsum(post.marginals[0], axis=1)  # (L, V) float64
+    marginals = masked_forward_backward(language, np.zeros((1, L), dtype=np.int64), np.ones((1, L), dtype=bool)).marginals[0]
+    V = marginals.shape[1]
     errors = 0
-    batch = max(1, 2**20 // (L * cum.shape[1]))
+    batch = max(1, 2**20 // (L * V))
     for lo in range(0, samples, batch):
         n = min(batch, samples - lo)
-        u = rng.random((n, L)) * cum[:, -1]
-        x = (cum[None, :, :] <= u[:, :, None]).sum(axis=2)  # inverse CDF per position, (n, L)
-        errors += int(np.count_nonzero(np.isneginf(language_log_likelihood(language, x))))
+        u = rng.random((n, L))
+        x = inverse_cdf_rows(np.ascontiguousarray(np.broadcast_to(marginals, (n, L, V)).reshape(n * L, V)), u.ravel())
+        errors += int(np.count_nonzero(np.isneginf(log_q(language, x.reshape(n, L)))))
     p = errors / samples
     low, high = clopper_pearson(errors, samples, confidence)
     return Estimate(p, math.sqrt(p * (1 - p) / samples), "mc", samples), (low, high)
@@ -392,7 +323,7 @@ def language_summary(
     ``language`` is a preset name, an ``.npz`` path or a language object. ``samples`` sequences
     are used for the SER estimate and, for HMMs without a closed form, the entropy estimate.
     """
-    rng = _rng(rng)
+    rng = as_generator(rng)
     name = None
     exact_entropy = None
     if isinstance(language, (str, Path)):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from numerics.inference import forward_backward as _fb
+from numerics.inference.forward_backward import log_q
 from numerics.estimate import CONFIDENCE, Estimate, clopper_pearson
 from numerics.languages.hmm import Language
 from numerics.sampling.oracle import reveal_score
@@ -35,7 +35,6 @@ __all__ = [
     "IntervalEstimate",
     "NFEComparison",
     "CONFIDENCE",
-    "log_q",
     "ser_from_loglik",
     "gen_ppl_from_loglik",
     "ser_mc",
@@ -55,19 +54,6 @@ class IntervalEstimate(Estimate):
     ci_low: float = math.nan
     ci_high: float = math.nan
     confidence: float = CONFIDENCE
-
-
-def log_q(language: Language, tokens: np.ndarray) -> np.ndarray:
-    """Exact ``log q(x)`` of complete sequences ``(B, L)`` (``-inf`` outside the support).
-
-    The forward-only :func:`numerics.inference.forward_backward.log_likelihood` when available, else the
-    ``loglik`` of the masked forward-backward with nothing masked (same number).
-    """
-    tokens = np.asarray(tokens)
-    fast = getattr(_fb, "log_likelihood", None)
-    if fast is not None:
-        return np.asarray(fast(language, tokens), dtype=np.float64)
-    return _fb.masked_forward_backward(language, tokens, np.zeros(tokens.shape, dtype=bool)).loglik
 
 
 def ser_from_loglik(loglik: np.ndarray, confidence: float = CONFIDENCE) -> IntervalEstimate:

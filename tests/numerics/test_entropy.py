@@ -18,6 +18,7 @@ from numerics.exact.entropy import (
     sequence_entropy,
     sequence_entropy_mc,
 )
+from numerics.languages.generators import random_ngram
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from tests.strategies import small_ngrams
@@ -42,16 +43,9 @@ def _ngram_law(ng: NGram, L: int) -> np.ndarray:
     return law
 
 
-def _random_ngram(rng, n, V, zeros=0.2):
-    S = V ** (n - 1)
-    init, cond = rng.dirichlet(np.ones(S)), rng.dirichlet(np.ones(V), size=S)
-    cond[cond < zeros] = 0.0  # structural zeros (no row is emptied: its max is >= 1/V > zeros)
-    return NGram(n, init, cond / cond.sum(axis=1, keepdims=True))
-
-
 @pytest.mark.parametrize("n,V", [(2, 2), (2, 3), (3, 2), (3, 3), (4, 2)])
 def test_ngram_entropy_equals_enumeration(n, V):
-    ng = _random_ngram(np.random.default_rng(10 * n + V), n, V)
+    ng = random_ngram(n, V, 1.0, 0.2, seed=np.random.default_rng(10 * n + V))
     for L in range(1, 6):
         law = _ngram_law(ng, L)
         assert math.isclose(law.sum(), 1.0, rel_tol=RTOL_EXACT)
@@ -85,7 +79,7 @@ def test_interval_entropy_equals_enumeration():
 
 
 def test_mc_entropy_of_dense_hmm_within_its_interval_of_the_exact_value():
-    ng = _random_ngram(np.random.default_rng(5), 3, 3)
+    ng = random_ngram(3, 3, 1.0, 0.2, seed=np.random.default_rng(5))
     L = 12
     exact = ngram_sequence_entropy(ng, L)
     est = sequence_entropy(ng.to_hmm(), L, samples=3000, rng=np.random.default_rng(11))

@@ -13,20 +13,13 @@ from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law
 from numerics.languages.hmm import HMM
 from numerics.exact.output_law import law_metrics
 from numerics.schedules import cosine, linear
+from numerics.languages.generators import random_hmm
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
 
 RTOL_EXACT = 1e-12  # two exact float64 computations of the same sums in different orders
 ATOL_ZERO = 1e-15  # entries that are exactly 0 in one method and round-off in the other
 ATOL_METRIC = 1e-13  # KL/TER/SER are differences of sums of size <= L log V (~10 here): an exact 0 reached by round-off
-
-
-def _random_hmm(rng, S, V):
-    def rows(*shape):
-        w = rng.random(shape)
-        return w / w.sum(axis=-1, keepdims=True)
-
-    return HMM(rows(S), rows(S, S), rows(S, V))
 
 
 def _assert_same_law(a, b):
@@ -55,7 +48,7 @@ def test_dp_equals_enumeration(lang, schedule, length):
 
 def test_compiled_kernel_equals_its_python_run():
     rng = np.random.default_rng(3)
-    hmm = _random_hmm(rng, 3, 2)
+    hmm = random_hmm(3, 2, 1.0, seed=rng)
     q = np.zeros((2, 2, 2))
     q[0, 0, 0] = q[1, 1, 1] = 0.5  # exercises the undefined branches
     for lang, L in ((hmm, 4), (q, None)):
@@ -65,7 +58,7 @@ def test_compiled_kernel_equals_its_python_run():
 
 def test_thread_split_does_not_change_the_law():
     rng = np.random.default_rng(6)
-    hmm = _random_hmm(rng, 3, 3)
+    hmm = random_hmm(3, 3, 1.0, seed=rng)
     one = dp_output_law(hmm, 5, cosine(4), threads=1)
     for threads in (2, 3):
         _assert_same_law(dp_output_law(hmm, 5, cosine(4), threads=threads), one)
@@ -84,7 +77,7 @@ def test_hand_fixture_undefined_mass():
 
 def test_dp_metrics_carry_the_jensen_bound_of_the_enumeration():
     rng = np.random.default_rng(4)
-    hmm = _random_hmm(rng, 3, 2)
+    hmm = random_hmm(3, 2, 1.0, seed=rng)
     schedule = cosine(3)
     a, b = dp_metrics(hmm, 5, schedule), enumerate_metrics(hmm, 5, schedule)
     assert a.kl_jensen_bound.value == pytest.approx(b.kl_jensen_bound.value, rel=RTOL_EXACT)
@@ -95,7 +88,7 @@ def test_dp_metrics_carry_the_jensen_bound_of_the_enumeration():
 @pytest.mark.slow
 def test_reaches_length_ten_in_seconds():
     rng = np.random.default_rng(5)
-    hmm = _random_hmm(rng, 4, 2)
+    hmm = random_hmm(4, 2, 1.0, seed=rng)
     start = time.perf_counter()
     law = dp_output_law(hmm, 10, linear(6))
     elapsed = time.perf_counter() - start

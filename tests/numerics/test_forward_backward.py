@@ -16,16 +16,16 @@ from hypothesis import strategies as st
 
 from numerics import HMM, NGram, forward_backward_numpy, log_likelihood, masked_forward_backward
 from numerics.inference import _dense
+from numerics.languages.generators import random_hmm, random_ngram
 from tests.oracles import (
     all_masks,
     hmm_law,
     logspace_forward_backward,
     ngram_law,
     posterior_by_enumeration,
-    random_hmm,
-    random_ngram,
 )
 from tests.strategies import observations, small_hmms, small_ngrams
+from validation.reference import hmmlearn_forward_backward
 
 RTOL_EXACT = 1e-12  # float64 recursions vs enumeration of all paths / completions
 ATOL_PROB = 1e-15  # absolute round-off of a probability in [0, 1] (terms of size ~1 summed)
@@ -55,11 +55,11 @@ def assert_posterior(post, ll, marg, rtol=RTOL_EXACT, atol=ATOL_PROB):
 # ------------------------------------------------------------------------------------------------
 
 HMM_CASES = [
-    pytest.param(random_hmm(3, 3, 0), 4, id="S3-V3"),
-    pytest.param(random_hmm(2, 3, 1, temperature=3.0), 5, id="S2-V3-peaked"),
-    pytest.param(random_hmm(4, 2, 2, zeros=0.4), 4, id="S4-V2-structural-zeros"),
-    pytest.param(random_hmm(1, 3, 3), 3, id="S1"),
-    pytest.param(random_hmm(3, 1, 4), 3, id="V1"),
+    pytest.param(random_hmm(3, 3, 1.0, seed=0), 4, id="S3-V3"),
+    pytest.param(random_hmm(2, 3, 3.0, seed=1), 5, id="S2-V3-peaked"),
+    pytest.param(random_hmm(4, 2, 1.0, seed=2, zero_fraction=0.4), 4, id="S4-V2-structural-zeros"),
+    pytest.param(random_hmm(1, 3, 1.0, seed=3), 3, id="S1"),
+    pytest.param(random_hmm(3, 1, 1.0, seed=4), 3, id="V1"),
 ]
 
 
@@ -77,10 +77,10 @@ def test_dense_matches_enumeration_for_every_mask(hmm, L, backend):
 
 
 NGRAM_CASES = [
-    pytest.param(random_ngram(2, 3, 0), 4, id="2gram-V3"),
-    pytest.param(random_ngram(3, 3, 1, zeros=0.3), 4, id="3gram-V3-zeros"),
-    pytest.param(random_ngram(4, 2, 2), 5, id="4gram-V2"),
-    pytest.param(random_ngram(3, 2, 3, zeros=0.5), 5, id="3gram-V2-zeros"),
+    pytest.param(random_ngram(2, 3, 1.0, seed=0), 4, id="2gram-V3"),
+    pytest.param(random_ngram(3, 3, 1.0, seed=1, zero_fraction=0.3), 4, id="3gram-V3-zeros"),
+    pytest.param(random_ngram(4, 2, 1.0, seed=2), 5, id="4gram-V2"),
+    pytest.param(random_ngram(3, 2, 1.0, seed=3, zero_fraction=0.5), 5, id="3gram-V2-zeros"),
 ]
 
 
@@ -97,7 +97,7 @@ def test_ngram_matches_enumeration_for_every_mask(ng, L, backend):
     np.testing.assert_allclose(log_likelihood(ng, tokens, masks, backend=backend), post.loglik, rtol=RTOL_TWIN, atol=ATOL_LOG)
 
 
-@pytest.mark.parametrize("language", [random_hmm(3, 2, 5, zeros=0.3), random_ngram(3, 3, 6, zeros=0.3)], ids=["hmm", "3gram"])
+@pytest.mark.parametrize("language", [random_hmm(3, 2, 1.0, seed=5, zero_fraction=0.3), random_ngram(3, 3, 1.0, seed=6, zero_fraction=0.3)], ids=["hmm", "3gram"])
 def test_total_probability_is_one(language):
     L = 5
     xs = np.array(list(product(range(language.vocab_size), repeat=L)))
@@ -109,7 +109,7 @@ def test_total_probability_is_one(language):
     assert np.isneginf(ll).any()  # the structural zeros make some sequences impossible: -inf, not NaN
 
 
-@pytest.mark.parametrize("language", [random_hmm(6, 4, 7, zeros=0.2), random_ngram(3, 4, 8, zeros=0.3)], ids=["hmm", "3gram"])
+@pytest.mark.parametrize("language", [random_hmm(6, 4, 1.0, seed=7, zero_fraction=0.2), random_ngram(3, 4, 1.0, seed=8, zero_fraction=0.3)], ids=["hmm", "3gram"])
 def test_chain_rule(language):
     """``q(x_j = v | obs) = exp(ll(obs + {j: v}) - ll(obs))`` via the forward-only log-likelihood."""
     rng = np.random.default_rng(9)
@@ -135,7 +135,7 @@ def test_chain_rule(language):
 def test_agrees_with_hmmlearn_on_fully_observed_batch():
     from hmmlearn.hmm import CategoricalHMM
 
-    hmm = random_hmm(7, 5, 10, zeros=0.2)
+    hmm = random_hmm(7, 5, 1.0, seed=10, zero_fraction=0.2)
     model = CategoricalHMM(n_components=7, n_features=5, implementation="scaling", init_params="", params="")
     model.startprob_, model.transmat_, model.emissionprob_ = hmm.initial, hmm.transition, hmm.emission
     tokens = hmm.sample(12, 50, np.random.default_rng(11))
@@ -146,21 +146,20 @@ def test_agrees_with_hmmlearn_on_fully_observed_batch():
 
 
 def test_agrees_with_hmmlearn_scaled_recursions_on_masked_batch():
-    from validation.commands.bench_fb import _hmmlearn_reference
 
-    hmm = random_hmm(9, 4, 12)
+    hmm = random_hmm(9, 4, 1.0, seed=12)
     rng = np.random.default_rng(13)
     tokens = hmm.sample(10, 60, rng)
     mask = rng.random(tokens.shape) < 0.5
-    ref_ll, ref_marg = _hmmlearn_reference(hmm, tokens, mask)
+    ref = hmmlearn_forward_backward(hmm, tokens, mask)
     post = masked_forward_backward(hmm, tokens, mask)
-    np.testing.assert_allclose(post.loglik, ref_ll, rtol=0, atol=ATOL_LOGLIK)
-    np.testing.assert_allclose(post.marginals, ref_marg, rtol=0, atol=ATOL_LOGLIK)
+    np.testing.assert_allclose(post.loglik, ref.loglik, rtol=0, atol=ATOL_LOGLIK)
+    np.testing.assert_allclose(post.marginals, ref.marginals, rtol=0, atol=ATOL_LOGLIK)
 
 
 @pytest.mark.parametrize("S,V,zeros", [(20, 5, 0.0), (33, 3, 0.5), (5, 7, 0.3)])
 def test_numba_matches_numpy_twin(S, V, zeros):
-    hmm = random_hmm(S, V, S, zeros=zeros)
+    hmm = random_hmm(S, V, 1.0, seed=S, zero_fraction=zeros)
     rng = np.random.default_rng(S)
     tokens = hmm.sample(37, 40, rng)
     tokens[::5, 7] = rng.integers(0, V, size=tokens[::5, 7].shape)  # possibly impossible
@@ -174,7 +173,7 @@ def test_numba_matches_numpy_twin(S, V, zeros):
 
 @pytest.mark.parametrize("n,V,zeros", [(2, 5, 0.3), (3, 4, 0.0), (4, 3, 0.4), (5, 2, 0.2)])
 def test_ngram_sparse_matches_dense_path(n, V, zeros):
-    ng = random_ngram(n, V, 10 * n + V, zeros=zeros)
+    ng = random_ngram(n, V, 1.0, seed=10 * n + V, zero_fraction=zeros)
     rng = np.random.default_rng(n)
     tokens = ng.sample(25, 30, rng)
     tokens[::4, 5] = rng.integers(0, V, size=tokens[::4, 5].shape)
@@ -188,7 +187,7 @@ def test_ngram_sparse_matches_dense_path(n, V, zeros):
 
 
 def test_result_does_not_depend_on_blocking_or_threads(monkeypatch):
-    hmm = random_hmm(6, 4, 14, zeros=0.3)
+    hmm = random_hmm(6, 4, 1.0, seed=14, zero_fraction=0.3)
     rng = np.random.default_rng(15)
     tokens = hmm.sample(301, 9, rng)
     mask = rng.random(tokens.shape) < 0.5
@@ -221,7 +220,7 @@ def test_result_does_not_depend_on_blocking_or_threads(monkeypatch):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_single_state_is_iid(backend):
-    hmm = random_hmm(1, 4, 16)
+    hmm = random_hmm(1, 4, 1.0, seed=16)
     rng = np.random.default_rng(17)
     tokens = rng.integers(0, 4, size=(5, 8))
     mask = rng.random(tokens.shape) < 0.5
@@ -232,7 +231,7 @@ def test_single_state_is_iid(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("language", [random_hmm(5, 3, 18, zeros=0.3), random_ngram(3, 3, 19, zeros=0.3)], ids=["hmm", "3gram"])
+@pytest.mark.parametrize("language", [random_hmm(5, 3, 1.0, seed=18, zero_fraction=0.3), random_ngram(3, 3, 1.0, seed=19, zero_fraction=0.3)], ids=["hmm", "3gram"])
 def test_all_masked_gives_unconditional_marginals(language, backend):
     """All masked: ``log q(nothing) = 0`` and ``q(x_j) = initial A^j E`` (matrix powers)."""
     hmm = language.to_hmm()
@@ -246,7 +245,7 @@ def test_all_masked_gives_unconditional_marginals(language, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("language", [random_hmm(4, 3, 20), random_ngram(4, 2, 21)], ids=["hmm", "4gram"])
+@pytest.mark.parametrize("language", [random_hmm(4, 3, 1.0, seed=20), random_ngram(4, 2, 1.0, seed=21)], ids=["hmm", "4gram"])
 def test_length_one_and_none_masked(language, backend):
     tokens = language.sample(6, 1, np.random.default_rng(22))
     masked = masked_forward_backward(language, tokens, np.ones((6, 1), bool), backend=backend)
@@ -293,7 +292,7 @@ def test_unreachable_component_does_not_overflow_beta(backend):
 
 
 def test_no_underflow_at_length_4096_with_peaked_model():
-    hmm = random_hmm(4, 3, 24, temperature=3.0)
+    hmm = random_hmm(4, 3, 3.0, seed=24)
     rng = np.random.default_rng(25)
     L = 4096
     tokens = hmm.sample(2, L, rng)
@@ -309,7 +308,7 @@ def test_no_underflow_at_length_4096_with_peaked_model():
 
 
 def test_ngram_long_sequence_matches_dense():
-    ng = random_ngram(3, 4, 26, zeros=0.3)
+    ng = random_ngram(3, 4, 1.0, seed=26, zero_fraction=0.3)
     rng = np.random.default_rng(27)
     tokens = ng.sample(2, 4096, rng)
     mask = rng.random(tokens.shape) < 0.5
@@ -320,7 +319,7 @@ def test_ngram_long_sequence_matches_dense():
 
 
 def test_input_checking():
-    hmm = random_hmm(3, 2, 28)
+    hmm = random_hmm(3, 2, 1.0, seed=28)
     tokens = np.zeros((2, 3), np.int64)
     with pytest.raises(ValueError, match="unknown backend"):
         masked_forward_backward(hmm, tokens, np.ones((2, 3), bool), backend="cuda")

@@ -7,7 +7,8 @@ from scipy import stats
 
 from numerics import HMM, NGram, load_language_file
 from numerics.tolerances import PROB_SUM_ATOL
-from tests.oracles import hmm_law, ngram_law, random_hmm, random_ngram
+from numerics.languages.generators import random_hmm, random_ngram
+from tests.oracles import hmm_law, ngram_law
 
 RTOL_EXACT = 1e-12  # float64 enumeration of the same law in two ways
 P_FAIL = 1e-6  # false-failure budget of each chi-squared test
@@ -79,7 +80,7 @@ def test_ngram_rejects_invalid_arrays(order, initial, conditional, message):
 def test_ngram_state_layout():
     """Window ``(a1, a2)`` of a 3-gram over 3 tokens is ``s = 3 a1 + a2``; it emits ``a2`` and on
     token ``v`` moves to ``(a2, v)``."""
-    ng = random_ngram(3, 3, 0)
+    ng = random_ngram(3, 3, 1.0, seed=0)
     succ = ng.successors()
     for a1 in range(3):
         for a2 in range(3):
@@ -98,7 +99,7 @@ def test_ngram_state_layout():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("language", [random_hmm(4, 3, 1, zeros=0.3), random_ngram(3, 2, 2, zeros=0.3)], ids=["hmm", "3gram"])
+@pytest.mark.parametrize("language", [random_hmm(4, 3, 1.0, seed=1, zero_fraction=0.3), random_ngram(3, 2, 1.0, seed=2, zero_fraction=0.3)], ids=["hmm", "3gram"])
 def test_npz_round_trip(tmp_path, language):
     path = tmp_path / "language.npz"
     language.save(path)
@@ -120,7 +121,7 @@ def test_npz_errors(tmp_path):
     with pytest.raises(ValueError, match="cannot read language file"):
         load_language_file(corrupt)
     truncated = tmp_path / "truncated.npz"
-    random_hmm(3, 2, 3).save(truncated)
+    random_hmm(3, 2, 1.0, seed=3).save(truncated)
     truncated.write_bytes(truncated.read_bytes()[:60])
     with pytest.raises(ValueError, match="cannot read language file"):
         load_language_file(truncated)
@@ -141,11 +142,11 @@ def test_npz_errors(tmp_path):
 
 
 def test_sample_argument_checks():
-    hmm = random_hmm(2, 2, 4)
+    hmm = random_hmm(2, 2, 1.0, seed=4)
     with pytest.raises(TypeError, match="numpy.random.Generator"):
         hmm.sample(3, 2, np.random.RandomState(0))
     with pytest.raises(ValueError, match="length >= 1"):
-        random_ngram(2, 2, 5).sample(3, 0, np.random.default_rng(0))
+        random_ngram(2, 2, 1.0, seed=5).sample(3, 0, np.random.default_rng(0))
     out = hmm.sample(0, 3, np.random.default_rng(0))
     assert out.shape == (0, 3) and out.dtype == np.int64
 
@@ -165,7 +166,7 @@ def _chi_squared_against_law(samples: np.ndarray, xs: np.ndarray, q: np.ndarray)
 
 @pytest.mark.parametrize(
     "language,L",
-    [(random_hmm(3, 2, 6, zeros=0.3), 3), (random_ngram(3, 2, 7, zeros=0.25), 4), (random_ngram(2, 3, 8), 3)],
+    [(random_hmm(3, 2, 1.0, seed=6, zero_fraction=0.3), 3), (random_ngram(3, 2, 1.0, seed=7, zero_fraction=0.25), 4), (random_ngram(2, 3, 1.0, seed=8), 3)],
     ids=["hmm", "3gram", "2gram"],
 )
 def test_sampling_law_matches_enumeration(language, L):

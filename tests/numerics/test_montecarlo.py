@@ -28,7 +28,7 @@ from numerics.sampling.montecarlo import (
 )
 from numerics.sampling.samplers import sample_oracle
 from numerics.schedules import from_u, linear
-from tests.strategies import random_rows
+from numerics.languages.generators import random_rows
 
 Z_ACCEPT = 4.5
 
@@ -37,10 +37,10 @@ Z_ACCEPT = 4.5
 def _cases():
     rng = np.random.default_rng(21)
     return {
-        "2gram-pruned": NGram(2, random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3)),
-        "3gram": NGram(3, random_rows(rng, 1, 4)[0], random_rows(rng, 4, 2)),
-        "3gram-pruned": NGram(3, random_rows(rng, 1, 9)[0], random_rows(rng, 9, 3, zero=0.3)),
-        "hmm": HMM(random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3), random_rows(rng, 3, 2)),
+        "2gram-pruned": NGram(2, random_rows(rng, (3,)), random_rows(rng, (3, 3), zero_fraction=0.3)),
+        "3gram": NGram(3, random_rows(rng, (4,)), random_rows(rng, (4, 2))),
+        "3gram-pruned": NGram(3, random_rows(rng, (9,)), random_rows(rng, (9, 3), zero_fraction=0.3)),
+        "hmm": HMM(random_rows(rng, (3,)), random_rows(rng, (3, 3)), random_rows(rng, (3, 2))),
         # state 0 alone emits token 0 and never follows itself: "0 0" is invalid (SER > 0)
         "hmm-pruned": HMM(np.array([0.5, 0.3, 0.2]), np.array([[0, 0.5, 0.5], [0.4, 0.3, 0.3], [0.2, 0.5, 0.3]]),
                           np.array([[1.0, 0, 0], [0, 0.5, 0.5], [0, 0.3, 0.7]])),
@@ -93,7 +93,7 @@ def test_jensen_bound_mc_within_interval_of_enumeration(name, sched):
 def test_jensen_bound_mc_matches_markov_chain_rule_at_larger_length():
     """2-gram at L = 64: the exact chain-rule closed form (part B) vs Monte Carlo over (x, tau)."""
     rng = np.random.default_rng(5)
-    chain = NGram(2, random_rows(rng, 1, 4)[0], random_rows(rng, 4, 4))
+    chain = NGram(2, random_rows(rng, (4,)), random_rows(rng, (4, 4)))
     for schedule in (linear(8), linear(40)):
         exact = jensen_bound_markov(chain, 64, schedule).total.value
         est = kl_jensen_bound_mc(chain, schedule, 64, 4000, np.random.default_rng(6))

@@ -32,7 +32,7 @@ from numerics.sampling.samplers import (
 )
 from numerics.schedules import from_u, linear
 from numerics.sampling.oracle import reveal_score
-from tests.strategies import random_rows
+from numerics.languages.generators import random_rows
 
 ALPHA = 1e-4  # false-failure probability of one chi-squared test under a random seed
 MIN_EXPECTED = 5.0  # merge bins below this expected count (chi-squared approximation)
@@ -73,10 +73,10 @@ def law_bins(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, undefined: float)
 def _languages():
     rng = np.random.default_rng(7)
     return {
-        "2gram": NGram(2, random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3)),
-        "3gram": NGram(3, random_rows(rng, 1, 4)[0], random_rows(rng, 4, 2, zero=0.25)),
-        "4gram": NGram(4, random_rows(rng, 1, 8)[0], random_rows(rng, 8, 2, zero=0.2)),
-        "hmm": HMM(random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3), random_rows(rng, 3, 3, zero=0.3)),
+        "2gram": NGram(2, random_rows(rng, (3,)), random_rows(rng, (3, 3), zero_fraction=0.3)),
+        "3gram": NGram(3, random_rows(rng, (4,)), random_rows(rng, (4, 2), zero_fraction=0.25)),
+        "4gram": NGram(4, random_rows(rng, (8,)), random_rows(rng, (8, 2), zero_fraction=0.2)),
+        "hmm": HMM(random_rows(rng, (3,)), random_rows(rng, (3, 3), zero_fraction=0.3), random_rows(rng, (3, 3), zero_fraction=0.3)),
     }
 
 

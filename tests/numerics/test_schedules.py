@@ -103,3 +103,17 @@ def test_sample_steps_follow_pi():
     assert p > P_FAIL
     with pytest.raises(TypeError, match="Generator"):
         s.sample_steps(np.random.RandomState(0), 3)
+
+
+def test_mdlm_schedule_is_loglinear_down_to_1e_5_with_the_rest_in_the_last_step():
+    """MDLM's sampler: times 1 = t_0 > .. > t_{N-1} = 1 - (N-1)(1 - 1e-5)/N linear, then everything left at step N."""
+    from numerics.schedules import MDLM_T_MIN, loglinear, make_schedule
+
+    N = 8
+    s = make_schedule("mdlm", N)
+    assert s.name == "mdlm(N=8)"
+    np.testing.assert_array_equal(s.u, loglinear(N, t_min=1e-5).u)
+    t = 1.0 - np.arange(N + 1) * (1.0 - MDLM_T_MIN) / N
+    a = 1.0 - (1.0 - 1e-3) * t
+    np.testing.assert_allclose(s.u[:-1], ((a - a[0]) / (1.0 - a[0]))[:-1], rtol=1e-15)
+    assert s.u[-1] == 1.0 and s.pi[-1] > s.pi[0]  # the last step also takes the mass left at t = 1e-5

@@ -3,11 +3,8 @@
 What is timed (wall clock, warm-up call excluded, best and median of ``--repeats``):
 
 * **ours**: :func:`numerics.masked_forward_backward` on ``B`` sequences (all threads numba has);
-* **reference**: hmmlearn's scaled forward-backward (``_hmmc.forward_scaling`` /
-  ``backward_scaling``, the code behind ``CategoricalHMM.score_samples``) one sequence at a time on
-  one thread (BLAS/OpenMP limited with threadpoolctl), with emission likelihood 1 at masked
-  positions, posteriors normalized as hmmlearn does, and ``posterior @ emission`` at the masked
-  positions, i.e. the same outputs. Slow at large ``S``, so it runs on the first
+* **reference**: hmmlearn's scaled forward-backward (:func:`validation.reference.hmmlearn_forward_backward`)
+  one sequence at a time on one thread (BLAS/OpenMP limited with threadpoolctl), the same outputs. Slow at large ``S``, so it runs on the first
   ``--reference-batch`` sequences (default: as many as about 1e10 flops allow, at least 8);
   throughputs are per sequence;
 * **gemm rate**: the float64 matrix-multiply rate at the kernel's own shape and threads (``L``
@@ -16,8 +13,8 @@ What is timed (wall clock, warm-up call excluded, best and median of ``--repeats
   of the whole forward-backward over the former (``gemm_fraction_of_peak``: over the latter).
 
 ``--language 4gram`` (or ``2gram``, ``3gram``) benchmarks a random n-gram over ``--vocab`` tokens
-(rows ``softmax(2 g)`` with ``g`` standard normal, entries below 0.005 pruned; ``--states`` is
-ignored) with the sparse n-gram kernel, and runs the same model as a dense ``V^(n-1)``-state HMM
+(:func:`numerics.languages.generators.random_ngram`: rows ``softmax(2 g)`` with ``g`` standard
+normal, entries below 0.005 pruned; ``--states`` is ignored) with the sparse n-gram kernel, and runs the same model as a dense ``V^(n-1)``-state HMM
 through the dense kernel: ``sparse_vs_dense_speedup``. Timings on a shared machine are noisy; the
 ratios are measured in one run on one machine.
 """
@@ -37,38 +34,6 @@ __all__ = ["BENCH_COMMANDS", "run_benchmark"]
 MAX_ABS_DIFF_OK = 1e-9  # float64 scaled recursions in two orders agree far better than this
 
 
-def _softmax_rows(g: np.ndarray) -> np.ndarray:
-    w = np.exp(g - g.max(axis=-1, keepdims=True))
-    return w / w.sum(axis=-1, keepdims=True)
-
-
-def _random_hmm(states: int, vocab: int, rng: np.random.Generator):
-    """A dense random HMM: every row ``softmax(g)``, ``g`` i.i.d. standard normal (no zeros)."""
-    from numerics.languages.hmm import HMM
-
-    return HMM(
-        _softmax_rows(rng.standard_normal(states)),
-        _softmax_rows(rng.standard_normal((states, states))),
-        _softmax_rows(rng.standard_normal((states, vocab))),
-    )
-
-
-def _random_ngram(order: int, vocab: int, rng: np.random.Generator, temperature: float = 2.0, threshold: float = 0.005):
-    """A random n-gram: rows ``softmax(temperature g)``, entries below ``threshold`` set to 0 (the
-    argmax is always kept) and the row renormalized."""
-    from numerics.languages.hmm import NGram
-
-    S = vocab ** (order - 1)
-
-    def rows(shape):
-        p = _softmax_rows(temperature * rng.standard_normal(shape))
-        keep = (p >= threshold) | (p == p.max(axis=-1, keepdims=True))
-        p = np.where(keep, p, 0.0)
-        return p / p.sum(axis=-1, keepdims=True)
-
-    return NGram(order, rows(S), rows((S, vocab)))
-
-
 def _time(fn, repeats: int) -> tuple[list[float], object]:
     out = fn()  # warm-up (compilation, caches), excluded
     times = []
@@ -77,28 +42,6 @@ def _time(fn, repeats: int) -> tuple[list[float], object]:
         out = fn()
         times.append(time.perf_counter() - t)
     return times, out
-
-
-def _hmmlearn_reference(hmm, tokens: np.ndarray, mask: np.ndarray):
-    """hmmlearn's scaled forward-backward per sequence: ``(loglik (n,), marginals (n, L, V))``."""
-    from hmmlearn import _hmmc
-
-    E = hmm.emission
-    ET = np.ascontiguousarray(E.T)
-    n, L = tokens.shape
-    loglik = np.empty(n)
-    marginals = np.zeros((n, L, hmm.vocab_size))
-    for b in range(n):
-        frameprob = ET[tokens[b]]  # (L, S) emission likelihoods; 1 where masked
-        frameprob[mask[b]] = 1.0
-        ll, fwd, scaling = _hmmc.forward_scaling(hmm.initial, hmm.transition, frameprob)
-        bwd = _hmmc.backward_scaling(hmm.initial, hmm.transition, frameprob, scaling)
-        post = fwd * bwd
-        post /= post.sum(axis=1, keepdims=True)
-        loglik[b] = ll
-        marginals[b, mask[b]] = post[mask[b]] @ E
-        marginals[b, ~mask[b], tokens[b, ~mask[b]]] = 1.0
-    return loglik, marginals
 
 
 def _peak_gemm_flops(repeats: int = 3, n: int = 1024) -> float:
@@ -127,13 +70,15 @@ def run_benchmark(
 
     from numerics.inference import _dense
     from numerics.inference.posterior import Observations
+    from numerics.languages.generators import random_hmm, random_ngram
+    from validation.reference import hmmlearn_forward_backward
     from numerics.inference.forward_backward import masked_forward_backward
     from numerics.languages.hmm import NGram
 
     if language == "hmm":
-        lang = _random_hmm(states, vocab, np.random.default_rng([seed, 1]))
+        lang = random_hmm(states, vocab, 1.0, seed=np.random.default_rng([seed, 1]))
     elif language.endswith("gram") and language[:-4].isdigit():
-        lang = _random_ngram(int(language[:-4]), vocab, np.random.default_rng([seed, 1]))
+        lang = random_ngram(int(language[:-4]), vocab, 2.0, 0.005, seed=np.random.default_rng([seed, 1]))
     else:
         raise click.BadParameter(f"unknown language {language!r}; use hmm, 2gram, 3gram or 4gram", param_hint="--language")
     rng = np.random.default_rng([seed, 2])
@@ -177,19 +122,19 @@ def run_benchmark(
         elif step == "reference":
             with threadpool_limits(limits=1):
                 t0 = time.perf_counter()
-                ref_ll, ref_marg = _hmmlearn_reference(dense, tokens[:n_ref], mask[:n_ref])
+                ref = hmmlearn_forward_backward(dense, tokens[:n_ref], mask[:n_ref])
                 first = time.perf_counter() - t0
                 ref_times = [first]
                 while len(ref_times) < repeats and sum(ref_times) < 2.0:  # cheap: best of a few more
                     t0 = time.perf_counter()
-                    _hmmlearn_reference(dense, tokens[:n_ref], mask[:n_ref])
+                    hmmlearn_forward_backward(dense, tokens[:n_ref], mask[:n_ref])
                     ref_times.append(time.perf_counter() - t0)
             result["reference"] = "hmmlearn._hmmc forward_scaling + backward_scaling, 1 thread"
             result["reference_batch"] = n_ref
             result["reference_seconds_best"] = min(ref_times)
             result["reference_seq_per_s"] = n_ref / min(ref_times)
-            result["max_abs_diff_loglik"] = float(np.max(np.abs(post.loglik[:n_ref] - ref_ll)))
-            result["max_abs_diff_marginals"] = float(np.max(np.abs(post.marginals[:n_ref] - ref_marg)))
+            result["max_abs_diff_loglik"] = float(np.max(np.abs(post.loglik[:n_ref] - ref.loglik)))
+            result["max_abs_diff_marginals"] = float(np.max(np.abs(post.marginals[:n_ref] - ref.marginals)))
         elif step == "dense":
             dtimes, dpost = _time(lambda: _dense.forward_backward_dense(dense, Observations(tokens, mask)), max(1, min(repeats, 3)))
             result["dense_seconds_best"] = min(dtimes)
