@@ -54,7 +54,7 @@ from numerics.estimate import Estimate, clopper_pearson
 from numerics.draws import inverse_cdf_rows
 from numerics.exact.entropy import entropy_rate
 from numerics.inference.forward_backward import log_q, masked_forward_backward
-from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.hmm import Language, NGram, load_language_file
 from numerics.languages.generators import as_generator, prune_rows, random_hmm, random_ngram, softmax_rows
 from numerics.languages.interval import IntervalLanguage
 
