@@ -11,9 +11,11 @@ matplotlib.use("Agg")  # the report runs headless; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["plt", "language_color", "new_figure", "band", "band_ci", "legend", "Z95", "length_styles"]
+from ._base import Z95  # noqa: E402  (re-exported: the 95% bands of every figure)
 
-Z95 = 1.959963984540054  # two-sided 95% normal quantile for +-Z*stderr bands
+__all__ = ["plt", "language_color", "new_figure", "panel_grid", "band", "band_ci", "legend", "figure_legend",
+           "length_handles", "log_ticks", "Z95", "length_styles"]
+
 
 _BASE_COLORS = {
     "2gram": "#1f77b4",
@@ -82,6 +84,63 @@ def band_ci(ax: Any, x: Sequence[float], y: Sequence[float], lo: Sequence[float 
 
 
 def legend(ax: Any, **kw: Any) -> None:
-    """``ax.legend(**kw)`` when something is labelled (matplotlib warns on an empty legend)."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(**kw)
+    """The axes' legend outside the axes, to their right, so it never covers data.
+
+    Nothing is drawn when nothing is labelled (matplotlib warns on an empty legend). A ``loc``
+    in ``kw`` places it as given instead.
+    """
+    if not ax.get_legend_handles_labels()[0]:
+        return
+    if "loc" not in kw:
+        kw.update(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    ax.legend(**kw)
+
+
+def figure_legend(fig: Any, axes: Any, extra: Sequence[Any] = (), ncol: int = 4, **kw: Any) -> None:
+    """One legend below all panels of ``fig``: the labelled artists of ``axes`` (each label once)
+    and the ``extra`` handles. Panels keep all of their area for the data."""
+    handles: dict[str, Any] = {}
+    for ax in np.ravel(axes):
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if not lab.startswith("_"):
+                handles.setdefault(lab, h)
+    for h in extra:
+        handles.setdefault(h.get_label(), h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncol=min(ncol, len(handles)), fontsize=kw.pop("fontsize", 8), frameon=False, **kw)
+
+
+def length_handles(lengths: Sequence[int], styles: dict[int, dict[str, Any]]) -> list[Any]:
+    """Legend handles in gray for the line style of each length (the color says the language)."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], color="0.35", marker=styles[L]["marker"], linestyle=styles[L]["linestyle"],
+                   markersize=4, label=f"L = {L}") for L in lengths]
+
+
+def panel_grid(n: int, max_cols: int = 2, width: float = 4.6, height: float = 3.2):
+    """A figure with ``n`` panels in rows of at most ``max_cols`` (so each stays readable on the page);
+    returns the figure and the first ``n`` axes as a flat list (unused cells removed)."""
+    ncols = min(n, max_cols)
+    nrows = -(-n // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=width, height=height)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        fig.delaxes(ax)
+    return fig, flat[:n]
+
+
+def log_ticks(ax: Any, axis: str = "y") -> None:
+    """Plain-number labels (2, 5, 10, 20 ...) on a log axis spanning less than two decades, where
+    matplotlib would label at most one power of ten. Call after the limits are set."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if not (lo > 0 and hi / lo < 100):
+        return
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    subs = (1.0, 2.0, 3.0, 5.0) if hi / lo > 4 else tuple(float(k) for k in range(1, 10))
+    target.set_major_locator(LogLocator(base=10, subs=subs))
+    target.set_major_formatter(FormatStrFormatter("%g"))
+    target.set_minor_formatter(NullFormatter())

@@ -84,6 +84,10 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                          + ", ".join(pinned) + ".")
     if unexpected:
         out.notes.append("VIOLATIONS NOT YET RECORDED AS FINDINGS: " + ", ".join(unexpected) + ".")
+    out.findings.extend(f"{r['claim']}: violated on {r['violations']} of {r['instances']} instances"
+                        + ("" if r.get("expect") == "false" else " (not yet recorded in docs/findings.md)")
+                        for r in bad)
+    out.vacuous.extend(f"{r['claim']}: no instance could be checked" for r in rows if not r.get("instances"))
     return out.finish(started)
 
 
