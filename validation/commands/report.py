@@ -7,12 +7,23 @@ from pathlib import Path
 
 import click
 
+from validation.setup_text import MAKE_REPORT_MINUTES
+
 from ._common import emit, json_option
 
 __all__ = ["COMMANDS"]
 
 
-@click.command("report")
+_REPORT_HELP = f"""Run the experiments that are missing from the cache and write the HTML report.
+
+The default is sized for a 2-core CPU: with --train (as `make report` runs it) about
+{MAKE_REPORT_MINUTES} minutes from an empty cache. A re-run or an interrupted run resumes from
+the cache. Exit status 1 if an experiment or a part of one raised (the report is written all the
+same and shows the traceback).
+"""
+
+
+@click.command("report", help=_REPORT_HELP)
 @click.option("--full", "scale", flag_value="full", help="Paper scale (GPU-sized sweeps; hours on a CPU).")
 @click.option("--tiny", "scale", flag_value="tiny", hidden=True, help="Seconds-sized smoke run (tests).")
 @click.option("--default", "scale", flag_value="default", default=True, hidden=True)
@@ -24,18 +35,13 @@ __all__ = ["COMMANDS"]
               help="Run only this experiment (repeatable).")
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
-@click.option("--train", is_flag=True, help="Train the cpu-small MDM first (adds about 10 minutes on 2 cores).")
+@click.option("--train", is_flag=True, help="Train the cpu-small MDM first (time-capped and resumable; `make report` does).")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
 @json_option
 def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
                checkpoints: tuple[str, ...], train: bool, strict: bool, progress: bool, as_json: bool) -> None:
-    """Run the experiments that are missing from the cache and write the HTML report.
-
-    The default is sized for a 2-core CPU (at most 10 minutes from an empty cache); a re-run or an
-    interrupted run resumes from the cache. Exit status 1 if an experiment or a part of one raised
-    (the report is written all the same and shows the traceback).
-    """
+    """``mdm-theory report`` (help text: ``_REPORT_HELP``)."""
     from validation.report import build_report
 
     overrides: dict[str, dict] = {}

@@ -74,13 +74,31 @@ def band(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | 
 
 def band_ci(ax: Any, x: Sequence[float], y: Sequence[float], lo: Sequence[float | None],
             hi: Sequence[float | None], color: str, label: str | None = None, **line_kw: Any) -> None:
-    """A line with a shaded band between given interval limits (skipped where a limit is missing)."""
+    """A line with a shaded band between given interval limits (skipped where a limit is missing).
+
+    Points whose value is not a finite number (an infinite perplexity) are left out of the line;
+    the tables show them.
+    """
+    keep = [k for k, v in enumerate(y) if v is not None and np.isfinite(v)]
+    dropped = [(x[k], y[k]) for k in range(len(y)) if k not in keep]
+    if dropped:  # said in the panel, so an empty-looking panel is not mistaken for "no data"
+        ax.text(0.03, 0.03 + 0.07 * len(ax.texts), f"{label or 'curve'}:\n{_describe(dropped)}",
+                transform=ax.transAxes, fontsize=6.5, color=color, ha="left", va="bottom")
+    x, y, lo, hi = ([seq[k] for k in keep] for seq in (x, y, lo, hi))
+    if not keep:
+        return
     ax.plot(x, y, color=color, label=label, **line_kw)
     pts = [(a, b, c) for a, b, c in zip(x, lo, hi) if b is not None and c is not None
            and np.isfinite(b) and np.isfinite(c)]
     if pts:
         xs, los, his = zip(*pts)
         ax.fill_between(xs, los, his, color=color, alpha=0.18, linewidth=0)
+
+
+def _describe(points: list[tuple[Any, Any]]) -> str:
+    """``"infinite at N = 1, 2, not drawn"`` for points whose value is not finite."""
+    kinds = {("infinite" if v is not None and np.isinf(v) else "undefined") for _, v in points}
+    return f"{' or '.join(sorted(kinds))} at N = {', '.join(str(n) for n, _ in points)}, not drawn"
 
 
 def legend(ax: Any, **kw: Any) -> None:

@@ -224,6 +224,6 @@ def plot(result: ExperimentResult) -> list[Plot]:
         ax.set_ylabel(label)
         legend(ax, fontsize=7)
         plots.append(Plot(f"{metric}_learned_vs_oracle", fig,
-                          f"{label.capitalize()} of trained models vs the oracle factorized sampler at the same steps "
+                          f"{label[0].upper() + label[1:]} of trained models vs the oracle factorized sampler at the same steps "
                           "and schedule (95% intervals), with true samples of the language for reference."))
     return plots
