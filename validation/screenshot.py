@@ -1,17 +1,20 @@
-"""Open the report in headless Chromium, check it renders, and save a screenshot.
+"""Open the report (or a page of the docs site) in headless Chromium, check it renders, save a screenshot.
 
     python -m validation.screenshot report/index.html report/screenshot.png [--height PX]
 
-Two browser runs: ``--dump-dom`` after the page's load event (the report's script then marks
-``<body data-images-ok=K data-images-broken=M>``: images that the browser really decoded), and
-``--screenshot`` of the whole page (the height the page measured itself). Exit status 0 when every image loaded, at least one is present, the pure-Python
-link check (:func:`validation.report.broken_links`) finds nothing and the PNG was written; 1
-otherwise; 2 when no Chromium is installed (``apt-get install chromium``). Tests never require it.
+Two browser runs: ``--dump-dom`` after the page's load event (the page's script then marks
+``<body data-images-ok=K data-images-broken=M data-page-height=H data-page-width=W>``: images
+the browser really decoded and the page's size; a docs page also ``data-math-rendered`` and
+``data-math-errors``), and ``--screenshot`` of the whole page (the height it measured itself).
+Exit status 0 when every image loaded, at least one is present, the pure-Python link check
+(:func:`validation.report.broken_links`) finds nothing and the PNG was written; 1 otherwise; 2 when no Chromium is installed (``apt-get install chromium``; the test suite installs it
+with :func:`install_chromium` and fails when it cannot).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["find_chromium", "browser_check", "main"]
+__all__ = ["find_chromium", "install_chromium", "browser_check", "main"]
 
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 MAX_HEIGHT = 16000  # px: Chromium's largest screenshot; a longer page is cut there
@@ -32,6 +35,31 @@ def find_chromium() -> str | None:
         if path:
             return path
     return None
+
+
+def install_chromium(timeout: float = 900) -> str | None:
+    """Install Debian's ``chromium`` with apt-get when none is found (needs root, as in CI).
+
+    Returns the browser's path, or ``None`` when it cannot be had (not root, no apt-get, the
+    install failed or ran past ``timeout`` seconds); the reason is printed to stderr.
+    """
+    found = find_chromium()
+    if found is not None:
+        return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        print("install_chromium: needs apt-get and root", file=sys.stderr)
+        return None
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    try:
+        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            if proc.returncode != 0:
+                print(f"install_chromium: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+                return None
+    except subprocess.TimeoutExpired:
+        print(f"install_chromium: apt-get ran past {timeout} s", file=sys.stderr)
+        return None
+    return find_chromium()
 
 
 def _run(browser: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
@@ -60,6 +88,8 @@ def browser_check(html: Path, png: Path, width: int = 1280, height: int | None =
     broken = re.search(r'data-images-broken="(\d+)"', dom)
     page_h = re.search(r'data-page-height="(\d+)"', dom)
     page_w = re.search(r'data-page-width="(\d+)"', dom)
+    math = re.search(r'data-math-rendered="(\d+)"', dom)
+    math_err = re.search(r'data-math-errors="(\d+)"', dom)
     if height is None:
         height = min(int(page_h.group(1)) if page_h else 6000, MAX_HEIGHT)
     png.parent.mkdir(parents=True, exist_ok=True)
@@ -70,6 +100,8 @@ def browser_check(html: Path, png: Path, width: int = 1280, height: int | None =
         "images_broken": int(broken.group(1)) if broken else None,
         "page_height": int(page_h.group(1)) if page_h else None,
         "page_width": int(page_w.group(1)) if page_w else None,
+        "math_rendered": int(math.group(1)) if math else None,
+        "math_errors": int(math_err.group(1)) if math_err else None,
         "broken_links": broken_links(html),
         "screenshot": str(png),
         "screenshot_bytes": png.stat().st_size if png.exists() else 0,
