@@ -29,7 +29,7 @@ from .claims import ATOL_CANCEL, Claim, register, require
 from .related_bounds import cai_li_iteration_bound
 from .related_info import random_language
 
-__all__ = ["AdaptiveLaw", "entropy_sum_law", "RULES"]
+__all__ = ["RULES", "AdaptiveLaw", "entropy_sum_law"]
 
 RULES = ("cross", "stay")
 MAX_SEQUENCES = 1 << 10  # V^L: every path is enumerated
@@ -157,6 +157,16 @@ def _iterations_sampler(inst):
     return law.expected_iterations_sampler, cai_li_iteration_bound(law.entropy, 0.0, float(inst["gamma"])).value
 
 
+def _kl_vs_iterations(inst):
+    law = _law(inst)
+    return law.kl, float(inst["gamma"]) * law.expected_iterations_data
+
+
+def _chain_rule(inst):
+    law = _law(inst)
+    return law.kl, law.chain_rule_kl
+
+
 _DOC = ("Tiny full-support languages (Markov chains, n-grams, HMMs; V^L <= 81 here), gamma uniform in "
         "(0.02, 2) log|V|; every reveal path of the entropy-sum rule enumerated with the oracle "
         "(theory.related_adaptive.entropy_sum_law). ")
@@ -188,7 +198,7 @@ register(Claim(
     id="CaiLi.1.kl", paper="Cai-Li 2603.22248 / EB-Sampler: KL from the per-step certificate [D]",
     title="entropy-sum rule (either variant): KL(q || p) <= gamma E_q[T]",
     lhs=S.fn("KL")(S.tex("q"), S.tex("p")), rhs=S.tex(r"\gamma") * _E_T, relation="<=",
-    evaluate=lambda inst: (lambda law: (law.kl, float(inst["gamma"]) * law.expected_iterations_data))(_law(inst)),
+    evaluate=_kl_vs_iterations,
     domain=_domain, generate=_gen,
     doc=_DOC + "Each step's total correlation is <= sum_U H - max_U H <= gamma (EB.1), summed along data "
     "trajectories by (I1).", parameters=_params, atol=ATOL_CANCEL,
@@ -197,7 +207,7 @@ register(Claim(
     id="CaiLi.1.chain-rule", paper="(I1) for adaptive rules [D]",
     title="KL(q || p) = E_q sum_t TC_t along data trajectories (the revealed set is a function of revealed values)",
     lhs=S.fn("KL")(S.tex("q"), S.tex("p")), rhs=S.fn("E_q")(S.tex(r"\sum_t \mathrm{TC}_t")), relation="==",
-    evaluate=lambda inst: (lambda law: (law.kl, law.chain_rule_kl))(_law(inst)), domain=_domain, generate=_gen,
+    evaluate=_chain_rule, domain=_domain, generate=_gen,
     doc=_DOC + "Left: KL of the enumerated output law; right: the exact step total correlations along each path.",
     parameters=_params, atol=ATOL_CANCEL,
 ))

@@ -13,8 +13,8 @@ Notation (the project's): ``q`` is the data law, ``p`` the sampler's; all logs n
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -22,23 +22,23 @@ KL_ROUNDOFF = 1e-12  # a KL summed in float64 from O(1) terms is off by ~1e-15 (
 
 __all__ = [
     "Bound",
-    "dyadic_ceiling",
-    "li_cai_bound",
-    "ordering_bound",
-    "iid_mi_bound",
-    "ccl_dtc_factor",
-    "ccl_tc_factor",
+    "cai_li_iteration_bound",
     "ccl_dtc_bound",
-    "ccl_tc_bound",
+    "ccl_dtc_factor",
     "ccl_geometric_sizes",
     "ccl_steps_bound",
+    "ccl_tc_bound",
+    "ccl_tc_factor",
+    "dyadic_ceiling",
+    "eb_certificate",
     "fast_dllm_greedy_condition",
     "fast_dllm_kl_bound",
     "fast_dllm_kl_formula",
-    "fast_dllm_tv_bound",
     "fast_dllm_lp_bound",
-    "eb_certificate",
-    "cai_li_iteration_bound",
+    "fast_dllm_tv_bound",
+    "iid_mi_bound",
+    "li_cai_bound",
+    "ordering_bound",
     "ser_certificate",
 ]
 

@@ -13,6 +13,7 @@ Everything here is computed from *subset entropies* -- the joint table's
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from numerics.languages.presets import random_hmm
 from .claims import require
 from .kl_chain import random_ngram
 
-__all__ = ["Informations", "informations", "is_markov", "random_language", "random_sizes", "MAX_TABLE_LENGTH"]
+__all__ = ["MAX_TABLE_LENGTH", "Informations", "informations", "is_markov", "random_language", "random_sizes"]
 
 MAX_TABLE_LENGTH = 6  # subset entropies of a (V,)^L table enumerate 2^L marginals: tiny L only
 MAX_MARKOV_LENGTH = 64  # Markov closed forms: O(L^2) matrix powers per instance, milliseconds
@@ -124,5 +125,5 @@ def random_sizes(rng: np.random.Generator, length: int) -> tuple[int, ...]:
         return tuple(out[::-1]) if rng.random() < 0.5 else tuple(out)
     cuts = sorted(int(c) for c in rng.choice(np.arange(1, L), size=int(rng.integers(0, L)), replace=False)) if L > 1 else []
     b = [0, *cuts, L]
-    return tuple(y - x for x, y in zip(b[:-1], b[1:]))
+    return tuple(y - x for x, y in itertools.pairwise(b))
 

@@ -39,7 +39,13 @@ from .related_bounds import (
     li_cai_bound,
     ordering_bound,
 )
-from .related_info import MAX_TABLE_LENGTH, informations, is_markov, random_language, random_sizes
+from .related_info import (
+    MAX_TABLE_LENGTH,
+    informations,
+    is_markov,
+    random_language,
+    random_sizes,
+)
 
 __all__ = ["expected_kl_blocks", "expected_kl_blocks_enumerated"]
 
@@ -67,7 +73,7 @@ def expected_kl_blocks_enumerated(language, length: int, sizes) -> float:
     parts = set()
     for order in itertools.permutations(range(L)):
         bounds = np.concatenate([[0], np.cumsum(sizes)])
-        parts.add(tuple(tuple(sorted(order[a:b])) for a, b in zip(bounds[:-1], bounds[1:])))
+        parts.add(tuple(tuple(sorted(order[a:b])) for a, b in itertools.pairwise(bounds)))
     return float(np.mean([instance_output_law(q, None, p).kl for p in parts]))
 
 
@@ -206,26 +212,23 @@ for _id, _title, _lhs_expr, _rhs_expr, _fn in (
         "entropies (theory.related_info).", parameters=_identity_params, atol=ATOL_ENTROPY_SUMS,
     ))
 
-register(Claim(
-    id="CCL.2", paper="Chen-Cong-Li 2511.04647, DTC upper bound (our derivation) [D]",
-    title="E_sigma KL <= max_t (k_t - 1)/(s_{t-1} + 1) * DTC",
-    lhs=E_sigma_KL, rhs=S.tex(r"\max_t \frac{k_t - 1}{s_{t-1} + 1}") * DTC, relation="<=",
-    evaluate=lambda inst: (_lhs(inst), ccl_dtc_bound(inst["sizes"], _info(inst).dtc).value),
-    domain=_blocks_domain, generate=_gen_blocks,
-    doc=_BLOCKS_DOC + " Chen-Cong-Li bound the error by TC and DTC with schedules of O((1 + log L)/eps) steps [R]; "
-    "their statement and constants were not recovered. Checked here: our derivation from (I4), "
-    "E KL = sum_t sum_{r<k_t} (k_t - r) f(s_{t-1}+r) and DTC = sum_j j f(j).",
-    steps=("CCL.2.steps",), parameters=_blocks_params, atol=ATOL_CANCEL,
-))
-register(Claim(
-    id="CCL.3", paper="Chen-Cong-Li 2511.04647, TC upper bound (our derivation) [D]",
-    title="E_sigma KL <= max_t (k_t - 1)/(L - s_{t-1} - 1) * TC",
-    lhs=E_sigma_KL, rhs=S.tex(r"\max_t \frac{k_t - 1}{L - s_{t-1} - 1}") * TC, relation="<=",
-    evaluate=lambda inst: (_lhs(inst), ccl_tc_bound(inst["sizes"], _info(inst).tc).value),
-    domain=_blocks_domain, generate=_gen_blocks,
-    doc=_BLOCKS_DOC + " As CCL.2 with TC = sum_j (L - j) f(j); blocks of one token contribute nothing.",
-    steps=("CCL.3.steps",), parameters=_blocks_params, atol=ATOL_CANCEL,
-))
+_CCL_DOC = (" Chen-Cong-Li bound the error by TC and DTC with schedules of O((1 + log L)/eps) steps [R]; their "
+            "statement and constants were not recovered. Checked here: our derivation from (I4), "
+            "E KL = sum_t sum_{r<k_t} (k_t - r) f(s_{t-1}+r), with DTC = sum_j j f(j) and TC = sum_j (L - j) f(j).")
+for _id, _kind, _plain, _factor, _base, _bound in (
+    ("CCL.2", "DTC", "(k_t - 1)/(s_{t-1} + 1)", r"\frac{k_t - 1}{s_{t-1} + 1}", DTC,
+     lambda inst: ccl_dtc_bound(inst["sizes"], _info(inst).dtc).value),
+    ("CCL.3", "TC", "(k_t - 1)/(L - s_{t-1} - 1)", r"\frac{k_t - 1}{L - s_{t-1} - 1}", TC,
+     lambda inst: ccl_tc_bound(inst["sizes"], _info(inst).tc).value),
+):
+    register(Claim(
+        id=_id, paper=f"Chen-Cong-Li 2511.04647, {_kind} upper bound (our derivation) [D]",
+        title=f"E_sigma KL <= max_t {_plain} * {_kind}",
+        lhs=E_sigma_KL, rhs=S.tex(r"\max_t " + _factor) * _base, relation="<=",
+        evaluate=lambda inst, bound=_bound: (_lhs(inst), bound(inst)),
+        domain=_blocks_domain, generate=_gen_blocks, doc=_BLOCKS_DOC + _CCL_DOC,
+        steps=(f"{_id}.steps",), parameters=_blocks_params, atol=ATOL_CANCEL,
+    ))
 
 
 def _steps_domain(inst) -> None:

@@ -27,7 +27,7 @@ from .related_bounds import (
     ser_certificate,
 )
 
-__all__ = ["step_tables", "StepTables"]
+__all__ = ["StepTables", "step_tables"]
 
 MAX_CELLS = 256  # V^n cells of a per-step joint (tiny: the claims enumerate them)
 

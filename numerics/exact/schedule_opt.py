@@ -38,31 +38,36 @@ when a ``u`` grid is rounded to block sizes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
 
 from numerics.estimate import Estimate
 from numerics.exact._binomial import binom_pmf
-from numerics.exact.information_curve import InformationCurve, information_curve_table, jensen_bound_from_curve
+from numerics.exact.information_curve import (
+    InformationCurve,
+    information_curve_table,
+    jensen_bound_from_curve,
+)
 from numerics.exact.markov import information_curve_markov, markov_chain_of
 from numerics.schedules import Schedule, from_u, linear
 
 __all__ = [
-    "information_curve",
     "BlockError",
-    "block_error",
     "OptimalBlocks",
-    "optimal_blocks",
-    "sizes_from_u",
-    "schedule_from_sizes",
-    "iid_error",
     "OptimizedSchedule",
-    "optimize_iid_schedule",
-    "lz_u",
+    "block_error",
+    "iid_error",
+    "information_curve",
     "lz_schedule",
+    "lz_u",
+    "optimal_blocks",
+    "optimize_iid_schedule",
+    "schedule_from_sizes",
+    "sizes_from_u",
 ]
 
 CURVE_ROUNDOFF = 1e-12  # relative to Z_L: Z is non-decreasing, a smaller decrease is float64 round-off of Z

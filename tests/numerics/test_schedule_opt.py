@@ -16,8 +16,8 @@ from numerics.exact.markov import MarkovChain
 from numerics.exact.schedule_opt import (
     _iid_objective,
     block_error,
-    information_curve,
     iid_error,
+    information_curve,
     lz_schedule,
     lz_u,
     optimal_blocks,
@@ -38,7 +38,7 @@ RTOL_GRAD = 1e-6  # central finite differences with step 1e-6 on an O(1) smooth 
 
 def _composition(L: int, cuts) -> list[int]:
     s = [0, *sorted(cuts), L]
-    return [b - a for a, b in zip(s[:-1], s[1:])]
+    return [b - a for a, b in itertools.pairwise(s)]
 
 
 def _partitions_with_sizes(L: int, sizes) -> set:

@@ -61,11 +61,11 @@ class Config:
     ccl_eps: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(lengths=(12,), steps=(1, 2, 4), table_length=4, optimize_max_steps=2, ccl_eps=(1.0, 0.25))
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(lengths=(64, 256, 512, 1024), steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
                    table_length=7, optimize_max_steps=128)
 
@@ -113,7 +113,7 @@ def _point(name: str, L: int | None, cfg: Config) -> dict:
                       "cosine": so.sizes_from_u(iid["cosine"].u, length),
                       "lz-reading": so.sizes_from_u(iid["lz-reading"].u, length), "dp-optimal": dp.sizes(N)}
             for key, k in blocks.items():
-                rows.append({"schedule": key, "model": "blocks", "steps": N, "realized_steps": int(len(k)),
+                rows.append({"schedule": key, "model": "blocks", "steps": N, "realized_steps": len(k),
                              "kl": so.block_error(curve, k).total.value})
             s_max = math.ceil(length / N)
             for key, b in (("li-cai", rel.li_cai_bound(sum_mi, length, s_max, tc)),
@@ -126,7 +126,7 @@ def _point(name: str, L: int | None, cfg: Config) -> dict:
         for kind, fn, base in (("dtc", rel.ccl_dtc_bound, dtc), ("tc", rel.ccl_tc_bound, tc)):
             k = rel.ccl_geometric_sizes(eps, length, kind)
             b = fn(k, base) if kind == "tc" else fn(k, base, tc)
-            ccl.append({"kind": kind, "eps": eps, "steps": int(len(k)), "bound": b.value, "vacuous": b.vacuous,
+            ccl.append({"kind": kind, "eps": eps, "steps": len(k), "bound": b.value, "vacuous": b.vacuous,
                         "exact": so.block_error(curve, k).total.value, "source": b.source})
     return {"length": length, "method": curve.method, "tc": tc, "dtc": dtc, "sum_mi": sum_mi,
             "z": [float(x) for x in curve.z], "rows": rows, "bounds": bounds, "ccl": ccl,
@@ -143,7 +143,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     for name, L in progress_iter(grid, progress, "schedules: languages"):
         key = {"v": VERSION, "language": name, "length": L, "table_length": cfg.table_length,
                "steps": list(cfg.steps), "optimize_max_steps": cfg.optimize_max_steps, "ccl_eps": list(cfg.ccl_eps)}
-        p = parts.attempt(f"schedules on {name}", lambda: cache.get_or_compute(
+        p = parts.attempt(f"schedules on {name}", lambda key=key, name=name, L=L: cache.get_or_compute(
             "schedules-point", key, lambda: _point(name, L, cfg)))
         if p is None:
             continue
@@ -171,7 +171,10 @@ def _notes(rows: list[dict], bounds: list[dict]) -> list[str]:
         if not Ns:
             continue
         N = Ns[len(Ns) // 2]
-        get = lambda s, m: pts.get((s, m, N))  # noqa: E731
+
+        def get(s, m, pts=pts, N=N):
+            return pts.get((s, m, N))
+
         lc = next((b for b in bounds if b["language"] == lang and b["length"] == L and b["bound"] == "li-cai"
                    and b["steps"] == N), None)
         text = (f"{lang}, L = {L}, N = {N} (nats per token): deterministic sizes -- DP optimum "
