@@ -18,6 +18,7 @@ TINY_STATUS = {
     "lemmas": "finding",  # C.5's concavity step is false (pinned; docs/findings.md)
     "learned": "partial",  # no checkpoint given: nothing measured, and it says so
     "cost": "partial",    # MDM vs AR timing: not measured (no checkpoints)
+    "schedules": "vacuous",  # Li-Cai, ordering and i.i.d.-MI bounds above TC at some budgets
 }
 
 

@@ -16,8 +16,8 @@ from typing import Any, Iterable, NamedTuple
 
 from ..cache import ResultCache, canonical
 
-__all__ = ["ExperimentResult", "Plot", "MissingInput", "Parts", "STATUSES", "STATUS_LEGEND", "Z95", "StepsNeeded", "steps_needed_range", "Timer", "point_cache",
-           "progress_iter"]
+__all__ = ["ExperimentResult", "Plot", "MissingInput", "Parts", "STATUSES", "STATUS_LEGEND", "Z95", "StepsNeeded",
+           "steps_needed_range", "Timer", "point_cache", "progress_iter"]
 
 
 class MissingInput(Exception):
