@@ -355,6 +355,8 @@ def _title(page: Path) -> str:
     return page.stem.replace("-", " ").capitalize()
 
 
+_PAPER_ENTRY = re.compile(r"^(Lemma|Theorem|Example) ")  # the paper's own statements; the rest: other papers
+
 _TOP_PAGES = (("Getting started", "getting-started.md"), ("CLI reference", "cli.md"))
 _LATER_PAGES = (("Data schema", "schema.md"), ("Sweeps on a cluster", "cluster.md"),
                 ("Derivations", "derivations.md"), ("Findings", "findings.md"))
@@ -372,10 +374,19 @@ def mkdocs_yml(docs_dir: Path, theory_nav: list[tuple[str, str]]) -> str:
         if (docs_dir / page).exists():
             nav.append(f"  - {title}: {page}")
             listed.add(page)
+    ours = [(t, p) for t, p in theory_nav if _PAPER_ENTRY.match(t)]
+    others = [(t, p) for t, p in theory_nav if not _PAPER_ENTRY.match(t)]
     nav.append("  - Lemmas and theorems:")
     nav.append("      - Overview: theory/index.md")
-    for title, page in theory_nav:
+    for title, page in ours:
         nav.append(f"      - {q(title)}: {page}")
+    if others:
+        nav.append("  - Other papers' bounds:")
+        if (docs_dir / "theory-related.md").exists():
+            nav.append("      - Overview: theory-related.md")
+            listed.add("theory-related.md")
+        for title, page in others:
+            nav.append(f"      - {q(title)}: {page}")
     methods = sorted((docs_dir / "methods").glob("*.md")) if (docs_dir / "methods").is_dir() else []
     if methods:
         nav.append("  - Methods:")
