@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import matplotlib
 
@@ -14,7 +14,8 @@ import numpy as np  # noqa: E402
 from ._base import Z95  # noqa: E402  (re-exported: the 95% bands of every figure)
 
 __all__ = ["plt", "language_color", "new_figure", "panel_grid", "band", "band_ci", "legend", "figure_legend",
-           "length_handles", "log_ticks", "Z95", "length_styles"]
+           "length_handles", "log_ticks", "Z95", "length_styles",
+           "Panel", "language_panels"]
 
 
 _BASE_COLORS = {
@@ -162,3 +163,33 @@ def log_ticks(ax: Any, axis: str = "y") -> None:
     target.set_major_locator(LogLocator(base=10, subs=subs))
     target.set_major_formatter(FormatStrFormatter("%g"))
     target.set_minor_formatter(NullFormatter())
+
+
+class Panel(NamedTuple):
+    """One language's panel: its axes, color and, per length ``L``, its rows sorted by ``steps``."""
+
+    ax: Any
+    language: str
+    color: str
+    series: dict[int, list[dict]]
+
+
+def language_panels(rows: list[dict], keep: Callable[[dict], bool] = lambda r: True, log_y: bool = True):
+    """A figure with one panel per language of ``rows`` (log2 ``N`` axis, log ``y`` if asked).
+
+    Returns ``(fig, panels, lengths, styles)``: a :class:`Panel` per language whose ``series``
+    holds, for each length, the rows that ``keep`` accepts, sorted by ``steps``; ``styles`` from
+    :func:`length_styles`.
+    """
+    langs = list(dict.fromkeys(r["language"] for r in rows))
+    lengths = sorted({r["length"] for r in rows})
+    fig, axes = panel_grid(len(langs))
+    panels = []
+    for ax, lang in zip(axes, langs):
+        ax.set_xscale("log", base=2)
+        if log_y:
+            ax.set_yscale("log")
+        series = {L: sorted((r for r in rows if r["language"] == lang and r["length"] == L and keep(r)),
+                            key=lambda r: r["steps"]) for L in lengths}
+        panels.append(Panel(ax, lang, language_color(lang), series))
+    return fig, panels, lengths, length_styles(lengths)

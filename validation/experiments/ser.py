@@ -268,25 +268,21 @@ def plot(result: ExperimentResult) -> list[Plot]:
 
 
 def _plot_presets(rows: list[dict]) -> Plot:
-    from ._style import figure_legend, language_color, length_handles, length_styles, panel_grid
+    from ._style import figure_legend, language_panels, length_handles
 
-    langs = list(dict.fromkeys(r["language"] for r in rows))
-    lengths = sorted({r["length"] for r in rows})
-    styles = length_styles(lengths)
-    fig, axes = panel_grid(len(langs))
-    for ax, lang in zip(axes, langs):
-        for L in lengths:
-            pts = sorted((r for r in rows if r["language"] == lang and r["length"] == L), key=lambda r: r["steps"])
+    fig, panels, lengths, styles = language_panels(rows, log_y=False)
+    axes = [p.ax for p in panels]
+    for ax, lang, color, series in panels:
+        for L, pts in series.items():
             if not pts:
                 continue
             st = styles[L]
             x = [r["steps"] for r in pts]
-            ax.plot(x, [r["ser"] for r in pts], color=language_color(lang), marker=st["marker"],
+            ax.plot(x, [r["ser"] for r in pts], color=color, marker=st["marker"],
                     linestyle=st["linestyle"], alpha=st["alpha"], markersize=3)
             if all(r["ser_lower"] is not None for r in pts):
                 ax.fill_between(x, [r["ser_lower"] for r in pts], [r["ser_upper"] for r in pts],
-                                color=language_color(lang), alpha=0.15, linewidth=0)
-        ax.set_xscale("log", base=2)
+                                color=color, alpha=0.15, linewidth=0)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("steps N")
         ax.set_ylabel("SER")

@@ -275,13 +275,11 @@ def plot(result: ExperimentResult) -> list[Plot]:
     rows = result.tables.get("points", [])
     plots = []
     if rows:
-        langs = list(dict.fromkeys(r["language"] for r in rows))
-        lengths = sorted({r["length"] for r in rows})
         data = {(d["language"], d["length"]): d for d in result.tables.get("data_perplexity", [])}
         if any(_positive(r["gen_ppl"]) for r in rows):
-            plots.append(_plot_gen_ppl(rows, data, langs, lengths))
+            plots.append(_plot_gen_ppl(rows, data))
         if any(_positive(r["jensen_kl"]) for r in rows):
-            plots.append(_plot_kl_bound(rows, langs, lengths))
+            plots.append(_plot_kl_bound(rows))
     if result.tables.get("exact_small_length"):
         plots.append(_plot_exact_small(result.tables["exact_small_length"]))
     needed = result.tables.get("steps_needed", [])
@@ -294,29 +292,20 @@ def _positive(v: float | None) -> bool:
     return v is not None and math.isfinite(v) and v > 0
 
 
-def _series(rows: list[dict], lang: str, L: int, key: str) -> list[dict]:
-    return sorted((r for r in rows if r["language"] == lang and r["length"] == L and _positive(r[key])),
-                  key=lambda r: r["steps"])
-
-
-def _plot_gen_ppl(rows: list[dict], data: dict, langs: list[str], lengths: list[int]) -> Plot:
+def _plot_gen_ppl(rows: list[dict], data: dict) -> Plot:
     """Generative perplexity vs N per language (log y: the curves meet the data's perplexity), with
     Theorem 4.2's TER bound for the largest L drawn inside the frame or its value written where it
     is off scale."""
     from matplotlib.lines import Line2D
 
-    from ._style import band, figure_legend, language_color, length_handles, length_styles, log_ticks, panel_grid
+    from ._style import band, figure_legend, language_panels, length_handles, log_ticks
 
-    styles = length_styles(lengths)
-    fig, axes = panel_grid(len(langs))
+    fig, panels, lengths, styles = language_panels(rows, lambda r: _positive(r["gen_ppl"]))
     drawn = {"bound": False, "regime": False}
-    for ax, lang in zip(axes, langs):
-        color = language_color(lang)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+    axes = [p.ax for p in panels]
+    for ax, lang, color, series in panels:
         shown = []
-        for L in lengths:
-            pts = _series(rows, lang, L, "gen_ppl")
+        for L, pts in series.items():
             st = styles[L]
             if pts:
                 band(ax, [r["steps"] for r in pts], [r["gen_ppl"] for r in pts], [r["gen_ppl_stderr"] for r in pts],
@@ -380,23 +369,19 @@ def _is_ngram(rows: list[dict], lang: str) -> bool:
     return any(r["language"] == lang and r["thm42_L0"] is not None for r in rows)
 
 
-def _plot_kl_bound(rows: list[dict], langs: list[str], lengths: list[int]) -> Plot:
+def _plot_kl_bound(rows: list[dict]) -> Plot:
     """Per-token Jensen bound vs N (log-log), Theorem 4.2's 4 eps log|V| and the vacuous region above log|V|."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ._style import band, figure_legend, language_color, length_handles, length_styles, panel_grid
+    from ._style import band, figure_legend, language_panels, length_handles
 
-    styles = length_styles(lengths)
-    fig, axes = panel_grid(len(langs))
+    fig, panels, lengths, styles = language_panels(rows, lambda r: _positive(r["jensen_kl"]))
+    axes = [p.ax for p in panels]
     drawn = {"bound": False, "b12": False, "logv": False}
-    for ax, lang in zip(axes, langs):
-        color = language_color(lang)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+    for ax, lang, color, series in panels:
         shown = []
-        for L in lengths:
-            pts = _series(rows, lang, L, "jensen_kl")
+        for L, pts in series.items():
             if not pts:
                 continue
             st = styles[L]
@@ -451,17 +436,12 @@ def _plot_kl_bound(rows: list[dict], langs: list[str], lengths: list[int]) -> Pl
 def _plot_exact_small(exact: list[dict]) -> Plot:
     from matplotlib.lines import Line2D
 
-    from ._style import figure_legend, language_color, length_handles, length_styles, panel_grid
+    from ._style import figure_legend, language_panels, length_handles
 
-    elangs = list(dict.fromkeys(r["language"] for r in exact))
-    elengths = sorted({r["length"] for r in exact})
-    estyles = length_styles(elengths)
-    fig, axes = panel_grid(len(elangs))
-    for ax, lang in zip(axes, elangs):
-        color = language_color(lang)
-        for L in elengths:
-            pts = sorted((r for r in exact if r["language"] == lang and r["length"] == L and r["kl"] > 0),
-                         key=lambda r: r["steps"])
+    fig, panels, elengths, estyles = language_panels(exact, lambda r: r["kl"] > 0)
+    axes = [p.ax for p in panels]
+    for ax, lang, color, series in panels:
+        for L, pts in series.items():
             if not pts:
                 continue
             x = [r["steps"] for r in pts]
@@ -469,8 +449,6 @@ def _plot_exact_small(exact: list[dict]) -> Plot:
                     linestyle=estyles[L]["linestyle"])
             ax.plot(x, [r["kl_jensen_bound"] / L for r in pts], color="k", linestyle=estyles[L]["linestyle"],
                     linewidth=0.8, marker=estyles[L]["marker"], markersize=3, markerfacecolor="none")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
         ax.set_xlabel("steps N")
         ax.set_ylabel("nats per token")
         ax.set_title(f"{lang}: exact, small L")
