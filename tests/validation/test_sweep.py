@@ -117,7 +117,7 @@ def test_cli_exact_json():
 
 def test_cli_sweep_resumes(tmp_path):
     out = tmp_path / "s.jsonl"
-    args = ["sweep", "--languages", "2gram", "--lengths", "3", "--steps", "1,2,...,4", "--out", str(out), "--json"]
+    args = ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "1,2,...,4", "--out", str(out), "--json"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     assert json.loads(r.output.splitlines()[-1])["computed"] == 3

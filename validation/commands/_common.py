@@ -1,4 +1,4 @@
-"""Helpers shared by the subcommands: JSON/human output and the ``--json`` option."""
+"""Helpers shared by the subcommands: JSON/human output and the options every command spells alike."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 
 from numerics.provenance import to_jsonable
 
-__all__ = ["emit", "json_option"]
+__all__ = ["emit", "json_option", "AliasOption"]
 
 
 def emit(result: Any, as_json: bool, human: str | None = None) -> None:
@@ -21,3 +21,22 @@ def emit(result: Any, as_json: bool, human: str | None = None) -> None:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON object.")
+
+
+class AliasOption(click.Option):
+    """A click option with old spellings that still parse but are left out of ``--help``.
+
+    ``click.option("-N", "--n-steps", "--steps", "n_steps", cls=AliasOption, hidden_aliases=("--steps",))``
+    accepts ``--steps`` (the name before ``N`` was spelled out) and shows only ``-N, --n-steps``.
+    """
+
+    def __init__(self, *args: Any, hidden_aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hidden_aliases = tuple(hidden_aliases)
+
+    def get_help_record(self, ctx: click.Context):
+        shown, self.opts = self.opts, [o for o in self.opts if o not in self.hidden_aliases]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = shown

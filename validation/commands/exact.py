@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from validation.commands._common import emit, json_option
+from validation.commands._common import AliasOption, emit, json_option
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 
@@ -65,8 +65,9 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
 @click.command("exact")
 @click.option("--language", required=True, help="Preset name or .npz file.")
 @click.option("--ser-language", default=None, help="Measure SER on this language instead (e.g. the pruned preset).")
-@click.option("--length", "-L", type=int, required=True)
-@click.option("--steps", "-N", type=int, required=True)
+@click.option("--length", "-L", type=int, required=True, help="Sequence length L.")
+@click.option("-N", "--n-steps", "--steps", "steps", cls=AliasOption, hidden_aliases=("--steps",), type=int,
+              required=True, help="Number of sampling steps N (the schedule's steps).")
 @_schedule
 @_method
 @_samples
@@ -100,7 +101,8 @@ def _progress(k, total, cfg, result):
 @click.command("sweep")
 @click.option("--languages", required=True, help="Comma-separated; 'A:B' measures SER on B (e.g. 2gram:2gram-pruned).")
 @click.option("--lengths", required=True, help="Comma-separated lengths, e.g. 512 or 64,128.")
-@click.option("--steps", "steps_text", required=True, help="Comma-separated steps; '8,16,...,2048' doubles up to 2048.")
+@click.option("-N", "--n-steps", "--steps", "steps_text", cls=AliasOption, hidden_aliases=("--steps",), required=True,
+              help="Comma-separated numbers of sampling steps N; '8,16,...,2048' doubles up to 2048.")
 @_schedule
 @_method
 @_samples
