@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from filelock import FileLock
 
 from numerics.provenance import atomic_write_bytes, provenance
 
@@ -180,17 +181,33 @@ class ResultCache:
         atomic_write_bytes(self.path_for(kind, config), (body + "\n").encode())
         return result
 
+    def lock(self, kind: str, config: Any) -> FileLock:
+        """The lock of one entry (``root/kind/.HASH.json.lock``), held from lookup to store.
+
+        Two processes sharing the cache (two ``report`` runs on one ``--out``) therefore compute
+        each entry once: the second waits for the first and then finds a valid entry. The lock is
+        POSIX advisory (:mod:`filelock`) and is released when its holder exits, even by SIGKILL.
+        """
+        path = self.path_for(kind, config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(path.with_name(f".{path.name}.lock"))
+
     def get_or_compute(self, kind: str, config: Any, compute: Callable[[], Any]) -> Any:
         """The cached result of ``(kind, config)``, or ``compute()`` stored and returned.
 
         The returned value is always the canonical JSON form (tuples become lists, numpy
         values become Python values), whether it came from the cache or was just computed, so
-        callers see the same thing on a first run and on a resumed one.
+        callers see the same thing on a first run and on a resumed one. With a folder, the
+        entry's :meth:`lock` is held throughout, so concurrent processes compute it once;
+        ``compute`` must not look up the same entry (it would wait for itself).
         """
-        ok, result = self.load(kind, config)
-        if ok:
-            return result
-        return self.store(kind, config, compute())
+        if self.root is None:
+            return self.store(kind, config, compute())
+        with self.lock(kind, config):
+            ok, result = self.load(kind, config)
+            if ok:
+                return result
+            return self.store(kind, config, compute())
 
     # -- summary ----------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -14,7 +14,8 @@ every metric of MATH.md section 3 by the best available method and says how each
   and reported as ``None`` with the reason — never replaced by the Jensen bound.
 
 :func:`run_sweep` runs a list of configs and appends one JSON row per point to a JSONL table
-(config, config hash, result, commit, versions), rewriting the file atomically per row; a re-run
+(config, config hash, result, commit, versions) under the table's lock, rewriting the file
+atomically per row, so concurrent sweeps into one table keep every row; a re-run
 skips points whose config hash is already there and detects rows that do not check out (bad
 JSON, a config that no longer hashes to its recorded hash, a result that does not match its
 checksum).
@@ -31,9 +32,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
+from filelock import FileLock
 
 from numerics.estimate import Estimate
-from numerics.provenance import atomic_write_bytes, config_hash, provenance, to_jsonable
+from numerics.provenance import atomic_write_bytes, check_writable_file, config_hash, provenance, to_jsonable
 from numerics.schedules import Schedule, make_schedule
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "CorruptRowsError",
     "read_table",
     "run_sweep",
+    "table_lock",
 ]
 
 METHODS = ("auto", "enumerate", "dp", "mc")
@@ -284,7 +287,24 @@ def read_table(path: str | Path) -> tuple[list[SweepRow], list[tuple[int, str]]]
 
 @dataclass(frozen=True)
 class SweepReport:
-    """What a sweep run did: points computed now, skipped (already in the table), bad rows found."""
+    """What a sweep run did.
+
+    Attributes
+    ----------
+    path : str
+        The results table.
+    computed : int
+        Points computed by this run and appended to the table.
+    skipped : int
+        Points already in the table when the run started (or listed twice in the grid).
+    bad_rows : tuple
+        ``(line, reason)`` of rows that did not check out (dropped and recomputed).
+    elapsed_s : float
+    point_seconds : tuple
+        Seconds of each computed point.
+    duplicates : int
+        Points this run computed that another writer appended first (its row is kept, ours dropped).
+    """
 
     path: str
     computed: int
@@ -292,11 +312,44 @@ class SweepReport:
     bad_rows: tuple
     elapsed_s: float
     point_seconds: tuple
+    duplicates: int = 0
+
+
+LOCK_TIMEOUT_S = 600.0  # a writer holds the lock only to read the table or append one row: far less
+
+
+def table_lock(path: str | Path) -> FileLock:
+    """The lock every writer of the table ``path`` holds while it reads or appends (``PATH.lock``).
+
+    A POSIX advisory lock (:mod:`filelock`): it serializes writers on one machine and on file
+    systems that implement ``fcntl`` locks across machines (see docs/cluster.md).
+    """
+    return FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S)
+
+
+def _row_line(row: SweepRow) -> str:
+    return json.dumps(to_jsonable(asdict(row)), sort_keys=True, allow_nan=False) + "\n"
 
 
 def _write_rows(path: Path, rows: list[SweepRow]) -> None:
-    text = "".join(json.dumps(to_jsonable(asdict(r)), sort_keys=True, allow_nan=False) + "\n" for r in rows)
-    atomic_write_bytes(path, text.encode())
+    atomic_write_bytes(path, "".join(_row_line(r) for r in rows).encode())
+
+
+def _append_row(path: Path, row: SweepRow) -> None:
+    """Append one row atomically (the old table plus the line, renamed over it); caller holds the lock."""
+    old = path.read_bytes() if path.exists() else b""
+    if old and not old.endswith(b"\n"):
+        old += b"\n"
+    atomic_write_bytes(path, old + _row_line(row).encode())
+
+
+def _run_local(evaluate: Callable[[PointConfig], dict], points: dict[str, PointConfig]):
+    """The local executor: evaluate the points (by config hash) one after the other, yielding
+    ``(hash, result, seconds)``."""
+    for h, cfg in points.items():
+        t = time.perf_counter()
+        result = evaluate(cfg)
+        yield h, result, time.perf_counter() - t
 
 
 def run_sweep(
@@ -307,7 +360,12 @@ def run_sweep(
     evaluate: Callable[[PointConfig], dict] = evaluate_point,
     progress: Optional[Callable[[int, int, PointConfig, Optional[dict]], None]] = None,
 ) -> SweepReport:
-    """Evaluate every config not yet in the table ``out`` and append its row (atomic rewrite per row).
+    """Evaluate every config not yet in the table ``out`` and append its row as soon as it is computed.
+
+    Several processes may run sweeps into the same table at once: each appends under the
+    table's lock (:func:`table_lock`) by rewriting the table atomically with its row added, so no
+    computed row is lost and a reader never sees half a row. A point that another writer appended
+    while this run computed it is not written twice (:attr:`SweepReport.duplicates`).
 
     Parameters
     ----------
@@ -321,35 +379,45 @@ def run_sweep(
     """
     if on_bad_rows not in ("raise", "drop"):
         raise ValueError(f"on_bad_rows must be 'raise' or 'drop', got {on_bad_rows!r}")
-    out = Path(out)
+    out = check_writable_file(out)
     configs = list(configs)
-    rows, bad = read_table(out)
-    if bad and on_bad_rows == "raise":
-        lines = "; ".join(f"line {k}: {why}" for k, why in bad)
-        raise CorruptRowsError(f"{out}: {len(bad)} bad row(s): {lines} (rerun with on_bad_rows='drop' to recompute them)")
-    if bad:
-        _write_rows(out, rows)
+    lock = table_lock(out)
+    with lock:
+        rows, bad = read_table(out)
+        if bad and on_bad_rows == "raise":
+            lines = "; ".join(f"line {k}: {why}" for k, why in bad)
+            raise CorruptRowsError(
+                f"{out}: {len(bad)} bad row(s): {lines} (rerun with on_bad_rows='drop' to recompute them)")
+        if bad:
+            _write_rows(out, rows)
     done = {r.config_hash for r in rows}
-    prov = provenance()
-    t0 = time.perf_counter()
-    computed = skipped = 0
-    seconds = []
-    for k, cfg in enumerate(configs, start=1):
+    pending: dict[str, tuple[dict, PointConfig]] = {}
+    skipped = 0
+    total = len(configs)
+    for cfg in configs:
         c = to_jsonable(asdict(cfg))
         h = config_hash(c)
-        if h in done:
+        if h in done or h in pending:
             skipped += 1
             if progress:
-                progress(k, len(configs), cfg, None)
-            continue
-        t = time.perf_counter()
-        result = to_jsonable(evaluate(cfg))
-        seconds.append(time.perf_counter() - t)
-        rows.append(SweepRow(c, h, result, _row_hash(c, result), prov))
-        _write_rows(out, rows)
-        done.add(h)
-        computed += 1
+                progress(skipped, total, cfg, None)
+        else:
+            pending[h] = (c, cfg)
+    prov = provenance()
+    t0 = time.perf_counter()
+    computed = duplicates = 0
+    seconds = []
+    for h, result, secs in _run_local(evaluate, {h: cfg for h, (_, cfg) in pending.items()}):
+        c, cfg = pending[h]
+        result = to_jsonable(result)
+        seconds.append(secs)
+        with lock:
+            now = {r.config_hash for r in read_table(out)[0]}
+            if h in now:
+                duplicates += 1
+            else:
+                _append_row(out, SweepRow(c, h, result, _row_hash(c, result), prov))
+                computed += 1
         if progress:
-            progress(k, len(configs), cfg, result)
-    return SweepReport(str(out), computed, skipped, tuple(bad), time.perf_counter() - t0, tuple(seconds))
-
+            progress(skipped + computed + duplicates, total, cfg, result)
+    return SweepReport(str(out), computed, skipped, tuple(bad), time.perf_counter() - t0, tuple(seconds), duplicates)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from numerics.provenance import NotRegularFileError
 from validation.sweep import CorruptRowsError, PointConfig, evaluate_point, grid, read_table, run_sweep
 from validation.cli import main
 from validation.commands.exact import parse_int_list
@@ -133,3 +139,41 @@ def test_cli_bench_sweep_smoke(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.output.splitlines()[-1])
     assert d["computed"] == 3 and d["length"] == 128 and math.isfinite(d["total_s"])
+
+
+_WRITER = """
+import sys, time
+from validation.sweep import grid, run_sweep
+length, out = int(sys.argv[1]), sys.argv[2]
+def evaluate(cfg):
+    time.sleep(0.02)
+    return {"value": cfg.length * 1000 + cfg.steps}
+configs = grid(["2gram"], [length], list(range(1, 13)), method="mc", samples=10)
+report = run_sweep(configs, out, evaluate=evaluate)
+print(report.computed)
+"""
+
+
+def test_two_concurrent_sweeps_into_one_table_keep_every_row(tmp_path):
+    """Issue 12: two processes, different grids, one --out: all 24 rows are kept (12 were lost before)."""
+    out = tmp_path / "shared.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(L), str(out)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for L in (64, 128)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    assert [int(o.strip()) for o, _ in outputs] == [12, 12]
+    rows, bad = read_table(out)
+    assert not bad
+    assert sorted(r.result["value"] for r in rows) == sorted(L * 1000 + N for L in (64, 128) for N in range(1, 13))
+
+
+def test_sweep_refuses_a_target_that_is_not_a_regular_file(tmp_path):
+    """``--out /dev/null`` (or a directory) is refused before anything is computed; the target is left alone."""
+    calls: list = []
+    configs = grid(["2gram"], [4], [2], method="mc", samples=10)
+    for target in (Path(os.devnull), tmp_path):
+        with pytest.raises(NotRegularFileError, match="not a regular file"):
+            run_sweep(configs, target, evaluate=fake_evaluate(calls))
+    assert calls == [] and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()
