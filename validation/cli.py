@@ -13,6 +13,7 @@ import sys
 import click
 
 from validation.commands import bench_fb, exact, languages, neural, report, theory
+from validation.commands._common import CommandGroup
 
 __all__ = ["main", "COMMANDS", "BENCH_COMMANDS"]
 
@@ -40,7 +41,7 @@ BENCH_COMMANDS: tuple[click.Command, ...] = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mdm-theory")
 def main() -> None:
     """Exact theory-verification engine for masked diffusion language models (arXiv 2502.09622).

@@ -14,6 +14,7 @@ from numerics.provenance import (
     atomic_write_json,
     check_writable_file,
     config_hash,
+    from_jsonable,
     provenance,
     to_jsonable,
 )
@@ -41,8 +42,24 @@ def test_failed_write_keeps_the_old_file(tmp_path):
     assert os.listdir(tmp_path) == ["r.json"]
 
 
-def test_non_finite_floats_stay_readable():
-    assert to_jsonable({"v": float("inf"), "w": float("nan")}) == {"v": "inf", "w": "nan"}
+def test_non_finite_floats_are_null_with_a_reason_in_strict_json():
+    """RFC 8259 has no NaN/Infinity; a string "inf" is no number either (issue 13)."""
+    out = to_jsonable({"v": float("inf"), "w": [1.0, np.float32("nan")], "ok": 2.0})
+    assert out == {"v": None, "w": [1.0, None], "ok": 2.0, "null_reason": {
+        "v": "+inf (JSON has no non-finite numbers)", "w": "[1]: NaN (JSON has no non-finite numbers)"}}
+    json.dumps(out, allow_nan=False)
+
+
+def test_tagged_non_finite_floats_round_trip_through_strict_json():
+    value = {"v": float("inf"), "w": [float("-inf"), float("nan")], "x": 0.5}
+    text = json.dumps(to_jsonable(value, nonfinite="tag"), allow_nan=False)
+    back = from_jsonable(json.loads(text))
+    assert back["v"] == float("inf") and back["w"][0] == float("-inf") and np.isnan(back["w"][1]) and back["x"] == 0.5
+    assert to_jsonable(value, nonfinite="keep")["v"] == float("inf")
+    with pytest.raises(TypeError, match="cannot convert a value of type object"):
+        to_jsonable({"f": object()})
+    with pytest.raises(ValueError, match="nonfinite must be one of"):
+        to_jsonable(1.0, nonfinite="string")
 
 
 def test_config_hash_is_stable_and_sensitive():

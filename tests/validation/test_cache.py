@@ -92,7 +92,7 @@ def test_cache_without_root_stores_nothing(tmp_path):
 
 
 def test_canonical_rejects_objects_it_cannot_store():
-    with pytest.raises(TypeError, match="cannot cache"):
+    with pytest.raises(TypeError, match="cannot convert"):
         canonical({"f": object()})
     with pytest.raises(ValueError, match="invalid cache kind"):
         ResultCache("x").path_for("../escape", CONFIG)

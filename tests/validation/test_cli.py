@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import pkgutil
 
 import click
+import pytest
 from click.testing import CliRunner
 
 import validation.commands as commands_pkg
 from validation.cli import BENCH_COMMANDS, COMMANDS, bench, main
+from validation.commands import exact, report
+from validation.commands.languages import languages_cmd
 
 
 def _defined_commands() -> set[click.Command]:
@@ -43,3 +48,56 @@ def test_n_steps_is_spelled_out_and_the_old_name_is_a_hidden_alias():
     b = runner.invoke(main, ["exact", "--language", "2gram", "-L", "3", "--steps", "2", "--json"])
     assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
     assert '"steps": 2' in a.output and '"steps": 2' in b.output
+
+
+def strict_json(text: str):
+    """Parse RFC 8259 JSON: NaN / Infinity tokens are an error (Python's json accepts them by default)."""
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+#: Subcommands this layer owns that compute something (theory/neural/bench_fb commands are owned elsewhere).
+COMPUTING = {"languages": languages_cmd, "exact": exact.exact_command, "sweep": exact.sweep_command,
+             "report": report.report_cmd, "bench sweep": exact.bench_sweep_command}
+
+
+def test_every_computing_command_has_json_progress_and_help_for_every_option():
+    for name, command in {**COMPUTING, "docs": report.docs_cmd, "languages export": languages_cmd.commands["export"]}.items():
+        options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts + p.secondary_opts}
+        assert "--json" in options, name
+        if name in COMPUTING:
+            assert {"--progress", "--no-progress"} <= options, name
+        for p in command.params:
+            if isinstance(p, click.Option) and not p.hidden:
+                assert p.help, f"{name} {p.opts[0]} has no help text"
+
+
+def test_json_output_is_strict_and_text_output_is_not_json(tmp_path):
+    runner = CliRunner()
+    # a pruned language at N = 2: some samples leave the support, so gen_ppl is +inf
+    args = ["exact", "--language", "2gram-pruned", "-L", "16", "-N", "2", "--method", "mc", "--samples", "20"]
+    r = runner.invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    d = strict_json(r.output)
+    assert d["gen_ppl"]["value"] is None and "+inf" in d["gen_ppl"]["null_reason"]["value"]
+    text = runner.invoke(main, args)
+    assert text.exit_code == 0 and not text.output.lstrip().startswith("{")
+    assert "gen_ppl" in text.output and "+inf" in text.output
+
+
+@pytest.mark.parametrize("args, exit_code, message", [
+    (["exact", "--language", "nope", "-L", "3", "-N", "2"], 1, "neither a language preset"),
+    (["exact", "--language", "2gram", "-L", "3", "-N", "0"], 2, "steps must be an integer >= 1"),
+    (["exact", "--language", "2gram", "-L", "3", "-N", "2", "--bogus"], 2, "No such option"),
+    (["sweep", "--languages", "2gram", "--lengths", "3", "-N", "2", "--out", os.devnull], 1, "not a regular file"),
+    (["sweep", "--languages", "2gram", "--lengths", "3", "-N", "8,...,64", "--out", "x.jsonl"], 2, "ellipsis"),
+])
+def test_a_failure_is_an_error_object_with_json_and_a_message_without(args, exit_code, message):
+    runner = CliRunner()
+    r = runner.invoke(main, [*args, "--json"])
+    assert r.exit_code == exit_code, r.output
+    error = strict_json(r.stdout)["error"]
+    assert message in error["message"] and error["exit_code"] == exit_code
+    r = runner.invoke(main, args)
+    assert r.exit_code == exit_code and message in r.stderr and "Traceback" not in r.output and r.stdout == ""
