@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 from filelock import FileLock
 
-from numerics.estimate import Estimate
+from numerics.estimate import Estimate, unavailable_record
 from numerics.provenance import atomic_write_bytes, check_writable_file, config_hash, provenance, to_jsonable
 from numerics.schedules import Schedule, make_schedule
 
@@ -112,10 +112,6 @@ class PointConfig:
         return make_schedule(self.schedule, self.steps)
 
 
-def _unavailable(reason: str) -> dict[str, Any]:
-    return {"value": None, "stderr": None, "method": f"unavailable: {reason}"}
-
-
 def _est(e: Estimate) -> dict[str, Any]:
     return to_jsonable(e)
 
@@ -141,7 +137,7 @@ def _exact_point(cfg: PointConfig, language: Any, ser_language: Any, method: str
     m = metrics(language, cfg.length, schedule)
     out = {k: _est(getattr(m, k)) for k in ("kl", "log_ter_gap", "ter", "ter_data", "gen_ppl", "gen_ppl_data",
                                             "ser_kl_certificate")}
-    out["kl_jensen_bound"] = _est(m.kl_jensen_bound) if m.kl_jensen_bound is not None else _unavailable("not computed")
+    out["kl_jensen_bound"] = _est(m.kl_jensen_bound) if m.kl_jensen_bound is not None else unavailable_record("not computed")
     if ser_language is language:
         out["ser"] = _est(m.ser)
     else:
@@ -170,10 +166,10 @@ def _mc_point(cfg: PointConfig, language: Any, ser_language: Any, schedule: Sche
     L, n = cfg.length, cfg.samples
     out: dict[str, Any] = {}
     reason = "KL(q || p) of the sampler's mixture law p needs the exact law (enumerate/dp, small L)"
-    out["kl"] = _unavailable(reason)
-    out["log_ter_gap"] = _unavailable(reason)
-    out["ter"] = _unavailable(reason)
-    out["ser_kl_certificate"] = _unavailable(reason)
+    out["kl"] = unavailable_record(reason)
+    out["log_ter_gap"] = unavailable_record(reason)
+    out["ter"] = unavailable_record(reason)
+    out["ser_kl_certificate"] = unavailable_record(reason)
     run = sample_oracle(language, schedule, n, L, cfg.rng("sampler"), batch_size=cfg.batch_size)
     loglik = mc.log_q(language, run.tokens)
     out["gen_ppl"] = _est(mc.gen_ppl_from_loglik(loglik, L))

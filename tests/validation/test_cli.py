@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import validation.commands as commands_pkg
+from numerics.estimate import ESTIMATE_FIELDS
 from validation.cli import BENCH_COMMANDS, COMMANDS, bench, main
 from validation.commands import exact, report
 from validation.commands.languages import languages_cmd
@@ -101,3 +102,40 @@ def test_a_failure_is_an_error_object_with_json_and_a_message_without(args, exit
     assert message in error["message"] and error["exit_code"] == exit_code
     r = runner.invoke(main, args)
     assert r.exit_code == exit_code and message in r.stderr and "Traceback" not in r.output and r.stdout == ""
+
+
+def _estimates(data):
+    """Every estimate-like dict (one with a value and a method) anywhere in converted JSON data."""
+    if isinstance(data, dict):
+        if "value" in data and "method" in data:
+            yield data
+        for v in data.values():
+            yield from _estimates(v)
+    elif isinstance(data, list):
+        for v in data:
+            yield from _estimates(v)
+
+
+def test_every_estimate_in_every_command_has_one_shape(tmp_path):
+    """Issue 12: `languages`, `exact` and `sweep` each had their own estimate shape."""
+    runner = CliRunner()
+    outputs = [
+        runner.invoke(main, ["exact", "--language", "2gram", "-L", "3", "-N", "2", "--json"]),
+        runner.invoke(main, ["exact", "--language", "3gram", "-L", "12", "-N", "3", "--method", "mc", "--samples", "10",
+                             "--ser-language", "3gram-pruned", "--json"]),
+        runner.invoke(main, ["languages", "--language", "2gram-pruned", "--length", "8", "--samples", "20", "--json"]),
+        runner.invoke(main, ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "2", "--out",
+                             str(tmp_path / "t.jsonl"), "--json"]),
+    ]
+    found = 0
+    for r in outputs:
+        assert r.exit_code == 0, r.output
+        for e in _estimates(strict_json(r.output)):
+            assert set(ESTIMATE_FIELDS) <= set(e), e
+            assert e["exact"] or e["samples"] > 0 or e["method"] == "unavailable", e
+            found += 1
+    rows = [strict_json(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    for e in _estimates(rows):
+        assert set(ESTIMATE_FIELDS) <= set(e), e
+        found += 1
+    assert found > 30

@@ -127,7 +127,8 @@ def format_estimate(record: dict) -> str:
     value, reasons = record.get("value"), record.get(NULL_REASON) or {}
     method = record.get("method", "")
     if value is None:
-        return f"{reasons.get('value', 'no value')} ({method})"
+        why = reasons.get("value", "no value")
+        return why if method in why else f"{why} ({method})"
     if record.get("exact", record.get("stderr") == 0.0 and not record.get("samples")):
         return f"{_num(value)} (exact: {method})"
     text = _num(value)

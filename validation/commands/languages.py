@@ -83,9 +83,13 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
 
 
 def _as_dict(summary) -> dict:
-    from dataclasses import asdict
+    """The summary's fields, its one-step SER as one estimate with its Clopper-Pearson interval."""
+    from dataclasses import fields, replace
 
-    return asdict(summary)
+    out = {f.name: getattr(summary, f.name) for f in fields(summary)}
+    lo, hi = out.pop("ser_one_step_ci")
+    out["ser_one_step"] = replace(summary.ser_one_step, ci_low=lo, ci_high=hi, confidence=out.pop("confidence"))
+    return out
 
 
 @languages_cmd.command("export")
