@@ -53,8 +53,11 @@ def parse_int_list(text: str) -> list[int]:
             return out
     raise click.BadParameter(f"neither a doubling nor an arithmetic pattern from {head} reaches {last} exactly")
 
-_method = click.option("--method", type=click.Choice(["auto", "enumerate", "dp", "mc"]), default="auto", show_default=True,
-                       help="auto: enumerate for tiny cases, else the exact DP when cheap, else Monte Carlo.")
+_method = click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
+                       show_default=True,
+                       help="auto: the fastest exact method that fits (closed form for the interval language, "
+                            "else the DP or enumeration for small L), else Monte Carlo. A method named here that "
+                            "cannot run at this size is refused with its estimated cost.")
 _schedule = click.option("--schedule", default="linear", show_default=True, help="Schedule family (linear, cosine, loglinear, polynomial).")
 _samples = click.option("--samples", type=int, default=1000, show_default=True, help="Monte Carlo samples per quantity.")
 _seed = click.option("--seed", type=int, default=0, show_default=True,
