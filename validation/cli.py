@@ -12,17 +12,18 @@ import sys
 
 import click
 
-from validation.commands import bench_fb, exact, languages, neural, report, theory
+from validation.commands import bench_fb, exact, languages, neural, report, steps_needed, theory
 from validation.commands._common import CommandGroup
 
 __all__ = ["main", "COMMANDS", "BENCH_COMMANDS"]
 
 #: Top-level subcommands, in the order of a first session: look at the languages, compute one
-#: point, sweep a grid, check the theory, train and evaluate a
+#: point, ask how many steps a target needs, sweep a grid, check the theory, train and evaluate a
 #: model, write the report and the docs.
 COMMANDS: tuple[click.Command, ...] = (
     languages.languages_cmd,  # mdm-theory languages [export]
     exact.exact_command,  # mdm-theory exact
+    steps_needed.steps_needed_cmd,  # mdm-theory steps-needed
     exact.sweep_command,  # mdm-theory sweep
     theory.bounds_cmd,  # mdm-theory bounds
     theory.check_cmd,  # mdm-theory check

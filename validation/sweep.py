@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 from filelock import FileLock
 
-from numerics.estimate import Estimate, unavailable_record
+from numerics.estimate import CONFIDENCE, Estimate, unavailable_record
 from numerics.provenance import atomic_write_bytes, check_writable_file, config_hash, provenance, to_jsonable
 from numerics.exact.output_law import ExactMetrics
 from numerics.schedules import Schedule, make_schedule
@@ -48,6 +48,7 @@ __all__ = [
     "METHODS",
     "PointConfig",
     "evaluate_point",
+    "exact_entropy",
     "exact_metrics",
     "jensen_estimate",
     "mc_ser",
@@ -142,20 +143,21 @@ def exact_metrics(method: str, spec: str, language: Any, length: int, schedule: 
     raise ValueError(f"{method!r} is not an exact method; choose one of closed-form, enumerate, dp")
 
 
-def mc_ser(cfg: PointConfig, language: Any, schedule: Schedule, stream: str = "sampler-ser") -> Estimate:
+def mc_ser(cfg: PointConfig, language: Any, schedule: Schedule, stream: str = "sampler-ser",
+           confidence: float = CONFIDENCE) -> Estimate:
     """Monte Carlo SER of the oracle sampler: ``cfg.samples`` runs, exact support check, Clopper-Pearson."""
     from numerics.sampling import montecarlo as mc
     from numerics.sampling.samplers import sample_oracle
 
     run = sample_oracle(language, schedule, cfg.samples, cfg.length, cfg.rng(stream), batch_size=cfg.batch_size)
-    return mc.ser_mc(language, run)
+    return mc.ser_mc(language, run, confidence)
 
 
 def jensen_estimate(cfg: PointConfig, spec: str, language: Any, schedule: Schedule,
-                    tokens: np.ndarray | None = None) -> Estimate:
+                    tokens: np.ndarray | None = None, confidence: float = CONFIDENCE) -> Estimate:
     """The Jensen bound ``E_tau KL(q || p(. | tau))`` by the best method there is for the language:
     the interval closed form, the Markov chain rule, else Monte Carlo over ``tokens`` (``x ~ q``;
-    drawn from ``cfg.rng("data")`` when not given)."""
+    drawn from ``cfg.rng("data")`` when not given) with an interval at ``confidence``."""
     from numerics.exact.markov import jensen_bound_markov, markov_chain_of
 
     l = interval_length_of(spec)
@@ -171,7 +173,7 @@ def jensen_estimate(cfg: PointConfig, spec: str, language: Any, schedule: Schedu
         if tokens is None:
             tokens = language.sample(cfg.samples, cfg.length, cfg.rng("data"))
         steps = schedule.sample_steps(cfg.rng("jensen-steps"), tokens.shape)
-        return kl_jensen_bound_from_tokens(language, steps, tokens)
+        return kl_jensen_bound_from_tokens(language, steps, tokens, confidence)
     return jensen_bound_markov(language, cfg.length, schedule).total
 
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import validation.commands as commands_pkg
 from numerics.estimate import ESTIMATE_FIELDS
 from validation.cli import BENCH_COMMANDS, COMMANDS, bench, main
-from validation.commands import exact, report
+from validation.commands import exact, report, steps_needed
 from validation.commands.languages import languages_cmd
 
 
@@ -60,6 +60,7 @@ def strict_json(text: str):
 
 #: Subcommands this layer owns that compute something (theory/neural/bench_fb commands are owned elsewhere).
 COMPUTING = {"languages": languages_cmd, "exact": exact.exact_command, "sweep": exact.sweep_command,
+             "steps-needed": steps_needed.steps_needed_cmd,
              "report": report.report_cmd, "bench sweep": exact.bench_sweep_command}
 
 
