@@ -22,7 +22,8 @@ there is and says how each field was obtained (:mod:`validation.methods` picks i
 atomically per row, so concurrent sweeps into one table keep every row; a re-run
 skips points whose config hash is already there and detects rows that do not check out (bad
 JSON, a config that no longer hashes to its recorded hash, a result that does not match its
-checksum).
+checksum). Beside the table it writes flat Parquet and CSV copies, one row per point
+(:mod:`validation.tables`; columns in docs/schema.md).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ __all__ = [
     "read_table",
     "run_sweep",
     "table_lock",
+    "table_paths",
+    "write_flat_tables",
 ]
 
 
@@ -333,6 +336,8 @@ class SweepReport:
         Seconds of each computed point.
     duplicates : int
         Points this run computed that another writer appended first (its row is kept, ours dropped).
+    tables : tuple of str
+        The flat Parquet and CSV copies of the whole table (:func:`table_paths`).
     """
 
     path: str
@@ -342,6 +347,7 @@ class SweepReport:
     elapsed_s: float
     point_seconds: tuple
     duplicates: int = 0
+    tables: tuple = ()
 
 
 LOCK_TIMEOUT_S = 600.0  # a writer holds the lock only to read the table or append one row: far less
@@ -354,6 +360,21 @@ def table_lock(path: str | Path) -> FileLock:
     systems that implement ``fcntl`` locks across machines (see docs/cluster.md).
     """
     return FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S)
+
+
+def table_paths(path: str | Path) -> tuple[Path, Path]:
+    """The flat copies of the table ``path`` (``t.jsonl`` -> ``t.parquet``, ``t.csv``; docs/schema.md)."""
+    stem = Path(path).with_suffix("")
+    return stem.with_name(stem.name + ".parquet"), stem.with_name(stem.name + ".csv")
+
+
+def write_flat_tables(path: str | Path) -> tuple[Path, Path]:
+    """Rewrite the Parquet and CSV copies of the table ``path`` from its good rows (caller holds the lock)."""
+    from validation.tables import flatten_point, write_tables
+
+    rows, _ = read_table(path)
+    flat = [flatten_point(r.config, r.result, r.provenance, r.config_hash) for r in rows]
+    return write_tables(flat, Path(path).with_suffix(""))
 
 
 def _row_line(row: SweepRow) -> str:
@@ -409,6 +430,8 @@ def run_sweep(
     if on_bad_rows not in ("raise", "drop"):
         raise ValueError(f"on_bad_rows must be 'raise' or 'drop', got {on_bad_rows!r}")
     out = check_writable_file(out)
+    for flat in table_paths(out):
+        check_writable_file(flat)
     configs = list(configs)
     lock = table_lock(out)
     with lock:
@@ -449,4 +472,7 @@ def run_sweep(
                 computed += 1
         if progress:
             progress(skipped + computed + duplicates, total, cfg, result)
-    return SweepReport(str(out), computed, skipped, tuple(bad), time.perf_counter() - t0, tuple(seconds), duplicates)
+    with lock:
+        tables = tuple(str(p) for p in write_flat_tables(out))
+    return SweepReport(str(out), computed, skipped, tuple(bad), time.perf_counter() - t0, tuple(seconds), duplicates,
+                       tables)

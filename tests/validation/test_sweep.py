@@ -177,3 +177,30 @@ def test_sweep_refuses_a_target_that_is_not_a_regular_file(tmp_path):
             run_sweep(configs, target, evaluate=fake_evaluate(calls))
     assert calls == [] and stat.S_ISCHR(os.stat(os.devnull).st_mode)
     assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()
+
+
+def test_a_sweep_writes_flat_parquet_and_csv_beside_the_table(tmp_path):
+    """Issue 13: tables other tools read directly, one row per point, config columns + value, stderr, ci, method."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "t.jsonl"
+    configs = grid(["2gram:2gram-pruned"], [3], [1, 2], method="auto") + grid(["2gram"], [8], [2], method="mc", samples=10)
+    report = run_sweep(configs, out)
+    assert report.tables == (str(tmp_path / "t.parquet"), str(tmp_path / "t.csv"))
+    table = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    rows, _ = read_table(out)
+    assert len(table) == len(rows) == 3
+    for flat, row in zip(table, rows):
+        assert flat["language"] == row.config["language"] and flat["n_steps"] == row.config["steps"]
+        assert flat["method_requested"] == row.config["method"] and flat["config_hash"] == row.config_hash
+        assert flat["method"] == row.result["method"] and flat["commit"] == row.provenance["commit"]
+        for metric in ("ser", "kl_jensen_bound", "gen_ppl"):
+            for field in ("value", "stderr", "ci_low", "ci_high", "method", "samples", "exact"):
+                assert flat[f"{metric}_{field}"] == row.result[metric][field], (metric, field)
+    assert table[2]["kl_value"] is None and "exact law" in json.loads(table[2]["kl_null_reason"])["value"]
+    with open(tmp_path / "t.csv", newline="") as fh:
+        text_rows = list(csv.DictReader(fh))
+    assert [r["n_steps"] for r in text_rows] == ["1", "2", "2"]
+    assert float(text_rows[0]["ser_value"]) == table[0]["ser_value"] and text_rows[2]["kl_value"] == ""

@@ -138,7 +138,7 @@ def _progress_bar(total: int, enabled: bool):
 @_samples
 @_seed
 @_batch
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists.")
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
 @progress_option
 @json_option
@@ -164,7 +164,8 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     finally:
         bar.close()
     emit(report, as_json, f"{report.computed} point(s) computed, {report.skipped} skipped, "
-                          f"{len(report.bad_rows)} bad row(s) dropped, {report.elapsed_s:.1f} s -> {report.path}")
+                          f"{len(report.bad_rows)} bad row(s) dropped, {report.elapsed_s:.1f} s -> {report.path} "
+                          f"(flat copies: {', '.join(report.tables)})")
 
 
 BENCH_PRESETS = ("2gram", "3gram", "4gram", "hmm")
