@@ -43,6 +43,7 @@ from numerics.estimate import CONFIDENCE, Estimate, unavailable_record
 from numerics.provenance import atomic_write_bytes, check_writable_file, config_hash, provenance, to_jsonable
 from numerics.exact.output_law import ExactMetrics
 from numerics.schedules import Schedule, make_schedule
+from validation.executors import EXECUTORS, run_dask, run_local
 from validation.methods import METHODS, choose_method, interval_length_of
 
 __all__ = [
@@ -393,15 +394,6 @@ def _append_row(path: Path, row: SweepRow) -> None:
     atomic_write_bytes(path, old + _row_line(row).encode())
 
 
-def _run_local(evaluate: Callable[[PointConfig], dict], points: dict[str, PointConfig]):
-    """The local executor: evaluate the points (by config hash) one after the other, yielding
-    ``(hash, result, seconds)``."""
-    for h, cfg in points.items():
-        t = time.perf_counter()
-        result = evaluate(cfg)
-        yield h, result, time.perf_counter() - t
-
-
 def run_sweep(
     configs: Iterable[PointConfig],
     out: str | Path,
@@ -409,6 +401,9 @@ def run_sweep(
     on_bad_rows: str = "raise",
     evaluate: Callable[[PointConfig], dict] = evaluate_point,
     progress: Optional[Callable[[int, int, PointConfig, Optional[dict]], None]] = None,
+    executor: str = "local",
+    scheduler: Optional[str] = None,
+    client: Any = None,
 ) -> SweepReport:
     """Evaluate every config not yet in the table ``out`` and append its row as soon as it is computed.
 
@@ -426,9 +421,20 @@ def run_sweep(
         ``PointConfig -> result dict`` (tests pass a cheap or failing one).
     progress : callable, optional
         Called as ``progress(k, total, cfg, result_or_None_if_skipped)``.
+    executor : {"local", "dask"}
+        Where the points are computed (:mod:`validation.executors`): here in order, or as Dask
+        tasks whose results stream back into this table as they finish.
+    scheduler : str, optional
+        ``dask``: the address of a running scheduler (default: a local cluster for this sweep).
+    client : distributed.Client, optional
+        ``dask``: an existing client to submit to instead.
     """
     if on_bad_rows not in ("raise", "drop"):
         raise ValueError(f"on_bad_rows must be 'raise' or 'drop', got {on_bad_rows!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; choose one of {EXECUTORS}")
+    if executor == "local" and (scheduler is not None or client is not None):
+        raise ValueError("a scheduler address or client needs executor='dask'")
     out = check_writable_file(out)
     for flat in table_paths(out):
         check_writable_file(flat)
@@ -459,7 +465,9 @@ def run_sweep(
     t0 = time.perf_counter()
     computed = duplicates = 0
     seconds = []
-    for h, result, secs in _run_local(evaluate, {h: cfg for h, (_, cfg) in pending.items()}):
+    points = {h: cfg for h, (_, cfg) in pending.items()}
+    stream = run_local(evaluate, points) if executor == "local" else run_dask(evaluate, points, scheduler, client)
+    for h, result, secs in stream:
         c, cfg = pending[h]
         result = to_jsonable(result)
         seconds.append(secs)

@@ -140,13 +140,20 @@ def _progress_bar(total: int, enabled: bool):
 @_batch
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local: the points one after the other here; dask: each point a task on a Dask cluster, "
+                   "results streamed back into the same table (docs/cluster.md).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="--executor dask: address of a running scheduler, e.g. tcp://host:8786 "
+                   "[default: a local cluster for this sweep].")
 @progress_option
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, out, drop_bad_rows,
-                  progress, as_json):
+                  executor, scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
-    Concurrent sweeps may share one --out: rows are appended under the table's lock.
+    Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
+    CSV copies (one row per point, docs/schema.md) are written beside the table.
     """
     from validation.sweep import CorruptRowsError, grid, run_sweep
 
@@ -156,9 +163,12 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
                        batch_size=batch_size)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if scheduler is not None and executor != "dask":
+        raise click.UsageError("--scheduler needs --executor dask")
     bar, tick = _progress_bar(len(configs), show_progress(progress))
     try:
-        report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick)
+        report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick,
+                           executor=executor, scheduler=scheduler)
     except CorruptRowsError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
