@@ -20,7 +20,15 @@ from typing import Any
 
 from scipy import stats
 
-__all__ = ["Estimate", "CONFIDENCE", "ESTIMATE_FIELDS", "clopper_pearson", "normal_interval", "unavailable_record"]
+__all__ = [
+    "CONFIDENCE",
+    "ESTIMATE_FIELDS",
+    "Estimate",
+    "clopper_pearson",
+    "is_estimate_record",
+    "normal_interval",
+    "unavailable_record",
+]
 
 CONFIDENCE = 0.95  # two-sided confidence of every interval the engine reports
 
@@ -119,6 +127,11 @@ def normal_interval(value: float, stderr: float, confidence: float = CONFIDENCE)
         return math.nan, math.nan
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     return value - z * stderr, value + z * stderr
+
+
+def is_estimate_record(data: Any) -> bool:
+    """Whether converted JSON ``data`` is an estimate record (a dict with at least ``value`` and ``method``)."""
+    return isinstance(data, dict) and {"value", "method"} <= set(data)
 
 
 def unavailable_record(reason: str) -> dict[str, Any]:

@@ -25,17 +25,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from numerics.estimate import ESTIMATE_FIELDS
+from numerics.estimate import ESTIMATE_FIELDS, is_estimate_record
 from numerics.provenance import NULL_REASON, atomic_write_bytes
 
 __all__ = ["CONFIG_COLUMNS", "flatten_point", "write_tables"]
 
 #: Config fields renamed in the tables (the JSON keeps the config's own names, which its hash covers).
 CONFIG_COLUMNS = {"steps": "n_steps", "method": "method_requested"}
-
-
-def _is_estimate(value: Any) -> bool:
-    return isinstance(value, dict) and {"value", "method"} <= set(value)
 
 
 def flatten_point(config: dict, result: dict, provenance: dict | None = None, config_hash: str | None = None) -> dict:
@@ -47,7 +43,7 @@ def flatten_point(config: dict, result: dict, provenance: dict | None = None, co
         if key in result:
             row[key] = result[key]
     for name, value in result.items():
-        if not _is_estimate(value):
+        if not is_estimate_record(value):
             continue
         for field in ESTIMATE_FIELDS:
             row[f"{name}_{field}"] = value.get(field)

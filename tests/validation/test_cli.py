@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import validation.commands as commands_pkg
-from numerics.estimate import ESTIMATE_FIELDS
+from numerics.estimate import ESTIMATE_FIELDS, is_estimate_record
 from validation.cli import BENCH_COMMANDS, COMMANDS, bench, main
 from validation.commands import exact, report, steps_needed
 from validation.commands.languages import languages_cmd
@@ -108,7 +108,7 @@ def test_a_failure_is_an_error_object_with_json_and_a_message_without(args, exit
 def _estimates(data):
     """Every estimate-like dict (one with a value and a method) anywhere in converted JSON data."""
     if isinstance(data, dict):
-        if "value" in data and "method" in data:
+        if is_estimate_record(data):
             yield data
         for v in data.values():
             yield from _estimates(v)

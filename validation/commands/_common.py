@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from numerics.estimate import is_estimate_record
 from numerics.provenance import NULL_REASON, to_jsonable
 
 __all__ = [
@@ -118,10 +119,6 @@ def _num(x: Any) -> str:
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
-def _is_estimate(d: Any) -> bool:
-    return isinstance(d, dict) and {"value", "stderr", "method"} <= set(d)
-
-
 def format_estimate(record: dict) -> str:
     """One estimate record (docs/schema.md) as text: ``0.924 +- 0.008 [0.907, 0.939] (mc, 1000 samples)``."""
     value, reasons = record.get("value"), record.get(NULL_REASON) or {}
@@ -144,14 +141,14 @@ def format_estimate(record: dict) -> str:
 def render_human(data: Any, indent: int = 0) -> str:
     """Converted JSON data as indented text: estimates on one line, scalars as ``key: value``."""
     pad = "  " * indent
-    if _is_estimate(data):
+    if is_estimate_record(data):
         return pad + format_estimate(data)
     if isinstance(data, dict):
         lines = []
         for k, v in data.items():
             if k == NULL_REASON:
                 continue
-            if _is_estimate(v):
+            if is_estimate_record(v):
                 lines.append(f"{pad}{k}: {format_estimate(v)}")
             elif isinstance(v, dict) and v:
                 lines.append(f"{pad}{k}:")

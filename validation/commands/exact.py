@@ -101,6 +101,7 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
 
 
 def _human_point(result: dict) -> str:
+    from numerics.estimate import is_estimate_record
     from numerics.provenance import to_jsonable
 
     data = to_jsonable(result)
@@ -108,7 +109,7 @@ def _human_point(result: dict) -> str:
     head = (f"{inputs['language']}" + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
             + f", L = {inputs['length']}, N = {inputs['steps']}, schedule {data['schedule_name']}, "
             f"method {data['method']}, {data['elapsed_s']:.2f} s")
-    metrics = [(k, v) for k, v in data.items() if isinstance(v, dict) and "value" in v and "method" in v]
+    metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
 
