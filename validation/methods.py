@@ -124,7 +124,7 @@ def _log10_sum(*logs: float) -> float:
 def _ordered_partitions(L: int, n: int) -> int:
     """Ordered set partitions of ``L`` positions into at most ``n`` blocks: ``sum_k k! S(L, k)``, ``k <= n``."""
     row = [1] + [0] * L  # Stirling numbers of the second kind S(m, k), row m, by S(m, k) = k S(m-1, k) + S(m-1, k-1)
-    for m in range(1, L + 1):
+    for _ in range(L):
         row = [0] + [k * row[k] + row[k - 1] for k in range(1, L + 1)]
     return sum(math.factorial(k) * row[k] for k in range(1, min(n, L) + 1))
 
