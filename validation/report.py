@@ -47,7 +47,7 @@ OPEN_TABLE_ROWS = 12  # a table with more rows starts collapsed
 def strict_json(payload: Any) -> str:
     """``payload`` as strict JSON text (RFC 8259): non-finite floats become JSON-safe values
     (:func:`numerics.provenance.to_jsonable`), and ``NaN``/``Infinity`` tokens are refused."""
-    return json.dumps(to_jsonable(canonical(payload)), indent=1, sort_keys=True, allow_nan=False)
+    return json.dumps(to_jsonable(payload), indent=1, sort_keys=True, allow_nan=False)
 
 
 @dataclass

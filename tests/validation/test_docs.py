@@ -40,7 +40,7 @@ def site(tmp_path_factory):
 
 
 def test_cli_reference_lists_every_command():
-    text = cli_reference()
+    text = cli_reference(main)
     for command in ("mdm-theory report", "mdm-theory docs", "mdm-theory bench"):
         assert f"`{command}`" in text
     assert "--full" in text and "--out" in text

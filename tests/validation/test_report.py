@@ -146,7 +146,9 @@ def test_non_finite_results_are_written_as_strict_json_and_shown(tmp_path, monke
     monkeypatch.setattr(cost, "plot", lambda result: [])
     outcome = build_report(tmp_path, scale="tiny", only=["cost"], progress=False)
     saved = strict_load(tmp_path / "results" / "cost.json")
-    assert saved["result"]["tables"]["t"][0]["ok"] == 1.0
+    row = saved["result"]["tables"]["t"][0]
+    assert row["ok"] == 1.0 and row["gen_ppl"] is None and row["kl"] is None  # null, with the reason beside it
+    assert row["null_reason"]["gen_ppl"].startswith("+inf") and row["null_reason"]["kl"].startswith("NaN")
     assert saved["result"]["status"] == "finding"
     page = outcome.index.read_text()
     assert "&infin;" in page and 'class="badge finding"' in page and "a finding" in page
