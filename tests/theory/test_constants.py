@@ -14,26 +14,25 @@ from numerics.exact.interval import interval_validity as numerics_interval_valid
 from numerics.schedules import Schedule, from_u, linear
 from theory.brute import mixture_law, sequence_kl, table
 from theory.collision import collision_probability, distinct_probability, interval_validity
-from theory.negative import (
+from theory.c7_interval_language import P_E_PAPER, p_e
+from theory.thm44_ser_lower import (
     arg_constant_l10,
-    P_E_PAPER,
     best_interval_validity,
     c9_argument_constant,
     c9_argument_limit,
     c9_bound,
     oracle_ser,
-    p_e,
     true_threshold,
 )
-from theory.positive import (
+from theory.b12_schedule import (
     b12_length_threshold,
     b12_rate,
     b12_schedule,
     b12_solve_eps,
     b12_steps,
     b12_steps_bound,
-    theorem42_constants,
 )
+from theory.thm42_ter import theorem42_constants
 
 RTOL_EXACT = 1e-12  # float64 against an independent exact computation
 

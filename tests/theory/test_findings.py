@@ -9,8 +9,9 @@ import sympy as sp
 
 from theory import check, get
 from theory import symbols as S
-from theory.collision import distinct_probability, jensen_f
-from theory.positive import b12_length_threshold, b12_u, expected_dependencies
+from theory.c5_distinct_steps import jensen_f
+from theory.collision import distinct_probability
+from theory.b12_schedule import b12_length_threshold, b12_u, expected_dependencies
 from theory.separators import joint_law
 
 
@@ -63,7 +64,8 @@ def test_theorem42_needs_no_length_threshold(eps, n):
 def test_theorem44_argument_gives_nothing_for_one_interval():
     """Finding 4: at L = l = 5 Lemma C.6's bound is p_e = 63/128 < 1/2 for every N (no C works),
     while the true SER of the oracle at N = 1 is 1 - 2^-10."""
-    from theory.negative import P_E_PAPER, c9_bound, oracle_ser
+    from theory.c7_interval_language import P_E_PAPER
+    from theory.thm44_ser_lower import c9_bound, oracle_ser
 
     assert c9_bound(1, 5) == pytest.approx(float(P_E_PAPER), rel=1e-15) and c9_bound(1, 5) < 0.5
     assert oracle_ser([1.0], 5) == pytest.approx(1 - 2.0**-10, rel=1e-15)

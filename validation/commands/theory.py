@@ -115,7 +115,7 @@ def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_pr
 
 def _constants(claim_id: str, values: dict) -> dict:
     if claim_id in ("4.2", "B.12"):
-        from theory.positive import b12_solve_eps, theorem42_constants
+        from theory import b12_solve_eps, theorem42_constants
 
         n, V = values["n"] or 2, values["V"] or 8
         eps = values["eps"]
@@ -127,7 +127,7 @@ def _constants(claim_id: str, values: dict) -> dict:
     if claim_id in ("4.4", "4.4.argument"):
         import numpy as np
 
-        from theory.negative import (arg_constant_l10, c9_argument_constant, c9_argument_limit, p_e,
+        from theory import (arg_constant_l10, c9_argument_constant, c9_argument_limit, p_e,
                                      true_threshold)
 
         pe = p_e(values["eps_learning"])
