@@ -7,7 +7,7 @@ per statement of the paper (with its proof steps), named after it:
 * Appendix A: :mod:`~theory.a1_total_correlation`, :mod:`~theory.a2_chernoff`, :mod:`~theory.a3_pinsker`;
 * Appendix B (positive result): :mod:`~theory.b2_b3_chain_rule`, :mod:`~theory.b8_dependencies`,
   :mod:`~theory.b9_expected_dependencies`, :mod:`~theory.b10_separator_chernoff`,
-  :mod:`~theory.b11_dependencies`, :mod:`~theory.b12_schedule`, :mod:`~theory.thm42_ter`;
+  :mod:`~theory.b11_dependencies`, :mod:`~theory.b12_explicit_schedule`, :mod:`~theory.thm42_ter`;
 * Appendix C (SER): :mod:`~theory.c1_union_bound`, :mod:`~theory.c2_one_at_a_time`, :mod:`~theory.thm43_ser`,
   :mod:`~theory.c5_distinct_steps`, :mod:`~theory.c6_interval_errors`, :mod:`~theory.c7_interval_language`,
   :mod:`~theory.thm44_ser_lower`.
@@ -30,7 +30,7 @@ from . import (  # noqa: E402,F401  (importing a lemma module registers its clai
     b9_expected_dependencies,
     b10_separator_chernoff,
     b11_dependencies,
-    b12_schedule,
+    b12_explicit_schedule,
     c1_union_bound,
     c2_one_at_a_time,
     c5_distinct_steps,
@@ -42,7 +42,7 @@ from . import (  # noqa: E402,F401  (importing a lemma module registers its clai
 )
 
 from .b11_dependencies import b11_bound, pair_bound  # noqa: E402
-from .b12_schedule import b12_length_threshold, b12_schedule, b12_solve_eps, b12_steps  # noqa: E402
+from .b12_explicit_schedule import b12_length_threshold, b12_schedule, b12_solve_eps, b12_steps  # noqa: E402
 from .c6_interval_errors import c6_bound  # noqa: E402
 from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e  # noqa: E402
 from .collision import collision_probability, distinct_probability, interval_validity  # noqa: E402

@@ -1,4 +1,10 @@
-"""Lemma A.1: sampling k tokens independently costs their total correlation, at most (k-1) log|V|."""
+"""Lemma A.1: sampling k tokens independently costs their total correlation, at most (k-1) log|V|.
+
+For a joint law ``P`` of ``X = (X_1..X_k)`` over ``V`` symbols and ``Y`` with independent components
+of ``P``'s marginals, ``KL(P || prod_j P_j) = sum_j H(X_j) - H(X) <= (k-1) log|V|`` (natural logs):
+``H(X) >= H(X_1)`` leaves ``sum_{j>=2} H(X_j)``, and each ``H(X_j) <= log|V|``. Every quantity is
+computed from the explicit ``(V,) * k`` table.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +13,23 @@ from typing import Any, Mapping
 import numpy as np
 import sympy as sp
 
+from numerics.tolerances import PROB_SUM_ATOL
+
 from . import symbols as S
-from .claims import ATOL_CANCEL, PROB_SUM_ATOL, Claim, closed_form, register, require
+from .claims import ATOL_CANCEL, closed_form, require, show
+from .family import ClaimFamily
 from .information import entropy, kl, marginals, product_of_marginals, total_correlation
 
 
 def _joint(inst: Mapping[str, Any]) -> np.ndarray:
     P = np.asarray(inst["P"], dtype=np.float64)
-    require(P.ndim >= 1 and len(set(P.shape)) == 1, f"P must have shape (V,) * k, got {P.shape}")
+    require(P.ndim >= 1 and len(set(P.shape)) == 1, f"P must have shape (V,) * k, got {show(P.shape)}")
     require(P.shape[0] >= 1, "P needs V >= 1 symbols")
     require(bool(np.all(P >= 0)) and abs(P.sum() - 1.0) <= PROB_SUM_ATOL, "P must be a probability table")
     return P
 
 
-def _domain_a1(inst: Mapping[str, Any]) -> None:
+def _joint_domain(inst: Mapping[str, Any]) -> None:
     _joint(inst)
 
 
@@ -42,95 +51,40 @@ def _gen_joint(rng: np.random.Generator) -> dict:
     return {"P": P}
 
 
-_scalars = (S.k, S.V)
+_a1_rhs = closed_form((S.k - 1) * sp.log(S.V), (S.k, S.V))
 
 
-def _kV(inst: Mapping[str, Any]) -> dict:
+def _sides(inst: Mapping[str, Any]) -> dict:
+    """Every side of A.1's chain on the explicit table ``P``."""
     P = _joint(inst)
-    return {"k": P.ndim, "V": P.shape[0]}
+    return {
+        "kl": kl(P, product_of_marginals(P)),
+        "tc": total_correlation(P),
+        "tail": sum(entropy(m) for m in marginals(P)[1:]),
+        "bound": _a1_rhs({"k": P.ndim, "V": P.shape[0]}),
+    }
 
 
-_a1_rhs = closed_form((S.k - 1) * sp.log(S.V), _scalars)
-KL_ = S.fn("KL")
 H_ = S.fn("H")
 P_, Pprod = S.tex("P"), S.tex(r"\otimes_j P_j")
-X_, Xj, X1 = S.tex("X"), S.tex("X_j"), S.tex("X_1")
+X_, Xj = S.tex("X"), S.tex("X_j")
+_tc = sp.Sum(H_(Xj), (S.i, 1, S.k)) - H_(X_)
+_tail = sp.Sum(H_(Xj), (S.i, 2, S.k))
+_bound = (S.k - 1) * sp.log(S.V)
 
-register(
-    Claim(
-        id="A.1",
-        paper="Lemma A.1",
-        title="Independent sampling of k tokens costs at most (k-1) log|V| nats of KL",
-        lhs=KL_(P_, Pprod),
-        rhs=(S.k - 1) * sp.log(S.V),
-        relation="<=",
-        evaluate=lambda inst: (kl(_joint(inst), product_of_marginals(_joint(inst))), _a1_rhs(_kV(inst))),
-        domain=_domain_a1,
-        generate=_gen_joint,
-        doc=(
-            "P is an explicit joint table over V^k; the left side is KL(P || prod_j P_j) summed "
-            "directly over the table, the right side (k-1) log V. Tight (equality) when the k tokens "
-            "are copies of one uniform token."
-        ),
-        steps=("A.1.identity", "A.1.joint-entropy", "A.1.entropy-max"),
-        free={"P": "simplex"},
-        parameters={"P": "joint table (V,)*k"},
-    )
+a1 = ClaimFamily("A.1", "Lemma A.1", sides=_sides, domain=_joint_domain, generate=_gen_joint, free={"P": "simplex"})
+a1.statement(
+    "Independent sampling of k tokens costs at most (k-1) log|V| nats of KL", S.KLq(P_, Pprod), "<=", _bound,
+    sides=("kl", "bound"), steps=("A.1.identity", "A.1.joint-entropy", "A.1.entropy-max"),
+    parameters={"P": "joint table (V,)*k"},
+    doc=("P is an explicit joint table over V^k; the left side is KL(P || prod_j P_j) summed "
+         "directly over the table, the right side (k-1) log V. Tight (equality) when the k tokens "
+         "are copies of one uniform token."),
 )
-
-register(
-    Claim(
-        id="A.1.identity",
-        atol=ATOL_CANCEL,
-        paper="proof of Lemma A.1",
-        title="KL to the product of marginals is the total correlation",
-        lhs=KL_(P_, Pprod),
-        rhs=sp.Sum(H_(Xj), (S.i, 1, S.k)) - H_(X_),
-        relation="==",
-        evaluate=lambda inst: (
-            kl(_joint(inst), product_of_marginals(_joint(inst))),
-            total_correlation(_joint(inst)),
-        ),
-        domain=_domain_a1,
-        generate=_gen_joint,
-        doc="Direct KL over the table against sum of marginal entropies minus joint entropy.",
-        free={"P": "simplex"},
-    )
-)
-
-register(
-    Claim(
-        id="A.1.joint-entropy",
-        atol=ATOL_CANCEL,
-        paper="proof of Lemma A.1",
-        title="H(X) >= H(X_1), so the total correlation is at most sum_{j>=2} H(X_j)",
-        lhs=sp.Sum(H_(Xj), (S.i, 1, S.k)) - H_(X_),
-        rhs=sp.Sum(H_(Xj), (S.i, 2, S.k)),
-        relation="<=",
-        evaluate=lambda inst: (
-            total_correlation(_joint(inst)),
-            sum(entropy(m) for m in marginals(_joint(inst))[1:]),
-        ),
-        domain=_domain_a1,
-        generate=_gen_joint,
-        doc="Entropies of the explicit table.",
-        free={"P": "simplex"},
-    )
-)
-
-register(
-    Claim(
-        id="A.1.entropy-max",
-        paper="proof of Lemma A.1",
-        title="Each marginal entropy is at most log|V|",
-        lhs=sp.Sum(H_(Xj), (S.i, 2, S.k)),
-        rhs=(S.k - 1) * sp.log(S.V),
-        relation="<=",
-        evaluate=lambda inst: (sum(entropy(m) for m in marginals(_joint(inst))[1:]), _a1_rhs(_kV(inst))),
-        domain=_domain_a1,
-        generate=_gen_joint,
-        doc="Entropies of the explicit table against (k-1) log V.",
-        free={"P": "simplex"},
-    )
-)
-
+a1.step("identity", "KL to the product of marginals is the total correlation", S.KLq(P_, Pprod), "==", _tc,
+        sides=("kl", "tc"), atol=ATOL_CANCEL,
+        doc="Direct KL over the table against sum of marginal entropies minus joint entropy.")
+a1.step("joint-entropy", "H(X) >= H(X_1), so the total correlation is at most sum_{j>=2} H(X_j)", _tc, "<=", _tail,
+        sides=("tc", "tail"), atol=ATOL_CANCEL, doc="Entropies of the explicit table.")
+a1.step("entropy-max", "Each marginal entropy is at most log|V|", _tail, "<=", _bound,
+        sides=("tail", "bound"), doc="Entropies of the explicit table against (k-1) log V.")

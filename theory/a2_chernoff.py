@@ -1,13 +1,14 @@
 """Lemma A.2: Chernoff bounds, checked against the exact Poisson-binomial tail.
 
-A.2 is checked against the exact Poisson-binomial tail (a convolution DP); B.10 against the
-exact law of ``S_i`` from the transfer matrix of :mod:`theory.separators` and the exact binomial
-law of ``|tau_i|``.
+``X`` a sum of independent Bernoulli(``p_j``) with mean ``mu = sum_j p_j``:
 
-Derived (docs/derivations.md, B.10): for any ``0 < d < 1`` and ``d' >= 0``,
-``P(S_i < (1-d) mu_S) <= P(Bin(L/(n-1), u_{i-1}^{n-1}) <= (1-d) mu_S) <= exp(-d^2 mu_S / 2)`` and
-``P(|tau_i| >= (1+d') mu_T) <= exp(-d'^2 mu_T / (2+d'))``; the paper's case split of B.11 uses
-``d = 1/2`` (``exp(-mu_S/8)``) and ``d' = 1`` (``exp(-mu_T/3)``).
+``P(X >= (1+d) mu) <= exp(-d^2 mu / (2+d))`` for ``d >= 0``, and
+``P(X <= (1-d) mu) <= exp(-d^2 mu / 2)`` for ``0 < d < 1``.
+
+The proof bounds each tail by its moment-generating function, ``(e^d / (1+d)^(1+d))^mu`` and
+``(e^-d / (1-d)^(1-d))^mu``, then simplifies the exponent (``(1+d) log(1+d) >= d + d^2/(2+d)``,
+``(1-d) log(1-d) >= -d + d^2/2``); each of the four steps is a claim. The left sides are the
+exact Poisson-binomial tails (a convolution DP).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import numpy as np
 import sympy as sp
 
 from . import symbols as S
-from .claims import Claim, closed_form, register, require
+from .claims import closed_form, require, show
+from .family import ClaimFamily
+
+__all__ = ["poisson_binomial_pmf", "upper_tail", "lower_tail", "threshold_ceil", "threshold_floor", "THRESHOLD_RTOL"]
 
 THRESHOLD_RTOL = 1e-12  # a threshold (1 +- d) mu equal to an integer up to round-off counts as that integer
 
@@ -35,29 +39,30 @@ def poisson_binomial_pmf(p) -> np.ndarray:
     return pmf
 
 
-def _ceil(x: float) -> int:
+def threshold_ceil(x: float) -> int:
+    """``ceil(x)``, except that ``x`` within ``THRESHOLD_RTOL`` of an integer counts as that integer."""
     r = round(x)
     return int(r) if abs(x - r) <= THRESHOLD_RTOL * max(1.0, abs(x)) else math.ceil(x)
 
 
-def _floor(x: float) -> int:
+def threshold_floor(x: float) -> int:
+    """``floor(x)``, except that ``x`` within ``THRESHOLD_RTOL`` of an integer counts as that integer."""
     r = round(x)
     return int(r) if abs(x - r) <= THRESHOLD_RTOL * max(1.0, abs(x)) else math.floor(x)
 
 
 def upper_tail(pmf: np.ndarray, x: float) -> float:
     """``P(X >= x)``."""
-    return float(pmf[max(_ceil(x), 0):].sum())
+    return float(pmf[max(threshold_ceil(x), 0):].sum())
 
 
 def lower_tail(pmf: np.ndarray, x: float) -> float:
     """``P(X <= x)``."""
-    t = _floor(x)
+    t = threshold_floor(x)
     return float(pmf[: t + 1].sum()) if t >= 0 else 0.0
 
 
-# ---------------------------------------------------------------------------------------------
-# Lemma A.2
+# ----- the claims -----------------------------------------------------------------------------
 
 
 def _bern(inst: Mapping[str, Any]) -> np.ndarray:
@@ -69,13 +74,13 @@ def _bern(inst: Mapping[str, Any]) -> np.ndarray:
 
 def _domain_upper(inst):
     _bern(inst)
-    require(float(inst["d"]) >= 0, f"the upper Chernoff bound needs d >= 0, got {inst['d']!r}")
+    require(float(inst["d"]) >= 0, f"the upper Chernoff bound needs d >= 0, got {show(inst['d'])}")
 
 
 def _domain_lower(inst):
     _bern(inst)
     d = float(inst["d"])
-    require(0 < d < 1, f"the lower Chernoff bound needs 0 < d < 1, got {d!r}")
+    require(0 < d < 1, f"the lower Chernoff bound needs 0 < d < 1, got {show(d)}")
 
 
 def _gen_bern(rng: np.random.Generator, lower: bool) -> dict:
@@ -93,125 +98,57 @@ def _gen_bern(rng: np.random.Generator, lower: bool) -> dict:
     return {"p": p, "d": d}
 
 
-_up_rhs = closed_form(sp.exp(-S.d**2 * S.mu / (2 + S.d)), (S.d, S.mu))
-_lo_rhs = closed_form(sp.exp(-S.d**2 * S.mu / 2), (S.d, S.mu))
+_up_bound = sp.exp(-S.d**2 * S.mu / (2 + S.d))
+_lo_bound = sp.exp(-S.d**2 * S.mu / 2)
 _up_mgf = sp.exp(S.d * S.mu) / (1 + S.d) ** ((1 + S.d) * S.mu)
 _lo_mgf = sp.exp(-S.d * S.mu) / (1 - S.d) ** ((1 - S.d) * S.mu)
+_up_rhs = closed_form(_up_bound, (S.d, S.mu))
+_lo_rhs = closed_form(_lo_bound, (S.d, S.mu))
 _up_mgf_f = closed_form(_up_mgf, (S.d, S.mu))
 _lo_mgf_f = closed_form(_lo_mgf, (S.d, S.mu))
-Pr = S.fn("P")
-Xs = S.tex("X")
 
 
-def _mu(inst):
-    return {"d": float(inst["d"]), "mu": float(_bern(inst).sum())}
+def _upper_sides(inst: Mapping[str, Any]) -> dict:
+    """``P(X >= (1+d) mu)`` exactly, its MGF bound and the simplified bound."""
+    p = _bern(inst)
+    sc = {"d": float(inst["d"]), "mu": float(p.sum())}
+    return {"tail": upper_tail(poisson_binomial_pmf(p), (1 + sc["d"]) * sc["mu"]), "mgf": _up_mgf_f(sc),
+            "bound": _up_rhs(sc)}
 
 
-def _a2_upper(inst):
-    p, sc = _bern(inst), _mu(inst)
-    return upper_tail(poisson_binomial_pmf(p), (1 + sc["d"]) * sc["mu"]), _up_rhs(sc)
+def _lower_sides(inst: Mapping[str, Any]) -> dict:
+    """``P(X <= (1-d) mu)`` exactly, its MGF bound and the simplified bound."""
+    p = _bern(inst)
+    sc = {"d": float(inst["d"]), "mu": float(p.sum())}
+    return {"tail": lower_tail(poisson_binomial_pmf(p), (1 - sc["d"]) * sc["mu"]), "mgf": _lo_mgf_f(sc),
+            "bound": _lo_rhs(sc)}
 
 
-def _a2_lower(inst):
-    p, sc = _bern(inst), _mu(inst)
-    return lower_tail(poisson_binomial_pmf(p), (1 - sc["d"]) * sc["mu"]), _lo_rhs(sc)
-
-
-_A2_DOC = (
+_DOC = (
     "X = sum of independent Bernoulli(p_j); the left side is the exact Poisson-binomial tail "
     "(convolution DP), the right side the closed form with mu = sum p_j."
 )
+_upper_tail = S.Pr(sp.Ge(S.tex("X"), (1 + S.d) * S.mu))
+_lower_tail = S.Pr(sp.Le(S.tex("X"), (1 - S.d) * S.mu))
 
-register(
-    Claim(
-        id="A.2",
-        paper="Lemma A.2",
-        title="Chernoff upper tail: P(X >= (1+d) mu) <= exp(-d^2 mu / (2+d)), d >= 0",
-        lhs=Pr(sp.Ge(Xs, (1 + S.d) * S.mu)),
-        rhs=sp.exp(-S.d**2 * S.mu / (2 + S.d)),
-        relation="<=",
-        evaluate=_a2_upper,
-        domain=_domain_upper,
-        generate=lambda rng: _gen_bern(rng, False),
-        doc=_A2_DOC,
-        steps=("A.2.lower", "A.2.mgf-upper", "A.2.simplify-upper", "A.2.mgf-lower", "A.2.simplify-lower"),
-        free={"p": "unitvec", "d": "positive"},
-        parameters={"p": "Bernoulli probabilities", "d": "relative deviation"},
-    )
-)
-register(
-    Claim(
-        id="A.2.lower",
-        paper="proof of Lemma A.2 (the lower-tail half of the statement)",
-        title="Chernoff lower tail: P(X <= (1-d) mu) <= exp(-d^2 mu / 2), 0 < d < 1",
-        lhs=Pr(sp.Le(Xs, (1 - S.d) * S.mu)),
-        rhs=sp.exp(-S.d**2 * S.mu / 2),
-        relation="<=",
-        evaluate=_a2_lower,
-        domain=_domain_lower,
-        generate=lambda rng: _gen_bern(rng, True),
-        doc=_A2_DOC,
-        free={"p": "unitvec", "d": "unit"},
-    )
-)
-register(
-    Claim(
-        id="A.2.mgf-upper",
-        paper="proof of Lemma A.2",
-        title="Moment-generating-function bound: P(X >= (1+d) mu) <= (e^d / (1+d)^(1+d))^mu",
-        lhs=Pr(sp.Ge(Xs, (1 + S.d) * S.mu)),
-        rhs=_up_mgf,
-        relation="<=",
-        evaluate=lambda inst: (_a2_upper(inst)[0], _up_mgf_f(_mu(inst))),
-        domain=_domain_upper,
-        generate=lambda rng: _gen_bern(rng, False),
-        doc=_A2_DOC,
-        free={"p": "unitvec", "d": "positive"},
-    )
-)
-register(
-    Claim(
-        id="A.2.simplify-upper",
-        paper="proof of Lemma A.2",
-        title="(e^d / (1+d)^(1+d))^mu <= exp(-d^2 mu / (2+d)): (1+d) log(1+d) >= d + d^2/(2+d)",
-        lhs=_up_mgf,
-        rhs=sp.exp(-S.d**2 * S.mu / (2 + S.d)),
-        relation="<=",
-        evaluate=lambda inst: (_up_mgf_f(_mu(inst)), _up_rhs(_mu(inst))),
-        domain=_domain_upper,
-        generate=lambda rng: _gen_bern(rng, False),
-        doc="Both sides closed form in (d, mu); an analytic inequality, checked on instances and grids.",
-        free={"d": "positive"},
-    )
-)
-register(
-    Claim(
-        id="A.2.mgf-lower",
-        paper="proof of Lemma A.2",
-        title="P(X <= (1-d) mu) <= (e^-d / (1-d)^(1-d))^mu",
-        lhs=Pr(sp.Le(Xs, (1 - S.d) * S.mu)),
-        rhs=_lo_mgf,
-        relation="<=",
-        evaluate=lambda inst: (_a2_lower(inst)[0], _lo_mgf_f(_mu(inst))),
-        domain=_domain_lower,
-        generate=lambda rng: _gen_bern(rng, True),
-        doc=_A2_DOC,
-        free={"p": "unitvec", "d": "unit"},
-    )
-)
-register(
-    Claim(
-        id="A.2.simplify-lower",
-        paper="proof of Lemma A.2",
-        title="(e^-d / (1-d)^(1-d))^mu <= exp(-d^2 mu / 2): (1-d) log(1-d) >= -d + d^2/2",
-        lhs=_lo_mgf,
-        rhs=sp.exp(-S.d**2 * S.mu / 2),
-        relation="<=",
-        evaluate=lambda inst: (_lo_mgf_f(_mu(inst)), _lo_rhs(_mu(inst))),
-        domain=_domain_lower,
-        generate=lambda rng: _gen_bern(rng, True),
-        doc="Both sides closed form in (d, mu).",
-        free={"d": "unit"},
-    )
-)
+upper = ClaimFamily("A.2", "Lemma A.2", sides=_upper_sides, domain=_domain_upper,
+                    generate=lambda rng: _gen_bern(rng, False), doc=_DOC, free={"p": "unitvec", "d": "positive"})
+lower = upper.variant(sides=_lower_sides, domain=_domain_lower, generate=lambda rng: _gen_bern(rng, True),
+                      free={"p": "unitvec", "d": "unit"})
 
+upper.statement("Chernoff upper tail: P(X >= (1+d) mu) <= exp(-d^2 mu / (2+d)), d >= 0", _upper_tail, "<=",
+                _up_bound, sides=("tail", "bound"),
+                steps=("A.2.lower", "A.2.mgf-upper", "A.2.simplify-upper", "A.2.mgf-lower", "A.2.simplify-lower"),
+                parameters={"p": "Bernoulli probabilities", "d": "relative deviation"})
+lower.step("lower", "Chernoff lower tail: P(X <= (1-d) mu) <= exp(-d^2 mu / 2), 0 < d < 1", _lower_tail, "<=",
+           _lo_bound, sides=("tail", "bound"), paper="proof of Lemma A.2 (the lower-tail half of the statement)")
+upper.step("mgf-upper", "Moment-generating-function bound: P(X >= (1+d) mu) <= (e^d / (1+d)^(1+d))^mu",
+           _upper_tail, "<=", _up_mgf, sides=("tail", "mgf"))
+upper.step("simplify-upper", "(e^d / (1+d)^(1+d))^mu <= exp(-d^2 mu / (2+d)): (1+d) log(1+d) >= d + d^2/(2+d)",
+           _up_mgf, "<=", _up_bound, sides=("mgf", "bound"), free={"d": "positive"},
+           doc="Both sides closed form in (d, mu); an analytic inequality, checked on instances and grids.")
+lower.step("mgf-lower", "P(X <= (1-d) mu) <= (e^-d / (1-d)^(1-d))^mu", _lower_tail, "<=", _lo_mgf,
+           sides=("tail", "mgf"))
+lower.step("simplify-lower", "(e^-d / (1-d)^(1-d))^mu <= exp(-d^2 mu / 2): (1-d) log(1-d) >= -d + d^2/2",
+           _lo_mgf, "<=", _lo_bound, sides=("mgf", "bound"), free={"d": "unit"},
+           doc="Both sides closed form in (d, mu).")

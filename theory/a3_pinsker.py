@@ -1,4 +1,10 @@
-"""Lemma A.3 (Pinsker): TV(P, Q) <= sqrt(KL(P||Q) / 2), and its event form."""
+"""Lemma A.3 (Pinsker): ``TV(P, Q) <= sqrt(KL(P||Q) / 2)``, and its event form.
+
+Natural-log KL. Since ``TV(P, Q) = max_E |P(E) - Q(E)|``, the event form
+``|P(E) - Q(E)| <= sqrt(KL(P||Q) / 2)`` holds for every event ``E`` (Example C.7 uses it on the
+event "a bit equals 1"). Both are checked on explicit finite ``P``, ``Q``; the bound is tight to
+second order as ``Q -> P`` on two outcomes.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +13,25 @@ from typing import Any, Mapping
 import numpy as np
 import sympy as sp
 
-from . import symbols as S
-from .claims import ATOL_CANCEL, PROB_SUM_ATOL, Claim, closed_form, register, require
-from .information import kl, tv
+from numerics.tolerances import PROB_SUM_ATOL
 
-KL_ = S.fn("KL")
-P_ = S.tex("P")
+from . import symbols as S
+from .claims import ATOL_CANCEL, closed_form, require, show
+from .family import ClaimFamily
+from .information import kl, tv
 
 
 def _pq(inst: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     P = np.asarray(inst["P"], dtype=np.float64).ravel()
     Q = np.asarray(inst["Q"], dtype=np.float64).ravel()
-    require(P.shape == Q.shape and P.size >= 1, f"P and Q must be vectors of one length, got {P.shape}, {Q.shape}")
+    require(P.shape == Q.shape and P.size >= 1,
+            f"P and Q must be vectors of one length, got lengths {show(P.size)}, {show(Q.size)}")
     for name, v in (("P", P), ("Q", Q)):
         require(bool(np.all(v >= 0)) and abs(v.sum() - 1.0) <= PROB_SUM_ATOL, f"{name} must be a probability vector")
     return P, Q
 
 
-def _domain_a3(inst: Mapping[str, Any]) -> None:
+def _domain(inst: Mapping[str, Any]) -> None:
     _pq(inst)
 
 
@@ -42,53 +49,28 @@ def _gen_pq(rng: np.random.Generator) -> dict:
 
 
 _pinsker_rhs = closed_form(sp.sqrt(S.KLsym / 2), (S.KLsym,))
-TV_ = S.fn("TV")
-Q_ = S.tex("Q")
 
 
-def _pinsker(inst):
+def _sides(inst: Mapping[str, Any]) -> dict:
+    """``TV(P, Q)``, ``|P(E) - Q(E)|`` (when the instance has an ``event``) and ``sqrt(KL(P||Q)/2)``."""
     P, Q = _pq(inst)
-    return tv(P, Q), _pinsker_rhs({"KL": kl(P, Q)})
+    out = {"tv": tv(P, Q), "bound": _pinsker_rhs({"KL": kl(P, Q)})}
+    if "event" in inst:
+        E = np.asarray(inst["event"], dtype=bool).ravel()
+        require(E.shape == P.shape, "event must be a boolean mask over the outcomes")
+        out["event"] = abs(P[E].sum() - Q[E].sum())
+    return out
 
 
-def _pinsker_event(inst):
-    P, Q = _pq(inst)
-    E = np.asarray(inst["event"], dtype=bool).ravel()
-    require(E.shape == P.shape, "event must be a boolean mask over the outcomes")
-    return abs(P[E].sum() - Q[E].sum()), _pinsker_rhs({"KL": kl(P, Q)})
+P_, Q_ = S.tex("P"), S.tex("Q")
+_bound = sp.sqrt(S.KLq(P_, Q_) / 2)
 
-
-register(
-    Claim(
-        id="A.3",
-        atol=ATOL_CANCEL,
-        paper="Lemma A.3",
-        title="Pinsker: TV(P, Q) <= sqrt(KL(P||Q) / 2)",
-        lhs=TV_(P_, Q_),
-        rhs=sp.sqrt(KL_(P_, Q_) / 2),
-        relation="<=",
-        evaluate=_pinsker,
-        domain=_domain_a3,
-        generate=_gen_pq,
-        doc="Explicit finite P, Q; natural-log KL. Tight to second order as Q -> P for two outcomes.",
-        steps=("A.3.event",),
-        free={"P": "simplex", "Q": "simplex"},
-    )
-)
-
-register(
-    Claim(
-        id="A.3.event",
-        atol=ATOL_CANCEL,
+a3 = ClaimFamily("A.3", "Lemma A.3", sides=_sides, domain=_domain, generate=_gen_pq, atol=ATOL_CANCEL,
+                 free={"P": "simplex", "Q": "simplex"})
+a3.statement("Pinsker: TV(P, Q) <= sqrt(KL(P||Q) / 2)", S.fn("TV")(P_, Q_), "<=", _bound, sides=("tv", "bound"),
+             steps=("A.3.event",),
+             doc="Explicit finite P, Q; natural-log KL. Tight to second order as Q -> P for two outcomes.")
+a3.step("event", "|P(E) - Q(E)| <= sqrt(KL(P||Q) / 2) for any event E",
+        sp.Abs(sp.Function("P")(S.tex("E")) - sp.Function("Q")(S.tex("E"))), "<=", _bound, sides=("event", "bound"),
         paper="proof of Lemma A.3 (the event form of the statement)",
-        title="|P(E) - Q(E)| <= sqrt(KL(P||Q) / 2) for any event E",
-        lhs=sp.Abs(sp.Function("P")(S.tex("E")) - sp.Function("Q")(S.tex("E"))),
-        rhs=sp.sqrt(KL_(P_, Q_) / 2),
-        relation="<=",
-        evaluate=_pinsker_event,
-        domain=_domain_a3,
-        generate=_gen_pq,
-        doc="Explicit finite P, Q and an event given as a boolean mask.",
-        free={"P": "simplex", "Q": "simplex"},
-    )
-)
+        doc="Explicit finite P, Q and an event given as a boolean mask.")

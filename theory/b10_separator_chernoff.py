@@ -18,19 +18,18 @@ import sympy as sp
 from scipy.stats import binom
 
 from . import symbols as S
-from .a2_chernoff import Pr, _ceil, _floor
-from .claims import Claim, register, require
+from .a2_chernoff import threshold_ceil, threshold_floor
+from .claims import require
+from .family import ClaimFamily
 from .instances import gen_step, step_build, step_domain, step_means
 from .separators import joint_law
 
-B10_D_SEPARATORS = sp.Rational(1, 2)  # the paper's case threshold S_i < mu_S / 2
-B10_D_NEW = sp.Integer(1)  # the paper's case threshold |tau_i| > 2 mu_T
+__all__ = ["separator_pmf"]
 
 
 def separator_pmf(L: int, n: int, a: float, b: float) -> np.ndarray:
     """Exact ``P(S_i = s)`` (marginal of :func:`theory.separators.joint_law`)."""
     return joint_law(L, n, a, b).prob.sum(axis=1).astype(np.float64)
-
 
 
 def _b10_sep(inst, d=None):
@@ -40,7 +39,7 @@ def _b10_sep(inst, d=None):
     pmf = separator_pmf(L, n, a, b)
     # P(S < (1-d) mu_S): strict
     t = (1 - d) * mu_s
-    c = _ceil(t)
+    c = threshold_ceil(t)
     return float(pmf[: max(c, 0)].sum()), math.exp(-(d**2) * mu_s / 2)
 
 
@@ -48,7 +47,7 @@ def _b10_new(inst, d=None):
     L, n, a, b = step_domain(inst)
     d = float(inst["d"]) if d is None else d
     mu_t = L * b
-    t = _ceil((1 + d) * mu_t)
+    t = threshold_ceil((1 + d) * mu_t)
     return float(binom.sf(t - 1, L, b)), math.exp(-(d**2) * mu_t / (2 + d))
 
 
@@ -56,7 +55,7 @@ def _b10_new_strict(inst):
     """``P(|tau_i| > 2 mu_T)`` (the case-2 event) against ``exp(-mu_T / 3)``."""
     L, n, a, b = step_domain(inst)
     mu_t = L * b
-    t = _floor(2 * mu_t)
+    t = threshold_floor(2 * mu_t)
     return float(binom.sf(t, L, b)), math.exp(-mu_t / 3)
 
 
@@ -77,80 +76,29 @@ def _b10_dominance(inst):
     return float(cdf_s[t]), float(cdf_b[t])
 
 
-_B10_DOC = (
-    "Exact law of S_i from the (run length mod n-1, group flag) transfer matrix over positions "
-    "(theory.separators.joint_law); |tau_i| ~ Binomial(L, pi_i) exactly. mu_S = L u_{i-1}^(n-1)/(n-1), "
-    "mu_T = L pi_i."
-)
 _step_params = {"L": "sequence length", "n": "n-gram order", "u_prev": "u_{i-1}", "pi_i": "pi_i"}
 Sfn, Kfn = S.tex("S_i"), S.tex(r"|\tau_i|")
 
-register(
-    Claim(
-        id="B.10",
-        paper="Lemma B.10",
-        title="Few separators and many new positions are exponentially rare (paper's d = 1/2 and d = 1)",
-        lhs=Pr(sp.StrictLessThan(Sfn, S.mu_S / 2)) + Pr(sp.StrictGreaterThan(Kfn, 2 * S.mu_T)),
-        rhs=sp.exp(-S.mu_S / 8) + sp.exp(-S.mu_T / 3),
-        relation="<=",
-        evaluate=_b10_main,
-        domain=lambda inst: step_domain(inst) and None,
-        generate=gen_step,
-        doc=_B10_DOC,
-        steps=("B.10.separators", "B.10.new", "B.10.dominance"),
-        free={"u_prev": "unit", "pi_i": "unit"},
-        parameters=_step_params,
-        build=step_build,
-    )
+b10 = ClaimFamily(
+    "B.10", "Lemma B.10", domain=lambda inst: step_domain(inst) and None, generate=gen_step,
+    free={"u_prev": "unit", "pi_i": "unit"}, parameters=_step_params, build=step_build,
+    doc=("Exact law of S_i from the (run length mod n-1, group flag) transfer matrix over positions "
+         "(theory.separators.joint_law); |tau_i| ~ Binomial(L, pi_i) exactly. mu_S = L u_{i-1}^(n-1)/(n-1), "
+         "mu_T = L pi_i."),
 )
-register(
-    Claim(
-        id="B.10.separators",
-        paper="proof of Lemma B.10",
-        title="P(S_i < (1-d) mu_S) <= exp(-d^2 mu_S / 2), 0 < d < 1",
-        lhs=Pr(sp.StrictLessThan(Sfn, (1 - S.d) * S.mu_S)),
-        rhs=sp.exp(-S.d**2 * S.mu_S / 2),
-        relation="<=",
-        evaluate=_b10_sep,
-        domain=lambda inst: (step_domain(inst), require(0 < float(inst["d"]) < 1, "need 0 < d < 1")) and None,
-        generate=gen_step,
-        doc=_B10_DOC,
-        free={"u_prev": "unit", "pi_i": "unit", "d": "unit"},
-        parameters={**_step_params, "d": "deviation"},
-        build=step_build,
-    )
-)
-register(
-    Claim(
-        id="B.10.new",
-        paper="proof of Lemma B.10",
-        title="P(|tau_i| >= (1+d) mu_T) <= exp(-d^2 mu_T / (2+d)), d >= 0",
-        lhs=Pr(sp.Ge(Kfn, (1 + S.d) * S.mu_T)),
-        rhs=sp.exp(-S.d**2 * S.mu_T / (2 + S.d)),
-        relation="<=",
-        evaluate=_b10_new,
-        domain=lambda inst: (step_domain(inst), require(float(inst["d"]) >= 0, "need d >= 0")) and None,
-        generate=gen_step,
-        doc=_B10_DOC,
-        free={"u_prev": "unit", "pi_i": "unit", "d": "positive"},
-        parameters={**_step_params, "d": "deviation"},
-        build=step_build,
-    )
-)
-register(
-    Claim(
-        id="B.10.dominance",
-        paper="proof of Lemma B.10",
-        title="S_i stochastically dominates Binomial(L/(n-1), u_{i-1}^(n-1)) (full aligned blocks)",
-        lhs=Pr(sp.Le(Sfn, S.s)),
-        rhs=Pr(sp.Le(S.tex("B"), S.s)),
-        relation="<=",
-        evaluate=_b10_dominance,
-        domain=lambda inst: step_domain(inst) and None,
-        generate=gen_step,
-        doc="Both CDFs exact, compared at the s where P(S_i <= s) - P(Bin <= s) is largest (dominance: <= everywhere).",
-        free={"u_prev": "unit", "pi_i": "unit"},
-        parameters=_step_params,
-        build=step_build,
-    )
-)
+b10.statement(
+    "Few separators and many new positions are exponentially rare (paper's d = 1/2 and d = 1)",
+    S.Pr(sp.StrictLessThan(Sfn, S.mu_S / 2)) + S.Pr(sp.StrictGreaterThan(Kfn, 2 * S.mu_T)), "<=",
+    sp.exp(-S.mu_S / 8) + sp.exp(-S.mu_T / 3), _b10_main, steps=("B.10.separators", "B.10.new", "B.10.dominance"))
+b10.step("separators", "P(S_i < (1-d) mu_S) <= exp(-d^2 mu_S / 2), 0 < d < 1",
+         S.Pr(sp.StrictLessThan(Sfn, (1 - S.d) * S.mu_S)), "<=", sp.exp(-S.d**2 * S.mu_S / 2), _b10_sep,
+         domain=lambda inst: (step_domain(inst), require(0 < float(inst["d"]) < 1, "need 0 < d < 1")) and None,
+         free={"u_prev": "unit", "pi_i": "unit", "d": "unit"}, parameters={**_step_params, "d": "deviation"})
+b10.step("new", "P(|tau_i| >= (1+d) mu_T) <= exp(-d^2 mu_T / (2+d)), d >= 0",
+         S.Pr(sp.Ge(Kfn, (1 + S.d) * S.mu_T)), "<=", sp.exp(-S.d**2 * S.mu_T / (2 + S.d)), _b10_new,
+         domain=lambda inst: (step_domain(inst), require(float(inst["d"]) >= 0, "need d >= 0")) and None,
+         free={"u_prev": "unit", "pi_i": "unit", "d": "positive"}, parameters={**_step_params, "d": "deviation"})
+b10.step("dominance", "S_i stochastically dominates Binomial(L/(n-1), u_{i-1}^(n-1)) (full aligned blocks)",
+         S.Pr(sp.Le(Sfn, S.s)), "<=", S.Pr(sp.Le(S.tex("B"), S.s)), _b10_dominance,
+         doc=("Both CDFs exact, compared at the s where P(S_i <= s) - P(Bin <= s) is largest "
+              "(dominance: <= everywhere)."))

@@ -1,81 +1,71 @@
-"""Lemma C.1: P(two of L positions share a step) = 1 - L! e_L(pi) <= C(L,2) sum_i pi_i^2."""
+"""Lemma C.1: ``P(two of L positions share a step) = 1 - L! e_L(pi) <= C(L,2) sum_i pi_i^2``.
+
+Positions choose their reveal steps i.i.d. with probabilities ``pi_1..pi_N``; all ``L`` are at
+distinct steps with probability ``L! e_L(pi)`` (``e_L`` the elementary symmetric polynomial), and
+the union bound over the ``C(L,2)`` pairs gives the right side, which tends to 0 as
+``max_i pi_i -> 0``. The exact value comes from the multiplicity recursion of
+:mod:`theory.collision` (exact rationals for Fraction ``pi``) and is checked against enumeration of
+all ``N^L`` assignments.
+"""
 
 from __future__ import annotations
 
 from fractions import Fraction
 from math import comb
 
+import numpy as np
 import sympy as sp
 
 from . import symbols as S
-from .claims import ATOL_CANCEL, Claim, register, require
+from .claims import ATOL_CANCEL, require, show
 from .collision import collision_probability, distinct_probability, enumerate_distinct_probability
-from .instances import _gen_pi, _gen_pi_exact, _pi
+from .family import ClaimFamily
+from .instances import gen_pi, gen_pi_exact, pi_vector
+
+MAX_ENUMERATED = 1 << 14  # N^L step assignments enumerated at most by C.1.exact
 
 
-def _c1_domain(inst):
-    _pi(inst)
+def _domain(inst) -> None:
+    pi_vector(inst)
     L = inst["L"]
-    require(int(L) == L and L >= 2, f"L must be an integer >= 2, got {L!r}")
+    require(int(L) == L and L >= 2, f"L must be an integer >= 2, got {show(L)}")
 
 
-
-
-def _gen_c1(rng):
+def _gen(rng: np.random.Generator) -> dict:
     exact = rng.random() < 0.3
-    return {"L": int(rng.integers(2, 8 if exact else 40)), "pi": _gen_pi_exact(rng) if exact else _gen_pi(rng)}
+    return {"L": int(rng.integers(2, 8 if exact else 40)), "pi": gen_pi_exact(rng) if exact else gen_pi(rng)}
 
 
-def _c1(inst, exact=False):
-    pi = list(inst["pi"]) if exact else _pi(inst)
-    if exact:
-        pi = [Fraction(p) for p in pi]
+def _sides(inst, exact: bool = False) -> dict:
+    """The collision probability, its union bound, ``L! e_L(pi)`` and its enumeration (Fractions if ``exact``)."""
+    pi = [Fraction(p) for p in inst["pi"]] if exact else pi_vector(inst)
     L = int(inst["L"])
-    rhs = comb(L, 2) * sum(p * p for p in pi)
-    return collision_probability(pi, L), rhs
+    return {"collision": collision_probability(pi, L), "union": comb(L, 2) * sum(p * p for p in pi)}
 
 
-register(
-    Claim(
-        id="C.1",
-        atol=ATOL_CANCEL,
-        paper="Lemma C.1",
-        title="P(two positions share a step) = 1 - L! e_L(pi) <= C(L,2) sum_i pi_i^2",
-        lhs=1 - sp.factorial(S.L) * sp.Function("e_L")(S.pi),
-        rhs=sp.binomial(S.L, 2) * S.step_sum(S.pi[S.i] ** 2),
-        relation="<=",
-        evaluate=_c1,
-        exact=lambda inst: _c1(inst, exact=True),
-        domain=_c1_domain,
-        generate=_gen_c1,
-        doc=(
-            "Exact collision probability from the multiplicity recursion (exact rationals for Fraction pi); "
-            "union bound over the C(L,2) pairs on the right. Tends to 0 as max_i pi_i -> 0."
-        ),
-        steps=("C.1.exact",),
-        free={"pi": "simplex"},
-        parameters={"L": "sequence length", "pi": "step probabilities (or --N for the linear schedule)"},
-        build=lambda **kw: {"L": kw["L"], "pi": kw["pi"]},
-    )
+def _distinct_sides(inst, exact: bool = False) -> dict:
+    pi = [Fraction(p) for p in inst["pi"]] if exact else pi_vector(inst)
+    L = int(inst["L"])
+    return {"distinct": distinct_probability(pi, L), "enumerated": enumerate_distinct_probability(list(pi), L)}
+
+
+_distinct = sp.factorial(S.L) * sp.Function("e_L")(S.pi)
+
+c1 = ClaimFamily("C.1", "Lemma C.1", sides=_sides, exact_sides=True, domain=_domain, generate=_gen, atol=ATOL_CANCEL,
+                 free={"pi": "simplex"})
+c1.statement(
+    "P(two positions share a step) = 1 - L! e_L(pi) <= C(L,2) sum_i pi_i^2", 1 - _distinct, "<=",
+    sp.binomial(S.L, 2) * S.step_sum(S.pi[S.i] ** 2), sides=("collision", "union"), steps=("C.1.exact",),
+    doc=("Exact collision probability from the multiplicity recursion (exact rationals for Fraction pi); "
+         "union bound over the C(L,2) pairs on the right. Tends to 0 as max_i pi_i -> 0."),
+    parameters={"L": "sequence length", "pi": "step probabilities (or --N for the linear schedule)"},
+    build=lambda **kw: {"L": kw["L"], "pi": kw["pi"]},
 )
-register(
-    Claim(
-        id="C.1.exact",
-        atol=ATOL_CANCEL,
-        paper="proof of Lemma C.1 (exact value)",
-        title="P(all L positions at distinct steps) = L! e_L(pi), against enumeration of all N^L assignments",
-        lhs=sp.factorial(S.L) * sp.Function("e_L")(S.pi),
-        rhs=sp.Function("P_enum")(S.L, S.pi),
-        relation="==",
-        evaluate=lambda inst: (distinct_probability(_pi(inst), int(inst["L"])), enumerate_distinct_probability(list(_pi(inst)), int(inst["L"]))),
-        exact=lambda inst: (
-            distinct_probability([Fraction(p) for p in inst["pi"]], int(inst["L"])),
-            enumerate_distinct_probability([Fraction(p) for p in inst["pi"]], int(inst["L"])),
-        ),
-        domain=lambda inst: (_c1_domain(inst), require(len(inst["pi"]) ** inst["L"] <= 1 << 14, "N^L too large to enumerate")) and None,
-        generate=lambda rng: {"L": int(rng.integers(2, 5)), "pi": _gen_pi_exact(rng, 6)},
-        doc="Both sides exact rationals.",
-        free={"pi": "simplex"},
-    )
+c1.variant(sides=_distinct_sides).step(
+    "exact", "P(all L positions at distinct steps) = L! e_L(pi), against enumeration of all N^L assignments",
+    _distinct, "==", sp.Function("P_enum")(S.L, S.pi), sides=("distinct", "enumerated"),
+    paper="proof of Lemma C.1 (exact value)", doc="Both sides exact rationals.",
+    domain=lambda inst: (_domain(inst), require(len(inst["pi"]) ** inst["L"] <= MAX_ENUMERATED,
+                                                "N^L too large to enumerate")) and None,
+    generate=lambda rng: {"L": int(rng.integers(2, 5)), "pi": gen_pi_exact(rng, 6)},
 )
-

@@ -1,4 +1,10 @@
-"""Lemma C.2: revealing one position per step, P(valid) >= exp(-L eps_learning) (brute force on tiny pruned languages)."""
+"""Lemma C.2: revealing one position per step, ``P(valid) >= exp(-L eps_learning)``.
+
+Per step, with ``A`` the set of valid continuations (the support of ``q``'s conditional), Jensen on
+``log`` gives ``p_theta(A) >= exp(-KL(q || p_theta)) >= exp(-eps_learning)`` (Assumption 4.1); ``L``
+steps multiply. Checked by brute force on tiny pruned languages (the instance reveals one position
+per step in a given order) and, for the Jensen step, on explicit finite distributions.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,14 @@ import sympy as sp
 
 from . import symbols as S
 from .brute import instance_law, table
-from .claims import ATOL_CANCEL, Claim, register, require
+from .claims import ATOL_CANCEL, require
+from .family import ClaimFamily
 from .information import kl
-from .instances import _gen_ser, _ser_domain, _SER_DOC, _ser_params
+from .instances import SER_DOC, SER_PARAMS, gen_ser, ser_domain
 
 
-def _c2_domain(inst):
-    _ser_domain(inst)
+def _domain(inst):
+    ser_domain(inst)
     order = inst["order"]
     require(sorted(order) == list(range(1, inst["L"] + 1)), "order must be a permutation of 1..L (one position per step)")
 
@@ -26,14 +33,13 @@ def _c2(inst):
     return float(law.p[q > 0].sum()), math.exp(-inst["L"] * law.eps)
 
 
-
-def _c2_step(inst):
+def _jensen(inst):
     Q = np.asarray(inst["Q"], dtype=np.float64)
     P = np.asarray(inst["P"], dtype=np.float64)
     return float(P[Q > 0].sum()), math.exp(-kl(Q, P))
 
 
-def _gen_c2_step(rng):
+def _gen_jensen(rng: np.random.Generator) -> dict:
     m = int(rng.integers(2, 8))
     Q = rng.dirichlet(np.ones(m)) * (rng.random(m) < 0.6)
     if Q.sum() == 0:
@@ -43,39 +49,13 @@ def _gen_c2_step(rng):
     return {"Q": Q, "P": P}
 
 
-
-register(
-    Claim(
-        id="C.2",
-        atol=ATOL_CANCEL,
-        paper="Lemma C.2",
-        title="One position per step: P(valid) >= exp(-L eps_learning)",
-        lhs=S.tex(r"P(\mathrm{valid} \mid \tau)"),
-        rhs=sp.exp(-S.L * S.eps_l),
-        relation=">=",
-        evaluate=_c2,
-        domain=_c2_domain,
-        generate=_gen_ser,
-        doc=_SER_DOC + " The instance reveals one position per step in the given order.",
-        steps=("C.2.jensen",),
-        parameters=_ser_params,
-    )
-)
-register(
-    Claim(
-        id="C.2.jensen",
-        atol=ATOL_CANCEL,
-        paper="proof of Lemma C.2",
-        title="For q supported on A: p(A) >= exp(-KL(q || p)) (Jensen on log)",
-        lhs=S.tex("p(A)"),
-        rhs=sp.exp(-S.fn("KL")(S.tex("q"), S.tex("p"))),
-        relation=">=",
-        evaluate=_c2_step,
-        domain=lambda inst: require(
-            np.asarray(inst["Q"]).shape == np.asarray(inst["P"]).shape, "Q and P must have one shape"
-        ),
-        generate=_gen_c2_step,
-        doc="Explicit finite distributions; A = support of q.",
-        free={"Q": "simplex", "P": "simplex"},
-    )
-)
+c2 = ClaimFamily("C.2", "Lemma C.2", atol=ATOL_CANCEL)
+c2.statement("One position per step: P(valid) >= exp(-L eps_learning)", S.tex(r"P(\mathrm{valid} \mid \tau)"), ">=",
+             sp.exp(-S.L * S.eps_l), _c2, domain=_domain, generate=gen_ser, steps=("C.2.jensen",),
+             parameters=SER_PARAMS,
+             doc=SER_DOC + " The instance reveals one position per step in the given order.")
+c2.step("jensen", "For q supported on A: p(A) >= exp(-KL(q || p)) (Jensen on log)", S.tex("p(A)"), ">=",
+        sp.exp(-S.KLq(S.tex("q"), S.tex("p"))), _jensen,
+        domain=lambda inst: require(np.asarray(inst["Q"]).shape == np.asarray(inst["P"]).shape,
+                                    "Q and P must have one shape"),
+        generate=_gen_jensen, doc="Explicit finite distributions; A = support of q.", free={"Q": "simplex", "P": "simplex"})

@@ -41,6 +41,9 @@ __all__ = [
     "check",
     "closed_form",
     "latex",
+    "require",
+    "show",
+    "probability_vector",
     "LATEX_NAMES",
     "RTOL_FLOAT",
     "ATOL_CANCEL",
@@ -249,7 +252,7 @@ def check(claim: Claim, instance: Mapping[str, Any], exact: bool = False) -> Che
         lhs, rhs = claim.evaluate(instance)
         lhs, rhs = float(lhs), float(rhs)
         if np.isnan(lhs) or np.isnan(rhs):
-            raise ValueError(f"claim {claim.id}: a side evaluated to NaN on {instance!r}")
+            raise ValueError(f"claim {claim.id}: a side evaluated to NaN on {_show_instance(instance)}")
     holds, slack, tight = _compare(lhs, rhs, claim.relation, exact, claim.atol)
     return CheckResult(lhs, rhs, holds, slack, tight, exact)
 
@@ -276,6 +279,29 @@ def closed_form(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], keys: tuple[str, 
     return evaluate
 
 
+def _show_instance(instance: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {show(v)}" for k, v in instance.items()) + "}"
+
+
+def show(value: Any) -> str:
+    """A number as a reader writes it, for error messages: ``1.1``, ``3/10``, ``[0.5, 0.5]``.
+
+    numpy scalars print as Python numbers (never ``np.float64(1.1)``), Fractions as ``p/q``,
+    arrays and sequences element by element.
+    """
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(show(v) for v in np.ravel(np.asarray(value, dtype=object))) + "]"
+    return repr(value)
+
+
 def require(condition: bool, message: str) -> None:
     """Raise ``ValueError(message)`` unless ``condition``: the domain checks of every claim."""
     if not condition:
@@ -289,9 +315,9 @@ def probability_vector(name: str, p, allow_zero: bool = True) -> np.ndarray:
     require(all(0 <= x <= 1 for x in arr), f"{name} entries must lie in [0, 1]")
     total = sum(arr)
     if arr.dtype == object:
-        require(total == 1, f"{name} must sum to 1 exactly, got {total}")
+        require(total == 1, f"{name} must sum to 1 exactly, got {show(total)}")
     else:
-        require(abs(float(total) - 1.0) <= PROB_SUM_ATOL, f"{name} must sum to 1, got {float(total)!r}")
+        require(abs(float(total) - 1.0) <= PROB_SUM_ATOL, f"{name} must sum to 1, got {show(total)}")
     if not allow_zero:
         require(all(x > 0 for x in arr), f"{name} entries must be > 0")
     return arr

@@ -21,7 +21,7 @@ from fractions import Fraction
 from math import comb
 from typing import Any, Callable
 
-
+from .claims import show
 
 __all__ = [
     "multiplicity_expectation",
@@ -44,7 +44,7 @@ def multiplicity_expectation(pi, m: int, weight: Callable[[int], Any]):
     the uniform schedule costs ``O(m^2 log N)`` instead of ``O(N m^2)``.
     """
     if int(m) != m or m < 0:
-        raise ValueError(f"m must be an integer >= 0, got {m!r}")
+        raise ValueError(f"m must be an integer >= 0, got {show(m)}")
     exact = any(isinstance(p, Fraction) for p in pi)
     one = Fraction(1) if exact else 1.0
     w = [weight(j) if not exact else Fraction(weight(j)) for j in range(m + 1)]

@@ -73,3 +73,5 @@ def tex(latex_text: str) -> sp.Symbol:
 KLq = fn("KL")
 #: ``E_tau[sum_i (|tau_i| - D_i)]``: the expected dependency count of Lemmas B.9, B.12 (transfer matrix).
 Eps_sum = fn("E")(tex(r"\sum_i (|\tau_i| - D_i)"))
+#: ``P(.)``: the probability of an event (a tail, a case of a proof).
+Pr = fn("P")

@@ -1,4 +1,8 @@
-"""Theorem 4.4 / C.9: N <= C L steps give SER(p) > 1/2 on Example C.7; the argument's constant and the true threshold.
+"""Theorem 4.4 / C.9: ``N <= C L`` steps give ``SER(p) > 1/2`` on Example C.7; the argument's ``C`` and the truth.
+
+The theorem (``l = 5``, ``|V| = 16``, ``eps_learning < 1/128``): there is a constant ``C`` such that
+every schedule with ``N <= C L`` steps has ``SER(p) > 1/2``. Its argument is Lemma C.6 with Example
+C.7's ``p_e`` (docs/derivations.md, Theorem 4.4):
 
 * Theorem 4.4: Lemma C.6's bound ``1 - (1 - p_e (1 - (1 - 1/N)^(l-1)))^(L/l)`` exceeds 1/2 for
   ``N <= C L`` exactly when ``C < C_arg``; as ``L -> infinity``
@@ -23,15 +27,20 @@ from scipy.special import softmax
 
 from . import symbols as S
 from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e
-from .claims import ATOL_CANCEL, Claim, register, require
+from .claims import ATOL_CANCEL, require, show
 from .collision import interval_validity
+from .family import ClaimFamily
 
-__all__ = ["c9_bound", "c9_argument_constant", "c9_argument_limit", "oracle_ser", "true_threshold", "best_interval_validity", "Threshold", "arg_constant_l10"]
+__all__ = [
+    "c9_bound", "c9_argument_constant", "c9_argument_limit", "oracle_ser", "true_threshold", "best_interval_validity",
+    "Threshold", "arg_constant_l10",
+]
+
 
 def c9_bound(N: int, L: int, l: int = 5, pe: float = float(P_E_PAPER)) -> float:
     """Lemma C.6's lower bound on SER used by Theorem 4.4."""
-    require(int(N) == N and N >= 1, f"N must be an integer >= 1, got {N!r}")
-    require(int(L) == L and L >= 1 and L % l == 0, f"L must be a positive multiple of l = {l}, got {L!r}")
+    require(int(N) == N and N >= 1, f"N must be an integer >= 1, got {show(N)}")
+    require(int(L) == L and L >= 1 and L % l == 0, f"L must be a positive multiple of l = {l}, got {show(L)}")
     g = -math.expm1((l - 1) * math.log1p(-1.0 / N)) if N > 1 else 1.0
     return -math.expm1((L // l) * math.log1p(-pe * g))
 
@@ -89,7 +98,7 @@ def c9_argument_constant(lengths, l: int = 5, pe: float = float(P_E_PAPER)) -> T
 
 def oracle_ser(pi, L: int, l: int = 5) -> float:
     """Exact SER of the oracle sampler on Example C.7: ``1 - E[2^{-c}]^(L/l)``."""
-    require(int(L) == L and L >= 1 and L % l == 0, f"L must be a positive multiple of l = {l}, got {L!r}")
+    require(int(L) == L and L >= 1 and L % l == 0, f"L must be a positive multiple of l = {l}, got {show(L)}")
     v = float(interval_validity(list(pi), l))
     return -math.expm1((L // l) * math.log(v)) if v > 0 else 1.0
 
@@ -139,20 +148,21 @@ def best_interval_validity(N: int, l: int = 5, restarts: int = 8, seed: int = 0)
     return best_val, best_pi
 
 
+@functools.lru_cache(maxsize=1)
+def arg_constant_l10() -> float:
+    """The argument's constant over L = 10, 15, .., 5000 with ``p_e = 63/128`` (L = 5 admits none)."""
+    return c9_argument_constant(np.arange(10, 5001, 5)).constant
 
-# ---------------------------------------------------------------------------------------------
-# Theorem 4.4
 
-
-def _c9_domain(inst, C_key="C"):
+def _domain(inst):
     L, l_ = inst["L"], inst.get("l", 5)
-    require(int(L) == L and L >= 1 and L % l_ == 0, f"L must be a positive multiple of l = {l_}, got {L!r}")
+    require(int(L) == L and L >= 1 and L % l_ == 0, f"L must be a positive multiple of l = {show(l_)}, got {show(L)}")
     N = len(inst["pi"]) if "pi" in inst else inst["N"]
-    C = float(inst[C_key])
-    require(1 <= N <= C * L, f"Theorem 4.4 takes N <= C L: N = {N}, C L = {C * L}")
+    C = float(inst["C"])
+    require(1 <= N <= C * L, f"Theorem 4.4 takes N <= C L: N = {show(N)}, C L = {show(C * L)}")
 
 
-def _gen_c9(rng: np.random.Generator) -> dict:
+def _gen(rng: np.random.Generator) -> dict:
     L = 5 * int(rng.integers(2, 60))
     C = arg_constant_l10()  # the argument's constant for all L >= 10
     N = int(rng.integers(1, max(1, int(C * L)) + 1))
@@ -160,54 +170,28 @@ def _gen_c9(rng: np.random.Generator) -> dict:
     return {"L": L, "l": 5, "pi": w, "N": N, "C": C, "eps_learning": float(EPS_MAX) * float(rng.random())}
 
 
-def _c9_argument(inst):
+def _argument(inst):
     N = len(inst["pi"]) if "pi" in inst else int(inst["N"])
     return c9_bound(N, int(inst["L"]), int(inst.get("l", 5)), p_e(float(inst.get("eps_learning", 0.0)))), 0.5
 
 
-@functools.lru_cache(maxsize=1)
-def arg_constant_l10() -> float:
-    """The argument's constant over L = 10, 15, .., 5000 with ``p_e = 63/128`` (L = 5 admits none)."""
-    return c9_argument_constant(np.arange(10, 5001, 5)).constant
-
-register(
-    Claim(
-        id="4.4",
-        atol=ATOL_CANCEL,
-        paper="Theorem 4.4 / C.9",
-        title="N <= C L steps give SER(p) > 1/2 for every schedule (l = 5, |V| = 16, eps_learning < 1/128)",
-        lhs=S.tex(r"\mathrm{SER}(p)"),
-        rhs=sp.Rational(1, 2),
-        relation=">=",
-        evaluate=lambda inst: (oracle_ser(inst["pi"], int(inst["L"]), int(inst.get("l", 5))), 0.5),
-        domain=_c9_domain,
-        generate=_gen_c9,
-        doc=(
-            "The exact SER of the oracle (an admissible model, eps_learning = 0) on Example C.7 for the given "
-            "schedule, with N = len(pi) <= C L and C = the argument's constant (theory.thm44_ser_lower.arg_constant_l10). "
-            "The strict '>' of the theorem is checked as '>=' plus the reported slack."
-        ),
-        steps=("4.4.argument",),
-        free={"pi": "simplex"},
-        parameters={"L": "length (multiple of 5)", "pi": "schedule (or --N)", "C": "the constant"},
-        build=lambda **kw: {"L": kw["L"], "l": 5, "pi": kw["pi"], "C": kw.get("C") or arg_constant_l10()},
-    )
+t44 = ClaimFamily("4.4", "Theorem 4.4 / C.9", domain=_domain, generate=_gen)
+t44.statement(
+    "N <= C L steps give SER(p) > 1/2 for every schedule (l = 5, |V| = 16, eps_learning < 1/128)",
+    S.tex(r"\mathrm{SER}(p)"), ">=", sp.Rational(1, 2),
+    lambda inst: (oracle_ser(inst["pi"], int(inst["L"]), int(inst.get("l", 5))), 0.5),
+    atol=ATOL_CANCEL, steps=("4.4.argument",), free={"pi": "simplex"},
+    parameters={"L": "length (multiple of 5)", "pi": "schedule (or --N)", "C": "the constant"},
+    build=lambda **kw: {"L": kw["L"], "l": 5, "pi": kw["pi"], "C": kw.get("C") or arg_constant_l10()},
+    doc=("The exact SER of the oracle (an admissible model, eps_learning = 0) on Example C.7 for the given "
+         "schedule, with N = len(pi) <= C L and C = the argument's constant (theory.thm44_ser_lower.arg_constant_l10). "
+         "The strict '>' of the theorem is checked as '>=' plus the reported slack."),
 )
-register(
-    Claim(
-        id="4.4.argument",
-        paper="proof of Theorem 4.4",
-        title="Lemma C.6 with p_e = 1/2 - eps_learning exceeds 1/2 whenever N <= C_arg L (L >= 10)",
-        lhs=1 - (1 - S.p_e * (1 - (1 - 1 / S.N) ** (S.l - 1))) ** (S.L / S.l),
-        rhs=sp.Rational(1, 2),
-        relation=">=",
-        evaluate=_c9_argument,
-        domain=_c9_domain,
-        generate=_gen_c9,
-        doc="Closed form of Lemma C.6's bound against 1/2 (module docstring: C_arg).",
-        parameters={"L": "length (multiple of 5)", "N": "steps", "C": "the constant", "eps_learning": "eps_learning"},
-        build=lambda **kw: {"L": kw["L"], "l": 5, "N": kw["N"], "C": kw.get("C") or arg_constant_l10(),
-                            "eps_learning": kw.get("eps_learning", 0.0)},
-    )
+t44.step(
+    "argument", "Lemma C.6 with p_e = 1/2 - eps_learning exceeds 1/2 whenever N <= C_arg L (L >= 10)",
+    1 - (1 - S.p_e * (1 - (1 - 1 / S.N) ** (S.l - 1))) ** (S.L / S.l), ">=", sp.Rational(1, 2), _argument,
+    paper="proof of Theorem 4.4", doc="Closed form of Lemma C.6's bound against 1/2 (module docstring: C_arg).",
+    parameters={"L": "length (multiple of 5)", "N": "steps", "C": "the constant", "eps_learning": "eps_learning"},
+    build=lambda **kw: {"L": kw["L"], "l": 5, "N": kw["N"], "C": kw.get("C") or arg_constant_l10(),
+                        "eps_learning": kw.get("eps_learning", 0.0)},
 )
-

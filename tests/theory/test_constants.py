@@ -24,7 +24,7 @@ from theory.thm44_ser_lower import (
     oracle_ser,
     true_threshold,
 )
-from theory.b12_schedule import (
+from theory.b12_explicit_schedule import (
     b12_length_threshold,
     b12_rate,
     b12_schedule,
