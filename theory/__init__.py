@@ -47,6 +47,7 @@ from .c6_interval_errors import c6_bound  # noqa: E402
 from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e  # noqa: E402
 from .collision import collision_probability, distinct_probability, interval_validity  # noqa: E402
 from .thm42_ter import Theorem42Constants, theorem42_constants  # noqa: E402
+from .thm43_ser import thm43_ser_bound  # noqa: E402
 from .thm44_ser_lower import (  # noqa: E402
     Threshold,
     arg_constant_l10,
@@ -77,6 +78,7 @@ __all__ = [
     "b12_solve_eps",
     "Theorem42Constants",
     "theorem42_constants",
+    "thm43_ser_bound",
     "c6_bound",
     "EPS_MAX",
     "P_E_PAPER",

@@ -76,6 +76,43 @@ def test_solve_eps_rejects_too_few_steps():
         b12_solve_eps(1, 2)
 
 
+# ----- Theorem 4.3 ----------------------------------------------------------------------------
+
+
+def test_thm43_ser_bound_by_hand():
+    from theory import thm43_ser_bound
+
+    # delta_N = 1/4, L = 2, eps_learning = log(2)/2: 1 - (3/4)(1/2) = 5/8
+    assert thm43_ser_bound(0.25, 2, math.log(2) / 2) == pytest.approx(5 / 8, rel=RTOL_EXACT)
+    assert thm43_ser_bound(0.3, 7, 0.0) == pytest.approx(0.3, rel=RTOL_EXACT)  # the oracle: SER <= delta_N
+    assert thm43_ser_bound(0.0, 3, 0.1) == pytest.approx(-math.expm1(-0.3), rel=RTOL_EXACT)
+    assert thm43_ser_bound(1.0, 3, 0.1) == 1.0 and thm43_ser_bound(0.2, 3, math.inf) == 1.0  # vacuous
+
+
+@pytest.mark.parametrize("args,message", [((np.float64(1.1), 4, 0.0), "delta_N is a probability in \\[0, 1\\].*got 1.1$"),
+                                          ((0.1, 0, 0.0), "L must be an integer >= 1, got 0"),
+                                          ((0.1, 4, np.float64(-0.5)), "eps_learning must be >= 0, got -0.5$")])
+def test_thm43_ser_bound_rejects_bad_input_naming_the_number(args, message):
+    from theory import thm43_ser_bound
+
+    with pytest.raises(ValueError, match=message):
+        thm43_ser_bound(*args)
+
+
+def test_thm43_ser_bound_is_the_claims_right_side():
+    from theory import check, get, thm43_ser_bound
+    from theory.instances import gen_ser
+
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        inst = gen_ser(rng)
+        res = check(get("4.3.exact-delta"), inst)
+        q = table(inst["language"], inst["L"])
+        mix = mixture_law(q, inst["pi"], inst["beta"], inst["tilt"])
+        delta = float(collision_probability(list(inst["pi"]), inst["L"]))
+        assert res.rhs == thm43_ser_bound(delta, inst["L"], mix.eps)
+
+
 # ----- Theorem 4.4 ----------------------------------------------------------------------------
 
 
