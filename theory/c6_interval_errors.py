@@ -13,6 +13,7 @@ Fraction ``pi``); with tilted models (``p_e = 1/2 - eps_learning``) by brute for
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -36,10 +37,18 @@ MAX_ENUMERATED = 1 << 10  # N^L instances enumerated at most by C.6.model
 def c6_bound(N: int, L: int, l: int, p_e):
     """``1 - (1 - p_e (1 - (1 - 1/N)^(l-1)))^(L/l)``: Lemma C.6's lower bound on SER (``l`` divides ``L``).
 
-    Exact rational when ``p_e`` is a ``Fraction``, float64 otherwise.
+    Exact rational when ``p_e`` is a ``Fraction``. In float64 both ``1 - (1 - 1/N)^(l-1)`` and the
+    outer ``1 - (1 - x)^(L/l)`` are formed with ``expm1``/``log1p``, so the bound keeps its relative
+    precision when it is small (large ``N``, one interval) instead of losing digits to ``1 - x``.
     """
-    one = Fraction(1) if isinstance(p_e, Fraction) else 1.0
-    return 1 - (1 - p_e * (1 - (1 - one / N) ** (l - 1))) ** (L // l)
+    if isinstance(p_e, Fraction):
+        return 1 - (1 - p_e * (1 - (1 - Fraction(1, N)) ** (l - 1))) ** (L // l)
+    if N == 1:  # every position at the one step: a collision whenever the interval has two positions
+        collide = 1.0 if l > 1 else 0.0
+    else:
+        collide = -math.expm1((l - 1) * math.log1p(-1.0 / N))
+    fail = p_e * collide  # Lemma C.6's bound on one interval's error probability
+    return -math.expm1((L // l) * math.log1p(-fail)) if fail < 1 else 1.0
 
 
 def _domain(inst) -> None:

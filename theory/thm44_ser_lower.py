@@ -26,6 +26,7 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from . import symbols as S
+from .c6_interval_errors import c6_bound
 from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e
 from .claims import ATOL_CANCEL, require, show
 from .collision import interval_validity
@@ -38,11 +39,10 @@ __all__ = [
 
 
 def c9_bound(N: int, L: int, l: int = 5, pe: float = float(P_E_PAPER)) -> float:
-    """Lemma C.6's lower bound on SER used by Theorem 4.4."""
+    """Lemma C.6's lower bound on SER used by Theorem 4.4 (:func:`theory.c6_interval_errors.c6_bound`), checked."""
     require(int(N) == N and N >= 1, f"N must be an integer >= 1, got {show(N)}")
     require(int(L) == L and L >= 1 and L % l == 0, f"L must be a positive multiple of l = {l}, got {show(L)}")
-    g = -math.expm1((l - 1) * math.log1p(-1.0 / N)) if N > 1 else 1.0
-    return -math.expm1((L // l) * math.log1p(-pe * g))
+    return c6_bound(int(N), int(L), l, pe)
 
 
 def _largest_n(L: int, ser_of_n, target: float = 0.5) -> int:
