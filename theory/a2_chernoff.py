@@ -131,15 +131,17 @@ _DOC = (
 _upper_tail = S.Pr(sp.Ge(S.tex("X"), (1 + S.d) * S.mu))
 _lower_tail = S.Pr(sp.Le(S.tex("X"), (1 - S.d) * S.mu))
 
+_PARAMS = {"p": "Bernoulli probabilities p_j", "d": "relative deviation d"}
 upper = ClaimFamily("A.2", "Lemma A.2", sides=_upper_sides, domain=_domain_upper,
-                    generate=lambda rng: _gen_bern(rng, False), doc=_DOC, free={"p": "unitvec", "d": "positive"})
+                    generate=lambda rng: _gen_bern(rng, False), doc=_DOC, free={"p": "unitvec", "d": "positive"},
+                    parameters=_PARAMS)
 lower = upper.variant(sides=_lower_sides, domain=_domain_lower, generate=lambda rng: _gen_bern(rng, True),
                       free={"p": "unitvec", "d": "unit"})
 
 upper.statement("Chernoff upper tail: P(X >= (1+d) mu) <= exp(-d^2 mu / (2+d)), d >= 0", _upper_tail, "<=",
                 _up_bound, sides=("tail", "bound"),
                 steps=("A.2.lower", "A.2.mgf-upper", "A.2.simplify-upper", "A.2.mgf-lower", "A.2.simplify-lower"),
-                parameters={"p": "Bernoulli probabilities", "d": "relative deviation"})
+                parameters=_PARAMS)
 lower.step("lower", "Chernoff lower tail: P(X <= (1-d) mu) <= exp(-d^2 mu / 2), 0 < d < 1", _lower_tail, "<=",
            _lo_bound, sides=("tail", "bound"), paper="proof of Lemma A.2 (the lower-tail half of the statement)")
 upper.step("mgf-upper", "Moment-generating-function bound: P(X >= (1+d) mu) <= (e^d / (1+d)^(1+d))^mu",

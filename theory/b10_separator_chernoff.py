@@ -21,7 +21,7 @@ from . import symbols as S
 from .a2_chernoff import threshold_ceil, threshold_floor
 from .claims import require
 from .family import ClaimFamily
-from .instances import gen_step, step_build, step_domain, step_means
+from .instances import gen_step, step_domain, step_means
 from .separators import joint_law
 
 __all__ = ["separator_pmf"]
@@ -81,7 +81,7 @@ Sfn, Kfn = S.tex("S_i"), S.tex(r"|\tau_i|")
 
 b10 = ClaimFamily(
     "B.10", "Lemma B.10", domain=lambda inst: step_domain(inst) and None, generate=gen_step,
-    free={"u_prev": "unit", "pi_i": "unit"}, parameters=_step_params, build=step_build,
+    free={"u_prev": "unit", "pi_i": "unit"}, parameters=_step_params,
     doc=("Exact law of S_i from the (run length mod n-1, group flag) transfer matrix over positions "
          "(theory.separators.joint_law); |tau_i| ~ Binomial(L, pi_i) exactly. mu_S = L u_{i-1}^(n-1)/(n-1), "
          "mu_T = L pi_i."),

@@ -21,7 +21,7 @@ import sympy as sp
 from . import symbols as S
 from .claims import closed_form, require, show
 from .family import ClaimFamily
-from .instances import gen_step, step_build, step_domain, step_means
+from .instances import gen_step, step_domain, step_means
 from .separators import expected_dependency_gap, expected_same_group_pairs, joint_law
 
 __all__ = ["b11_bound", "pair_bound", "B11_EXPR", "B11_TAILS_EXPR"]
@@ -142,7 +142,7 @@ def _E(latex: str) -> sp.Expr:
 
 b11 = ClaimFamily("B.11", "Lemma B.11", sides=_case_sides, domain=lambda inst: step_domain(inst) and None,
                   generate=lambda rng: gen_step(rng, 64), doc=_B11_DOC, free={"u_prev": "unit", "pi_i": "unit"},
-                  parameters=_step_params, build=step_build)
+                  parameters=_step_params)
 b11.statement("Expected dependencies per step: 8 mu_T^2/mu_S plus exponentially small tails", E_gap, "<=", B11_EXPR,
               _b11_main, generate=gen_step,
               doc=_B11_DOC + " The left side is E[|tau_i|] - E[D_i] by the O(L n) transfer matrix.",
@@ -160,7 +160,6 @@ b11.step(
     lambda inst: tuple(float(v) for v in _interleave(inst)), exact=lambda inst: _interleave(inst, exact=True),
     domain=_interleave_domain, generate=_gen_interleave,
     parameters={**_step_params, "s": "separators", "k": "new positions"},
-    build=lambda **kw: {**step_build(**kw), "s": kw["s"], "k": kw["k"]},
     doc=("The paper argues this by treating separators and new positions as a uniformly random "
          "interleaving (a heuristic step). The engine computes the exact conditional expectation "
          "from the transfer matrix (exact rationals when u_{i-1}, pi_i are Fractions) and finds it "

@@ -17,11 +17,13 @@ from . import symbols as S
 from .b11_dependencies import B11_EXPR, B11_TAILS_EXPR
 from .claims import require, show
 from .family import ClaimFamily
+from .parameters import Parameter
 from .separators import expected_gap_per_step
 
 __all__ = [
     "b12_rate", "b12_u", "b12_schedule", "b12_steps", "b12_steps_bound", "b12_length_threshold", "b12_solve_eps",
-    "expected_dependencies", "check_eps_n", "b12_domain", "b12_sides", "gen_b12", "MAX_B12_STEPS",
+    "expected_dependencies", "check_eps_n", "b12_domain", "b12_sides", "gen_b12", "MAX_B12_STEPS", "b12_constants",
+    "B12_PARAMS",
 ]
 
 MAX_B12_STEPS = 2_000_000  # refuse schedules longer than this (eps too small for an explicit u vector)
@@ -164,9 +166,34 @@ _B12_DOC = (
     "Schedule: u_1 = eps, pi_i = eps u_{i-1}^(n-1) / (8(n-1)) for i >= 2 (last step capped at u_N = 1). "
     "E[|tau_i| - D_i] of every step is exact (transfer matrix over positions, vectorized over steps)."
 )
-_B12_PARAMS = {"eps": "epsilon", "n": "n-gram order", "L": "length >= L_0", "V": "|V|", "eps_learning": "eps_learning"}
 
-b12 = ClaimFamily("B.12", "Lemma B.12", sides=b12_sides, domain=b12_domain, generate=gen_b12, doc=_B12_DOC)
+
+def b12_constants(eps: float, n: int) -> dict:
+    """The explicit constants of the B.12 schedule: ``c``, ``N(eps, n)``, its closed-form bound, ``L_0(eps, n)``."""
+    check_eps_n(eps, n)
+    return {"eps": eps, "n": n, "c": b12_rate(eps, n), "N": b12_steps(eps, n), "N_bound": b12_steps_bound(eps, n),
+            "L_0": b12_length_threshold(eps, n)}
+
+
+def _eps_from_steps(values) -> float:
+    if values.get("N") is None:
+        raise ValueError("Lemma B.12 / Theorem 4.2 need --eps, or --N to solve for the eps that N steps buy")
+    return b12_solve_eps(values["N"], values["n"])
+
+
+#: The fields of Lemma B.12 and Theorem 4.2: ``eps`` (or ``N`` steps to solve for it), ``n``, ``|V|``, ``L``.
+B12_PARAMS = {
+    "N": Parameter("number of steps: without --eps, eps is the smallest whose schedule fits in N steps",
+                   default=None, instance=False),
+    "n": Parameter("n-gram order", default=2),
+    "V": Parameter("vocabulary size |V|", default=8),
+    "eps": Parameter("epsilon in (0, 1)", default=_eps_from_steps),
+    "L": Parameter("length, >= L_0 (default L_0(eps, n))", default=lambda v: b12_length_threshold(float(v["eps"]), v["n"])),
+    "eps_learning": Parameter("eps_learning", default=0),
+}
+
+b12 = ClaimFamily("B.12", "Lemma B.12", sides=b12_sides, domain=b12_domain, generate=gen_b12, doc=_B12_DOC,
+                  parameters=B12_PARAMS, constants=lambda v: b12_constants(float(v["eps"]), v["n"]))
 b12_any_length = b12.variant(domain=lambda inst: b12_domain(inst, False), generate=lambda rng: gen_b12(rng, False))
 b12.statement(
     "With the explicit schedule and L >= L_0: KL(q||p) <= 4 eps L log|V| + L eps_learning",
@@ -174,7 +201,6 @@ b12.statement(
     sides=("kl_certificate", "kl_bound"),
     doc=_B12_DOC + " The left side is Lemma B.9's certificate of KL(q||p), evaluated exactly.",
     steps=("B.12.first-step", "B.12.leading", "B.12.tails", "B.12.chain", "B.12.no-threshold"),
-    parameters=_B12_PARAMS, build=lambda **kw: {k: kw[k] for k in ("eps", "n", "L", "V", "eps_learning")},
 )
 b12_any_length.step("first-step", "Step 1 (u_1 = eps): E[|tau_1| - D_1] <= eps L",
                     S.fn("E")(S.tex(r"|\tau_1| - D_1")), "<=", S.eps * S.L, sides=("first", "eps_L"))

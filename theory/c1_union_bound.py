@@ -50,6 +50,7 @@ def _distinct_sides(inst, exact: bool = False) -> dict:
 
 
 _distinct = sp.factorial(S.L) * sp.Function("e_L")(S.pi)
+_PARAMS = {"L": "sequence length", "pi": "step probabilities (or --N steps of --schedule)"}
 
 c1 = ClaimFamily("C.1", "Lemma C.1", sides=_sides, exact_sides=True, domain=_domain, generate=_gen, atol=ATOL_CANCEL,
                  free={"pi": "simplex"})
@@ -58,13 +59,12 @@ c1.statement(
     sp.binomial(S.L, 2) * S.step_sum(S.pi[S.i] ** 2), sides=("collision", "union"), steps=("C.1.exact",),
     doc=("Exact collision probability from the multiplicity recursion (exact rationals for Fraction pi); "
          "union bound over the C(L,2) pairs on the right. Tends to 0 as max_i pi_i -> 0."),
-    parameters={"L": "sequence length", "pi": "step probabilities (or --N for the linear schedule)"},
-    build=lambda **kw: {"L": kw["L"], "pi": kw["pi"]},
+    parameters=_PARAMS,
 )
 c1.variant(sides=_distinct_sides).step(
     "exact", "P(all L positions at distinct steps) = L! e_L(pi), against enumeration of all N^L assignments",
     _distinct, "==", sp.Function("P_enum")(S.L, S.pi), sides=("distinct", "enumerated"),
-    paper="proof of Lemma C.1 (exact value)", doc="Both sides exact rationals.",
+    paper="proof of Lemma C.1 (exact value)", doc="Both sides exact rationals.", parameters=_PARAMS,
     domain=lambda inst: (_domain(inst), require(len(inst["pi"]) ** inst["L"] <= MAX_ENUMERATED,
                                                 "N^L too large to enumerate")) and None,
     generate=lambda rng: {"L": int(rng.integers(2, 5)), "pi": gen_pi_exact(rng, 6)},

@@ -64,8 +64,7 @@ _product = sp.Product(1 - S.i / S.N, (S.i, 1, S.l - 1))
 _REPAIR = "proof of Lemma C.5 (derived repair)"
 
 c5 = ClaimFamily("C.5", "Lemma C.5", sides=_sides, exact_sides=True, domain=interval_domain, generate=gen_interval,
-                 atol=ATOL_CANCEL, doc=_DOC, free={"pi": "simplex"}, parameters=INTERVAL_PARAMS,
-                 build=lambda **kw: {"l": kw["l"], "pi": kw["pi"]})
+                 atol=ATOL_CANCEL, doc=_DOC, free={"pi": "simplex"}, parameters=INTERVAL_PARAMS)
 c5.statement("P_distinct = l! e_l(pi) <= (1 - 1/N)^(l-1)", _distinct, "<=", _jensen, sides=("distinct", "jensen"),
              doc=_DOC + " The statement holds (via C.5.maclaurin) although the paper's Jensen step is false.",
              steps=("C.5.first-position", "C.5.jensen", "C.5.concavity", "C.5.maclaurin", "C.5.product"))
@@ -81,7 +80,6 @@ c5.step("concavity", "f(x) = x (1-x)^(l-1) is concave on [0, 1]: f''(x) = (l-1)(
         _fpp_factored, "<=", sp.Integer(0), lambda inst: (_fpp_f(inst), 0.0), exact=_concavity_exact,
         domain=_concavity_domain, generate=lambda rng: {"l": int(rng.integers(2, 9)), "x": float(rng.random() * 0.999)},
         atol=0.0, free={"x": "unit"}, expect="false", parameters={"l": "interval length", "x": "point in [0, 1)"},
-        build=lambda **kw: {"l": kw["l"], "x": kw["x"]},
         doc="Closed form; false for x > 2/l (e.g. l = 5, x = 1/2: f'' = 1/2 > 0).")
 c5.step("maclaurin",
         "l! e_l(pi) <= prod_{j<l} (1 - j/N) (Maclaurin / Schur-concavity: uniform pi maximizes e_l)",

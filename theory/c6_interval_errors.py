@@ -114,13 +114,13 @@ c6.variant(sides=_sides, exact_sides=True, domain=_domain, generate=_gen).statem
     doc=("Checked on Example C.7 with the oracle (eps_learning = 0, p_e = 1/2): the exact SER is "
          "1 - (E[2^{-c}])^(L/l) with E[2^{-c}] from the multiplicity recursion (exact rationals "
          "for Fraction pi)."),
-    parameters={"L": "length (multiple of l)", "l": "interval length", "pi": "step probabilities (or --N)"},
-    build=lambda **kw: {"L": kw["L"], "l": kw["l"], "pi": kw["pi"]},
+    parameters={"L": "length (multiple of l)", "l": "interval length",
+                "pi": "step probabilities (or --N steps of --schedule)"},
 )
 c6.variant(sides=_interval_sides, exact_sides=True, domain=interval_domain, generate=gen_interval).step(
     "interval", "Per interval: P(error) = 1 - E[2^{-c}] >= p_e (1 - P_distinct) with p_e = 1/2",
     1 - sp.Function("E")(2 ** (-S.tex("c"))), ">=", S.p_e * (1 - sp.factorial(S.l) * sp.Function("e_l")(S.pi)),
-    sides=("error", "bound"), parameters=INTERVAL_PARAMS, build=lambda **kw: {"l": kw["l"], "pi": kw["pi"]},
+    sides=("error", "bound"), parameters=INTERVAL_PARAMS,
     doc="Both sides exact (multiplicity recursion).",
 )
 c6.step(

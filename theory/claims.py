@@ -29,6 +29,7 @@ import sympy as sp
 
 from numerics.tolerances import PROB_SUM_ATOL
 
+from .parameters import OPTIONS, Parameter
 from .symbols import LATEX_NAMES
 
 __all__ = [
@@ -119,9 +120,12 @@ class Claim:
         ``"holds"``, or ``"false"`` where the engine found and pinned a counterexample
         (docs/findings.md). Never used to excuse a violation: it only labels the report.
     parameters : dict
-        ``name -> description`` of the instance fields, for ``mdm-theory bounds``.
-    build : callable or None
-        ``**cli_values -> instance`` for ``mdm-theory bounds --lemma ID --N .. --l ..``.
+        ``name ->`` :class:`~theory.parameters.Parameter` (a plain string is its help text): the
+        instance fields in order, with defaults; ``mdm-theory bounds --lemma ID --L ..`` reads them
+        (:func:`theory.parameters.resolve`). ``str(parameter)`` is its description.
+    constants : callable or None
+        ``values -> dict`` of explicit constants printed with the claim by ``mdm-theory bounds``
+        (e.g. ``N(eps, n)`` and ``L_0(eps, n)`` of Theorem 4.2), from the resolved parameter values.
     atol : float
         Absolute round-off allowance of the float check, 0 unless a side is computed with
         cancellation (:data:`ATOL_CANCEL`); exact checks never use it.
@@ -141,8 +145,8 @@ class Claim:
     exact: Callable[[Mapping[str, Any]], tuple[Fraction, Fraction]] | None = None
     free: dict[str, str] = field(default_factory=dict)
     expect: str = "holds"
-    parameters: dict[str, str] = field(default_factory=dict)
-    build: Callable[..., dict] | None = None
+    parameters: dict[str, Parameter] = field(default_factory=dict)
+    constants: Callable[[Mapping[str, Any]], dict] | None = None
     atol: float = 0.0
 
     def __post_init__(self) -> None:
@@ -150,6 +154,14 @@ class Claim:
             raise ValueError(f"relation must be one of <=, >=, ==; got {self.relation!r}")
         if self.expect not in ("holds", "false"):
             raise ValueError(f"expect must be 'holds' or 'false', got {self.expect!r}")
+        params = {k: v if isinstance(v, Parameter) else Parameter(str(v)) for k, v in self.parameters.items()}
+        object.__setattr__(self, "parameters", params)
+
+    @property
+    def cli_ready(self) -> bool:
+        """Every required instance field can be set by a command-line option (``mdm-theory bounds``)."""
+        return bool(self.parameters) and all(
+            name in OPTIONS or not p.required or p.fixed for name, p in self.parameters.items())
 
     @property
     def top_level(self) -> bool:
@@ -231,7 +243,7 @@ def _compare(lhs, rhs, relation: str, exact: bool, atol: float = 0.0) -> tuple[b
         tight = lf / rf if rf > atol else (float("nan") if lf <= atol else float("inf"))
         holds = (lhs >= rhs) if exact else lf >= rf - RTOL_FLOAT * max(abs(lf), abs(rf)) - atol
     else:
-        slack = -abs(lf - rf)
+        slack = -abs(lf - rf) + 0.0  # + 0.0: an exact equality has slack 0, not -0
         holds = (lhs == rhs) if exact else abs(lf - rf) <= RTOL_FLOAT * max(abs(lf), abs(rf)) + atol
         tight = 1.0 if holds else (lf / rf if rf != 0 else float("inf"))
     return bool(holds), slack, tight

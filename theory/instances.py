@@ -31,7 +31,7 @@ from .claims import probability_vector, require, show
 from .separators import step_stats
 
 __all__ = [
-    "step_domain", "step_means", "gen_step", "step_build",
+    "step_domain", "step_means", "gen_step",
     "random_ngram", "random_hmm", "TINY_PRESETS", "SER_PRESETS",
     "gen_tiny", "tiny_domain", "tiny_table", "tiny_instance_law", "dependency_count", "TINY_DOC", "TINY_PARAMS",
     "gen_ser", "ser_domain", "SER_DOC", "SER_PARAMS",
@@ -54,14 +54,6 @@ def step_domain(inst: Mapping[str, Any], divisible: bool = True) -> tuple[int, i
     if divisible:
         require(int(L) % (int(n) - 1) == 0, f"Lemma B.10 assumes n-1 divides L; got L = {show(L)}, n = {show(n)}")
     return int(L), int(n), a, b
-
-
-def step_build(**kw) -> dict:
-    """A step instance from ``mdm-theory bounds`` options (``--L --n --u-prev --pi-i [--d]``)."""
-    inst = {k: kw[k] for k in ("L", "n", "u_prev", "pi_i")}
-    if kw.get("d") is not None:
-        inst["d"] = kw["d"]
-    return inst
 
 
 def step_means(L: int, n: int, a: float, b: float) -> dict:
@@ -295,4 +287,4 @@ def gen_interval(rng: np.random.Generator) -> dict:
     return {"l": int(rng.integers(1, 8)), "pi": gen_pi_exact(rng) if exact else gen_pi(rng, 30)}
 
 
-INTERVAL_PARAMS = {"l": "interval length", "pi": "step probabilities (or --N for the linear schedule)"}
+INTERVAL_PARAMS = {"l": "interval length", "pi": "step probabilities (or --N steps of --schedule)"}

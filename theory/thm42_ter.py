@@ -20,19 +20,18 @@ from numerics.languages.presets import load_language
 
 from . import symbols as S
 from .b12_explicit_schedule import (
+    B12_PARAMS,
+    b12_constants,
     b12_domain,
     b12_length_threshold,
-    b12_rate,
     b12_schedule,
     b12_sides,
-    b12_steps,
-    b12_steps_bound,
-    check_eps_n,
     gen_b12,
 )
 from .claims import ATOL_CANCEL
 from .family import ClaimFamily
 from .instances import markov_domain
+from .parameters import Parameter
 
 __all__ = ["Theorem42Constants", "theorem42_constants"]
 
@@ -43,17 +42,7 @@ class Theorem42Constants(dict):
 
 def theorem42_constants(eps: float, n: int, V: int, eps_learning: float = 0.0) -> Theorem42Constants:
     """Every explicit constant of Lemma B.12 / Theorem 4.2 for ``(eps, n, |V|)`` (docs/derivations.md)."""
-    check_eps_n(eps, n)
-    return Theorem42Constants(
-        eps=eps,
-        n=n,
-        V=V,
-        c=b12_rate(eps, n),
-        N=b12_steps(eps, n),
-        N_bound=b12_steps_bound(eps, n),
-        L_0=b12_length_threshold(eps, n),
-        ter_gap_bound=4 * eps * math.log(V) + eps_learning,
-    )
+    return Theorem42Constants(**b12_constants(eps, n), V=V, ter_gap_bound=4 * eps * math.log(V) + eps_learning)
 
 
 def _t42(inst):
@@ -82,15 +71,22 @@ t42.statement(
     doc=("log TER(p) - log TER(q) = KL(q||p) / L. The left side is the certificate of Lemmas B.2 + B.9 "
          "divided by L (E_tau sum (|tau_i| - D_i) exact), the right side the theorem's bound. "
          "Constants: theory.thm42_ter.theorem42_constants."),
-    parameters={"eps": "epsilon", "n": "n-gram order", "L": "length >= L_0", "V": "|V|", "eps_learning": "eps_learning"},
-    build=lambda **kw: {k: kw[k] for k in ("eps", "n", "L", "V", "eps_learning")},
+    parameters=B12_PARAMS,
+    constants=lambda v: dict(theorem42_constants(float(v["eps"]), v["n"], v["V"], float(v["eps_learning"]))),
 )
 t42.step(
     "markov", "Oracle, 2-gram preset, B.12 schedule, L >= L_0: E_tau KL(q || p(.|tau)) / L <= 4 eps log|V|",
     S.fn("E_tau")(S.KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)"))) / S.L, "<=", 4 * S.eps * sp.log(S.V), _t42_markov,
     paper="proof of Theorem 4.2 / B.13 (oracle, the 2-gram preset at L >= L_0)", atol=ATOL_CANCEL,
     domain=lambda inst: (b12_domain(inst), markov_domain(inst)) and None, generate=_gen_42_markov,
-    parameters={"eps": "epsilon", "L": "length >= L_0"},
+    parameters={
+        "eps": Parameter("epsilon in (0, 1)"),
+        "L": Parameter("length, >= L_0 (default L_0(eps, 2))", default=lambda v: b12_length_threshold(float(v["eps"]), 2)),
+        "n": Parameter("n-gram order", default=2, fixed=True),
+        "V": Parameter("vocabulary size of the 2-gram preset", default=8, fixed=True),
+        "eps_learning": Parameter("the oracle", default=0.0, fixed=True),
+        "language": Parameter("the Table 1 2-gram preset", default=lambda v: load_language("2gram"), fixed=True),
+    },
     doc=("The Table 1 2-gram (V = 8) at L = L_0(eps, 2) or 2 L_0 under the B.12 schedule: the exact "
          "E_tau KL(q||p(.|tau)) (>= KL(q||p) = L (log TER(p) - log TER(q))) from the Markov chain rule, "
          "divided by L, against the theorem's 4 eps log|V|."),

@@ -31,10 +31,11 @@ from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e
 from .claims import ATOL_CANCEL, require, show
 from .collision import interval_validity
 from .family import ClaimFamily
+from .parameters import Parameter
 
 __all__ = [
     "c9_bound", "c9_argument_constant", "c9_argument_limit", "oracle_ser", "true_threshold", "best_interval_validity",
-    "Threshold", "arg_constant_l10",
+    "Threshold", "arg_constant_l10", "theorem44_constants",
 ]
 
 
@@ -175,14 +176,31 @@ def _argument(inst):
     return c9_bound(N, int(inst["L"]), int(inst.get("l", 5)), p_e(float(inst.get("eps_learning", 0.0)))), 0.5
 
 
-t44 = ClaimFamily("4.4", "Theorem 4.4 / C.9", domain=_domain, generate=_gen)
+def theorem44_constants(eps_learning: float = 0.0) -> dict:
+    """Theorem 4.4's constants: ``p_e``, the argument's ``C`` (over ``L = 10..2000`` and in the limit, and at
+    the paper's ``p_e = 63/128``) and the true threshold of the linear schedule (min over ``L`` and limit)."""
+    pe = p_e(eps_learning)
+    lengths = np.arange(10, 2001, 5)
+    arg = c9_argument_constant(lengths, 5, pe)
+    true = true_threshold(lengths[::20], 5)
+    return {"p_e": pe, "C_argument_L>=10": arg.constant, "C_argument_limit": c9_argument_limit(5, pe),
+            "C_argument_L>=10_at_p_e=63/128": arg_constant_l10(),
+            "C_true_linear_min_over_L": true.constant, "C_true_linear_limit": true.limit}
+
+
+_C_PARAMS = {"C": Parameter("the constant (default: the argument's C for L >= 10)", default=lambda v: arg_constant_l10()),
+             "l": Parameter("interval length", default=5, fixed=True)}
+
+t44 = ClaimFamily("4.4", "Theorem 4.4 / C.9", domain=_domain, generate=_gen,
+                  constants=lambda v: theorem44_constants(float(v["eps_learning"])))
 t44.statement(
     "N <= C L steps give SER(p) > 1/2 for every schedule (l = 5, |V| = 16, eps_learning < 1/128)",
     S.tex(r"\mathrm{SER}(p)"), ">=", sp.Rational(1, 2),
     lambda inst: (oracle_ser(inst["pi"], int(inst["L"]), int(inst.get("l", 5))), 0.5),
     atol=ATOL_CANCEL, steps=("4.4.argument",), free={"pi": "simplex"},
-    parameters={"L": "length (multiple of 5)", "pi": "schedule (or --N)", "C": "the constant"},
-    build=lambda **kw: {"L": kw["L"], "l": 5, "pi": kw["pi"], "C": kw.get("C") or arg_constant_l10()},
+    parameters={"L": Parameter("length (multiple of 5)"), "pi": Parameter("schedule (or --N steps of --schedule)"),
+                **_C_PARAMS, "eps_learning": Parameter("eps_learning of the printed p_e = 1/2 - eps_learning", default=0,
+                                                       instance=False)},
     doc=("The exact SER of the oracle (an admissible model, eps_learning = 0) on Example C.7 for the given "
          "schedule, with N = len(pi) <= C L and C = the argument's constant (theory.thm44_ser_lower.arg_constant_l10). "
          "The strict '>' of the theorem is checked as '>=' plus the reported slack."),
@@ -191,7 +209,6 @@ t44.step(
     "argument", "Lemma C.6 with p_e = 1/2 - eps_learning exceeds 1/2 whenever N <= C_arg L (L >= 10)",
     1 - (1 - S.p_e * (1 - (1 - 1 / S.N) ** (S.l - 1))) ** (S.L / S.l), ">=", sp.Rational(1, 2), _argument,
     paper="proof of Theorem 4.4", doc="Closed form of Lemma C.6's bound against 1/2 (module docstring: C_arg).",
-    parameters={"L": "length (multiple of 5)", "N": "steps", "C": "the constant", "eps_learning": "eps_learning"},
-    build=lambda **kw: {"L": kw["L"], "l": 5, "N": kw["N"], "C": kw.get("C") or arg_constant_l10(),
-                        "eps_learning": kw.get("eps_learning", 0.0)},
+    parameters={"L": Parameter("length (multiple of 5)"), "N": Parameter("number of steps"), **_C_PARAMS,
+                "eps_learning": Parameter("eps_learning (p_e = 1/2 - eps_learning)", default=0)},
 )
