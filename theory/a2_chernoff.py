@@ -134,7 +134,7 @@ _lower_tail = S.Pr(sp.Le(S.tex("X"), (1 - S.d) * S.mu))
 _PARAMS = {"p": "Bernoulli probabilities p_j", "d": "relative deviation d"}
 upper = ClaimFamily("A.2", "Lemma A.2", sides=_upper_sides, domain=_domain_upper,
                     generate=lambda rng: _gen_bern(rng, False), doc=_DOC, free={"p": "unitvec", "d": "positive"},
-                    parameters=_PARAMS)
+                    parameters=_PARAMS, vacuous_at=1)
 lower = upper.variant(sides=_lower_sides, domain=_domain_lower, generate=lambda rng: _gen_bern(rng, True),
                       free={"p": "unitvec", "d": "unit"})
 

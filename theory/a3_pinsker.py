@@ -65,7 +65,7 @@ def _sides(inst: Mapping[str, Any]) -> dict:
 P_, Q_ = S.tex("P"), S.tex("Q")
 _bound = sp.sqrt(S.KLq(P_, Q_) / 2)
 
-a3 = ClaimFamily("A.3", "Lemma A.3", sides=_sides, domain=_domain, generate=_gen_pq, atol=ATOL_CANCEL,
+a3 = ClaimFamily("A.3", "Lemma A.3", sides=_sides, domain=_domain, generate=_gen_pq, atol=ATOL_CANCEL, vacuous_at=1,
                  free={"P": "simplex", "Q": "simplex"})
 a3.statement("Pinsker: TV(P, Q) <= sqrt(KL(P||Q) / 2)", S.fn("TV")(P_, Q_), "<=", _bound, sides=("tv", "bound"),
              steps=("A.3.event",),

@@ -93,12 +93,14 @@ b10.statement(
 b10.step("separators", "P(S_i < (1-d) mu_S) <= exp(-d^2 mu_S / 2), 0 < d < 1",
          S.Pr(sp.StrictLessThan(Sfn, (1 - S.d) * S.mu_S)), "<=", sp.exp(-S.d**2 * S.mu_S / 2), _b10_sep,
          domain=lambda inst: (step_domain(inst), require(0 < float(inst["d"]) < 1, "need 0 < d < 1")) and None,
-         free={"u_prev": "unit", "pi_i": "unit", "d": "unit"}, parameters={**_step_params, "d": "deviation"})
+         free={"u_prev": "unit", "pi_i": "unit", "d": "unit"}, parameters={**_step_params, "d": "deviation"},
+         vacuous_at=1)
 b10.step("new", "P(|tau_i| >= (1+d) mu_T) <= exp(-d^2 mu_T / (2+d)), d >= 0",
          S.Pr(sp.Ge(Kfn, (1 + S.d) * S.mu_T)), "<=", sp.exp(-S.d**2 * S.mu_T / (2 + S.d)), _b10_new,
          domain=lambda inst: (step_domain(inst), require(float(inst["d"]) >= 0, "need d >= 0")) and None,
-         free={"u_prev": "unit", "pi_i": "unit", "d": "positive"}, parameters={**_step_params, "d": "deviation"})
+         free={"u_prev": "unit", "pi_i": "unit", "d": "positive"}, parameters={**_step_params, "d": "deviation"},
+         vacuous_at=1)
 b10.step("dominance", "S_i stochastically dominates Binomial(L/(n-1), u_{i-1}^(n-1)) (full aligned blocks)",
-         S.Pr(sp.Le(Sfn, S.s)), "<=", S.Pr(sp.Le(S.tex("B"), S.s)), _b10_dominance,
+         S.Pr(sp.Le(Sfn, S.s)), "<=", S.Pr(sp.Le(S.tex("B"), S.s)), _b10_dominance, vacuous_at=1,
          doc=("Both CDFs exact, compared at the s where P(S_i <= s) - P(Bin <= s) is largest "
               "(dominance: <= everywhere)."))

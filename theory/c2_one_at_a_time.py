@@ -49,7 +49,7 @@ def _gen_jensen(rng: np.random.Generator) -> dict:
     return {"Q": Q, "P": P}
 
 
-c2 = ClaimFamily("C.2", "Lemma C.2", atol=ATOL_CANCEL)
+c2 = ClaimFamily("C.2", "Lemma C.2", atol=ATOL_CANCEL, vacuous_at=0)
 c2.statement("One position per step: P(valid) >= exp(-L eps_learning)", S.tex(r"P(\mathrm{valid} \mid \tau)"), ">=",
              sp.exp(-S.L * S.eps_l), _c2, domain=_domain, generate=gen_ser, steps=("C.2.jensen",),
              parameters=SER_PARAMS,

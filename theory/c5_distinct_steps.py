@@ -64,7 +64,7 @@ _product = sp.Product(1 - S.i / S.N, (S.i, 1, S.l - 1))
 _REPAIR = "proof of Lemma C.5 (derived repair)"
 
 c5 = ClaimFamily("C.5", "Lemma C.5", sides=_sides, exact_sides=True, domain=interval_domain, generate=gen_interval,
-                 atol=ATOL_CANCEL, doc=_DOC, free={"pi": "simplex"}, parameters=INTERVAL_PARAMS)
+                 atol=ATOL_CANCEL, doc=_DOC, free={"pi": "simplex"}, parameters=INTERVAL_PARAMS, vacuous_at=1)
 c5.statement("P_distinct = l! e_l(pi) <= (1 - 1/N)^(l-1)", _distinct, "<=", _jensen, sides=("distinct", "jensen"),
              doc=_DOC + " The statement holds (via C.5.maclaurin) although the paper's Jensen step is false.",
              steps=("C.5.first-position", "C.5.jensen", "C.5.concavity", "C.5.maclaurin", "C.5.product"))
@@ -72,18 +72,19 @@ c5.step("first-position",
         "P_distinct <= sum_i pi_i (1 - pi_i)^(l-1) (no other position shares the first one's step)",
         _distinct, "<=", _first, sides=("distinct", "first"))
 c5.step("jensen", "Jensen step: sum_i pi_i (1 - pi_i)^(l-1) <= N f(1/N) = (1 - 1/N)^(l-1)", _first, "<=", _jensen,
-        sides=("first", "jensen"), expect="false",
+        sides=("first", "jensen"), expect="false", counterexamples=({"l": 5, "pi": (Fraction(3, 10), Fraction(7, 10))},),
         doc=("FALSE in general: f(x) = x(1-x)^(l-1) is concave only on [0, 2/l], not on [0, 1]. "
              "Counterexample: N = 2, l = 5, pi = (3/10, 7/10): 0.0777 > 1/16 (docs/findings.md). "
              "It holds when every pi_i <= 2/l."))
 c5.step("concavity", "f(x) = x (1-x)^(l-1) is concave on [0, 1]: f''(x) = (l-1)(1-x)^(l-3)(l x - 2) <= 0",
         _fpp_factored, "<=", sp.Integer(0), lambda inst: (_fpp_f(inst), 0.0), exact=_concavity_exact,
         domain=_concavity_domain, generate=lambda rng: {"l": int(rng.integers(2, 9)), "x": float(rng.random() * 0.999)},
-        atol=0.0, free={"x": "unit"}, expect="false", parameters={"l": "interval length", "x": "point in [0, 1)"},
+        atol=0.0, free={"x": "unit"}, expect="false", counterexamples=({"l": 5, "x": Fraction(1, 2)},),
+        vacuous_at=None, parameters={"l": "interval length", "x": "point in [0, 1)"},
         doc="Closed form; false for x > 2/l (e.g. l = 5, x = 1/2: f'' = 1/2 > 0).")
 c5.step("maclaurin",
         "l! e_l(pi) <= prod_{j<l} (1 - j/N) (Maclaurin / Schur-concavity: uniform pi maximizes e_l)",
         _distinct, "<=", _product, sides=("distinct", "product"), paper=_REPAIR,
         doc=_DOC + " Maclaurin: (e_l / C(N,l))^(1/l) <= e_1 / N = 1/N.")
 c5.step("product", "prod_{j<l} (1 - j/N) <= (1 - 1/N)^(l-1)", _product, "<=", _jensen, sides=("product", "jensen"),
-        paper=_REPAIR, free={}, doc="Termwise 1 - j/N <= 1 - 1/N.")
+        paper=_REPAIR, free={}, vacuous_at=None, doc="Termwise 1 - j/N <= 1 - 1/N.")

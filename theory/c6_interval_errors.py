@@ -106,7 +106,7 @@ def _gen_model(rng: np.random.Generator) -> dict:
 
 _ser = S.tex(r"\mathrm{SER}(p)")
 
-c6 = ClaimFamily("C.6", "Lemma C.6", atol=ATOL_CANCEL, free={"pi": "simplex"})
+c6 = ClaimFamily("C.6", "Lemma C.6", atol=ATOL_CANCEL, free={"pi": "simplex"}, vacuous_at=0)
 c6.variant(sides=_sides, exact_sides=True, domain=_domain, generate=_gen).statement(
     "SER(p) >= 1 - (1 - p_e (1 - (1 - 1/N)^(l-1)))^(L/l)", _ser, ">=",
     1 - (1 - S.p_e * (1 - (1 - 1 / S.N) ** (S.l - 1))) ** (S.L / S.l), sides=("ser", "bound"),

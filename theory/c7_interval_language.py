@@ -115,7 +115,8 @@ c7.statement("A collision of a fresh pair is an error with probability >= p_e = 
              _disagree, ">=", sp.Rational(1, 2) - 2 * sp.Rational(1, 16) ** 2, sides=("disagree", "p_e"),
              steps=("C.7.pinsker", "C.7.pair"))
 c7.step("pinsker", "|P_theta(bit = 1) - 1/2| <= sqrt(eps_learning / 2) < 1/16", sp.Abs(S.tex("p_j") - sp.Rational(1, 2)),
-        "<=", sp.sqrt(S.eps_l / 2), sides=("bit_bias", "pinsker"), paper="proof of Example C.7 (Pinsker step)")
+        "<=", sp.sqrt(S.eps_l / 2), sides=("bit_bias", "pinsker"), paper="proof of Example C.7 (Pinsker step)",
+        vacuous_at=0.5)
 c7.step("pair", "P(disagree) = 1/2 - 2 delta_j delta_k >= 1/2 - sqrt(eps_j eps_k) >= 1/2 - eps_learning", _disagree,
         ">=", sp.Rational(1, 2) - S.eps_l, sides=("disagree", "half_minus_eps"),
         paper="proof of Example C.7 (derived, sharper)")

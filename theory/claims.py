@@ -76,6 +76,12 @@ class CheckResult:
         when both are.
     exact : bool
         True when both sides were computed in exact rational arithmetic.
+    degenerate : bool
+        Both sides are 0 or 1 (up to round-off): the instance says nothing about how tight the
+        bound is, so summaries leave its tightness out (:func:`theory.search.run_claim`).
+    vacuous : bool
+        The bound side is at or beyond the claim's ``vacuous_at`` (e.g. a probability bounded by
+        ``>= 1``): the instance holds trivially, and summaries count it apart.
     """
 
     lhs: Any
@@ -84,6 +90,13 @@ class CheckResult:
     slack: float
     tightness: float
     exact: bool = False
+    degenerate: bool = False
+    vacuous: bool = False
+
+    @property
+    def informative(self) -> bool:
+        """The tightness of this instance measures the bound: finite, not degenerate, not vacuous."""
+        return not (self.degenerate or self.vacuous) and math.isfinite(self.tightness)
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,14 @@ class Claim:
     atol : float
         Absolute round-off allowance of the float check, 0 unless a side is computed with
         cancellation (:data:`ATOL_CANCEL`); exact checks never use it.
+    counterexamples : tuple of dict
+        The pinned instances that violate a claim found false (``expect="false"``; at least one,
+        and none for a claim that holds). ``mdm-theory check`` evaluates them with every run, so
+        a claim pinned false never reports 0 violations.
+    vacuous_at : float or None
+        The value of the bound side at or beyond which the claim says nothing (1 for an upper
+        bound on a probability, 0 for a lower bound on one); such instances are reported as
+        vacuous (:attr:`CheckResult.vacuous`).
     """
 
     id: str
@@ -148,12 +169,19 @@ class Claim:
     parameters: dict[str, Parameter] = field(default_factory=dict)
     constants: Callable[[Mapping[str, Any]], dict] | None = None
     atol: float = 0.0
+    counterexamples: tuple[dict, ...] = ()
+    vacuous_at: float | None = None
 
     def __post_init__(self) -> None:
         if self.relation not in ("<=", ">=", "=="):
             raise ValueError(f"relation must be one of <=, >=, ==; got {self.relation!r}")
         if self.expect not in ("holds", "false"):
             raise ValueError(f"expect must be 'holds' or 'false', got {self.expect!r}")
+        if (self.expect == "false") != bool(self.counterexamples):
+            raise ValueError(f"claim {self.id}: a claim found false pins its counterexamples, and only such a claim "
+                             f"(expect={self.expect!r}, {len(self.counterexamples)} counterexamples)")
+        if self.vacuous_at is not None and self.relation == "==":
+            raise ValueError(f"claim {self.id}: an equality has no vacuous side")
         params = {k: v if isinstance(v, Parameter) else Parameter(str(v)) for k, v in self.parameters.items()}
         object.__setattr__(self, "parameters", params)
 
@@ -266,7 +294,26 @@ def check(claim: Claim, instance: Mapping[str, Any], exact: bool = False) -> Che
         if np.isnan(lhs) or np.isnan(rhs):
             raise ValueError(f"claim {claim.id}: a side evaluated to NaN on {_show_instance(instance)}")
     holds, slack, tight = _compare(lhs, rhs, claim.relation, exact, claim.atol)
-    return CheckResult(lhs, rhs, holds, slack, tight, exact)
+    return CheckResult(lhs, rhs, holds, slack, tight, exact, _degenerate(lhs, rhs, exact, claim.atol),
+                       _vacuous(claim, rhs))
+
+
+def _is_0_or_1(x, exact: bool, atol: float) -> bool:
+    if exact:
+        return x in (0, 1)
+    x = float(x)
+    return abs(x) <= RTOL_FLOAT + atol or abs(x - 1.0) <= RTOL_FLOAT + atol
+
+
+def _degenerate(lhs, rhs, exact: bool, atol: float) -> bool:
+    """Both sides 0 or 1 (up to round-off): e.g. a probability bounded by 1, or 0 <= 0."""
+    return _is_0_or_1(lhs, exact, atol) and _is_0_or_1(rhs, exact, atol)
+
+
+def _vacuous(claim: Claim, rhs) -> bool:
+    if claim.vacuous_at is None:
+        return False
+    return rhs >= claim.vacuous_at if claim.relation == "<=" else rhs <= claim.vacuous_at
 
 
 def latex(expr: sp.Basic) -> str:

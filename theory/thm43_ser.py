@@ -81,7 +81,7 @@ def _gen_c3_dp(rng: np.random.Generator) -> dict:
 _ser = S.tex(r"\mathrm{SER}(p)")
 _distinct = sp.factorial(S.L) * sp.Function("e_L")(S.pi)
 
-t43 = ClaimFamily("4.3", "Theorem 4.3 / C.3", domain=ser_domain, generate=gen_ser, atol=ATOL_CANCEL, doc=SER_DOC,
+t43 = ClaimFamily("4.3", "Theorem 4.3 / C.3", domain=ser_domain, generate=gen_ser, atol=ATOL_CANCEL, doc=SER_DOC, vacuous_at=1,
                   free={"pi": "simplex"}, parameters=SER_PARAMS)
 t43.statement(
     "SER(p) <= 1 - (1 - delta_N) exp(-L eps_learning), delta_N = C(L,2) sum_i pi_i^2 (Lemma C.1)", _ser, "<=",

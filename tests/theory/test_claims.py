@@ -230,3 +230,41 @@ def test_every_theory_option_has_help():
         for param in cmd.get_params(ctx):
             if isinstance(param, click.Option):
                 assert param.help, f"{cmd.name} {param.opts} has no help text"
+
+
+# ----- degenerate and vacuous instances: no tightness from them --------------------------------
+
+
+def test_degenerate_and_vacuous_instances_are_flagged():
+    both_one = check(get("C.1"), {"L": 2, "pi": [F(1)]}, exact=True)  # one step: collision certain, bound 1
+    assert both_one.holds and both_one.degenerate and both_one.vacuous and not both_one.informative
+    vacuous = check(get("C.1"), {"L": 20, "pi": [F(1, 3)] * 3}, exact=True)  # union bound 190/3
+    assert vacuous.vacuous and not vacuous.degenerate and not vacuous.informative
+    tight = check(get("C.1"), {"L": 2, "pi": [F(1, 2), F(1, 2)]}, exact=True)  # 1/2 <= 1/2: really tight
+    assert tight.informative and tight.tightness == 1.0
+
+
+def test_run_claim_leaves_degenerate_instances_out_of_the_tightness():
+    from dataclasses import replace
+
+    from theory.search import run_claim
+
+    pins = [{"L": 2, "pi": [F(1)]}, {"L": 3, "pi": [F(1, 6)] * 6}]  # degenerate; 4/9 <= 1/2
+    claim = replace(get("C.1"), generate=lambda rng: pins[int(rng.integers(0, 2))])
+    row = run_claim(claim, 12, np.random.default_rng(1))
+    informative = check(claim, pins[1])
+    assert row.degenerate >= 1 and row.instances == 12
+    assert row.min_tightness == row.median_tightness == pytest.approx(informative.tightness, rel=1e-12)
+    assert row.min_tightness > 1  # 1.0 from the degenerate pin would have been reported otherwise
+
+
+def test_bounds_marks_a_degenerate_instance():
+    out = json.loads(_run(["bounds", "--lemma", "C.1", "--L", "2", "--pi", "1", "--json"]))
+    assert out["tightness"] is None and out["degenerate"] and out["holds"]
+    assert "n/a (both sides 0 or 1" in _run(["bounds", "--lemma", "C.1", "--L", "2", "--pi", "1"])
+
+
+def test_check_command_counts_pinned_counterexamples():
+    out = json.loads(_run(["check", "--lemma", "C.5.jensen", "--instances", "1", "--json"]))
+    (row,) = out["rows"]
+    assert row["violations"] >= 1 and row["pinned"] == 1 and not out["unconfirmed_findings"]

@@ -1,13 +1,14 @@
 """Pinned results (docs/findings.md): false proof steps with their counterexamples, and the places where
 the engine shows a step the paper calls heuristic to be exact or a hypothesis to be unnecessary."""
 
+from dataclasses import replace
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
 import sympy as sp
 
-from theory import check, get
+from theory import check, claims, get
 from theory import symbols as S
 from theory.c5_distinct_steps import jensen_f
 from theory.collision import distinct_probability
@@ -76,3 +77,29 @@ def test_pinned_counterexample_is_found_by_the_search():
 
     found, least = search_counterexamples(get("C.5.jensen"), 40, np.random.default_rng(3))
     assert found and least < 0
+
+
+@pytest.mark.parametrize("cid", [c.id for c in claims() if c.expect == "false"])
+def test_every_claim_found_false_pins_counterexamples_that_violate_it(cid):
+    claim = get(cid)
+    assert claim.counterexamples
+    for inst in claim.counterexamples:
+        assert not check(claim, inst).holds
+        if claim.exact is not None:
+            assert not check(claim, inst, exact=True).holds
+
+
+def test_check_never_reports_no_violation_for_a_claim_pinned_false():
+    """`check` runs the pinned counterexamples first: even one generated instance cannot hide them."""
+    from theory.search import run_claim
+
+    for cid in ("C.5.jensen", "C.5.concavity"):
+        row = run_claim(get(cid), 1, np.random.default_rng(0))
+        assert row.pinned == 1 and row.instances == 2 and row.violations >= 1 and row.exact_checks >= 1
+
+
+def test_a_claim_that_holds_pins_nothing():
+    with pytest.raises(ValueError, match="pins its counterexamples"):
+        replace(get("C.5"), counterexamples=({"l": 5, "pi": (F(1, 2), F(1, 2))},))
+    with pytest.raises(ValueError, match="pins its counterexamples"):
+        replace(get("C.5.jensen"), counterexamples=())

@@ -210,12 +210,15 @@ def bounds_cmd(lemma, schedule, use_float, latex, as_json, **options) -> None:
     result: dict = {"id": claim.id, "paper": claim.paper, "title": claim.title,
                     "statement_latex": claim.statement_latex, "values": jsonable_instance(resolved.values),
                     "relation": claim.relation, "lhs": float(res.lhs), "rhs": float(res.rhs), "exact": res.exact,
-                    "holds": res.holds, "slack": res.slack, "tightness": res.tightness}
+                    "holds": res.holds, "slack": res.slack, "tightness": None if res.degenerate or res.vacuous else res.tightness,
+                    "degenerate": res.degenerate, "vacuous": res.vacuous}
     if res.exact:
         result.update({"lhs_exact": str(res.lhs), "rhs_exact": str(res.rhs)})
+    why = [w for w, flag in (("both sides 0 or 1", res.degenerate), ("vacuous bound", res.vacuous)) if flag]
+    tightness = f"n/a ({', '.join(why)})" if why else _fmt(res.tightness)
     human = (f"{claim.id} ({claim.paper}): {claim.title}\n"
              f"  lhs = {_fmt(res.lhs)}  {claim.relation}  rhs = {_fmt(res.rhs)}"
-             f"   holds: {res.holds}, slack {_fmt(res.slack)}, tightness {_fmt(res.tightness)}"
+             f"   holds: {res.holds}, slack {_fmt(res.slack)}, tightness {tightness}"
              + ("  (exact rationals)" if res.exact else ""))
     if constants:
         result["constants"] = constants
@@ -232,9 +235,12 @@ def bounds_cmd(lemma, schedule, use_float, latex, as_json, **options) -> None:
 def check_cmd(lemma, instances, seed, as_json) -> None:
     """Run every claim (or --lemma ID and its steps) over generated instances and exact numbers.
 
-    Columns: instances tried, violations, minimum slack (rhs - lhs for <=), tightness = bound / exact
-    (minimum and median over the instances; 1 = tight), and whether the claim is expected to hold
-    (claims marked FALSE were found false; docs/findings.md).
+    A claim found false is also run on its pinned counterexamples, so it never reports 0
+    violations. Columns: instances tried (pinned ones included), violations, minimum slack
+    (rhs - lhs for <=), tightness = bound / exact (minimum and median over the informative
+    instances; 1 = tight), instances left out of the tightness because both sides are 0 or 1
+    (degenerate) or the bound is vacuous, and whether the claim is expected to hold (claims marked
+    FALSE were found false; docs/findings.md).
     """
     import numpy as np
 
@@ -245,15 +251,20 @@ def check_cmd(lemma, instances, seed, as_json) -> None:
     rows = [run_claim(c, instances, rng) for c in claims(lemma)]
     if not rows:
         raise click.UsageError(f"no claim matches {lemma!r}")
-    header = f"{'claim':22s} {'tried':>5s} {'viol.':>5s} {'min slack':>11s} {'tight min':>10s} {'tight med':>10s}  expect"
+    header = (f"{'claim':22s} {'tried':>5s} {'viol.':>5s} {'min slack':>11s} {'tight min':>10s} {'tight med':>10s}"
+              f" {'degen.':>6s} {'vacuous':>7s}  expect")
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(f"{r.claim:22s} {r.instances:5d} {r.violations:5d} {r.min_slack:11.3g} "
-                     f"{r.min_tightness:10.4g} {r.median_tightness:10.4g}  {r.expect}")
+                     f"{r.min_tightness:10.4g} {r.median_tightness:10.4g} {r.degenerate:6d} {r.vacuous:7d}  "
+                     f"{r.expect}" + (f" ({r.pinned} pinned)" if r.pinned else ""))
     unexpected = [r.claim for r in rows if r.violations and r.expect == "holds"]
-    lines.append("")
-    lines.append("unexpected violations: " + (", ".join(unexpected) if unexpected else "none"))
-    emit({"rows": [r.__dict__ for r in rows], "unexpected_violations": unexpected}, as_json, "\n".join(lines))
+    unconfirmed = [r.claim for r in rows if r.expect == "false" and not r.violations]
+    lines += ["", "unexpected violations: " + (", ".join(unexpected) if unexpected else "none")]
+    if unconfirmed:
+        lines.append("FOUND FALSE BUT NOT VIOLATED (the pinned counterexample no longer fails): " + ", ".join(unconfirmed))
+    emit({"rows": [r.__dict__ for r in rows], "unexpected_violations": unexpected,
+          "unconfirmed_findings": unconfirmed}, as_json, "\n".join(lines))
 
 
 @click.command("counterexamples")
