@@ -6,8 +6,9 @@ For step ``i`` of an instance (Definition B.1) every position is in exactly one 
 * ``T`` (new): in ``tau_i``; probability ``b = pi_i``;
 * ``M``: still masked after step ``i``; probability ``1 - u_i``;
 
-independently over positions (MATH.md section 1). A maximal run of ``r`` consecutive ``E``
-positions holds ``floor(r / (n-1))`` separators; ``S_i`` is their total (Definition B.4).
+independently over positions (the i.i.d. step assignment of an instance: docs/derivations.md,
+"The setting every lemma shares"). A maximal run of ``r`` consecutive ``E`` positions holds
+``floor(r / (n-1))`` separators; ``S_i`` is their total (Definition B.4).
 ``D_i`` is the number of intervals between separators that hold at least one ``T`` position
 (Definition B.5): scanning the ``T`` positions left to right, a ``T`` position starts a new group
 unless it is the first or no run of ``>= n-1`` ``E`` positions lies between it and the previous
