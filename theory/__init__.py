@@ -17,6 +17,11 @@ Exact quantities they share: :mod:`~theory.information` (entropy, KL, total corr
 :mod:`~theory.collision` (step multiplicities: ``l! e_l(pi)``, ``E[2^{-c}]``), :mod:`~theory.brute`
 (brute-force sampler laws), :mod:`~theory.instances` (shared random instances).
 
+Building blocks: :mod:`~theory.claims` (the :class:`Claim` type, the registry, :func:`check`),
+:mod:`~theory.family` (a statement and its proof steps registered with their shared fields written
+once), :mod:`~theory.parameters` (each claim's fields, defaults and command-line options),
+:mod:`~theory.symbols` (the sympy names of the statements).
+
 ``check(claim, instance)`` evaluates one; :mod:`theory.search` runs many and hunts for violations.
 """
 

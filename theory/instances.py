@@ -150,13 +150,14 @@ def dependency_count(inst: Mapping[str, Any]) -> float:
     return float(sum(st.new - st.dependencies for st in (step_stats(steps, i, n) for i in range(1, max(steps) + 1))))
 
 
-TINY_DOC = (
-    "Tiny n-gram (random with V <= 3, L <= 4, or a Table 1 preset with V = 8, L <= 3): q tabulated over V^L, "
-    "the sampler's law p(.|tau) of every instance computed exactly (theory.brute) for the oracle tempered by "
-    "beta (beta = 1: oracle); eps_learning is the exact max over contexts of KL(q(x_j|x_A) || p_theta(x_j|x_A))."
+_BRUTE_DOC = (
+    "q tabulated over V^L, the sampler's law p(.|tau) of every instance computed exactly (theory.brute) for the "
+    "oracle tempered by beta and tilted by exp(tilt[token]) (beta = 1, no tilt: the oracle); eps_learning is the "
+    "exact max over contexts of KL(q(x_j|x_A) || p_theta(x_j|x_A))."
 )
-TINY_PARAMS = {"language": "NGram", "L": "length", "pi": "step probabilities", "steps": "instance",
-               "beta": "model temperature"}
+_MODEL_PARAMS = {"L": "length", "pi": "step probabilities", "beta": "model temperature"}
+TINY_DOC = "Tiny n-gram (random with V <= 3, L <= 4, or a Table 1 preset with V = 8, L <= 3): " + _BRUTE_DOC
+TINY_PARAMS = {"language": "NGram", **_MODEL_PARAMS, "steps": "instance"}
 
 
 # ----- tiny pruned language + model (C.2, 4.3) ------------------------------------------------
@@ -193,13 +194,9 @@ def ser_domain(inst: Mapping[str, Any]) -> None:
     require(float(inst.get("beta", 1.0)) > 0, "beta must be > 0")
 
 
-SER_DOC = (
-    "Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of "
-    "numerics.languages.presets at L <= 3) tabulated over V^L; the model is the oracle tempered by beta and "
-    "tilted by exp(tilt[token]) (theory.brute); eps_learning is the exact max over contexts of the per-token KL."
-)
-SER_PARAMS = {"language": "NGram or HMM", "L": "length", "pi": "step probabilities", "order": "reveal order",
-              "beta": "model temperature"}
+SER_DOC = ("Tiny pruned language (random n-gram or HMM with V <= 3, L <= 4, or a pruned preset of "
+           "numerics.languages.presets at L <= 3): " + _BRUTE_DOC)
+SER_PARAMS = {"language": "NGram or HMM", **_MODEL_PARAMS, "order": "reveal order"}
 
 
 # ----- lengths beyond enumeration: exact DP (L = 5..8) and the Markov chain rule (2-grams) ----

@@ -30,38 +30,28 @@ _seed_option = click.option("--seed", type=int, default=0, show_default=True,
                             help="Seed of the numpy Generator that draws the instances (same seed, same instances).")
 
 
-class _Rational(click.ParamType):
-    """A number read as an exact rational: ``0.3`` is 3/10, and so is ``3/10``."""
+class _Rationals(click.ParamType):
+    """A number read as an exact rational (``0.3`` is 3/10, and so is ``3/10``), or a comma-separated list of them."""
 
-    name = "NUMBER"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, Fraction):
-            return value
-        try:
-            return Fraction(str(value).strip())
-        except (ValueError, ZeroDivisionError):
-            self.fail(f"{value!r} is not a number or a fraction p/q", param, ctx)
-
-
-class _RationalList(click.ParamType):
-    """Comma-separated numbers or fractions, each read as an exact rational."""
-
-    name = "X1,X2,.."
+    def __init__(self, many: bool = False):
+        self.many = many
+        self.name = "X1,X2,.." if many else "NUMBER"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, list):
+        if isinstance(value, (Fraction, list)):
             return value
         try:
-            return [Fraction(t.strip()) for t in str(value).split(",")]
+            numbers = [Fraction(t.strip()) for t in str(value).split(",")] if self.many else Fraction(str(value).strip())
         except (ValueError, ZeroDivisionError):
-            self.fail(f"{value!r} must be comma-separated numbers or fractions p/q", param, ctx)
+            self.fail(f"{value!r} must be {'comma-separated numbers' if self.many else 'a number'} or fractions p/q",
+                      param, ctx)
+        return numbers
 
 
 def _click_type(option):
     if option.kind == "int":
         return click.IntRange(min=option.minimum)
-    return _Rational() if option.kind == "number" else _RationalList()
+    return _Rationals(many=option.kind != "number")
 
 
 def _registry_options() -> list[click.Option]:
