@@ -25,8 +25,7 @@ once), :mod:`~theory.parameters` (each claim's fields, defaults and command-line
 ``check(claim, instance)`` evaluates one; :mod:`theory.search` runs many and hunts for violations.
 """
 
-from .claims import REGISTRY, CheckResult, Claim, check, claims, get
-from . import (  # noqa: E402,F401  (importing a lemma module registers its claims)
+from . import (  # noqa: F401  (importing a lemma module registers its claims)
     a1_total_correlation,
     a2_chernoff,
     a3_pinsker,
@@ -45,15 +44,20 @@ from . import (  # noqa: E402,F401  (importing a lemma module registers its clai
     thm43_ser,
     thm44_ser_lower,
 )
-
-from .b11_dependencies import b11_bound, pair_bound  # noqa: E402
-from .b12_explicit_schedule import b12_length_threshold, b12_schedule, b12_solve_eps, b12_steps  # noqa: E402
-from .c6_interval_errors import c6_bound  # noqa: E402
-from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e  # noqa: E402
-from .collision import collision_probability, distinct_probability, interval_validity  # noqa: E402
-from .thm42_ter import Theorem42Constants, theorem42_constants  # noqa: E402
-from .thm43_ser import thm43_ser_bound  # noqa: E402
-from .thm44_ser_lower import (  # noqa: E402
+from .b11_dependencies import b11_bound, pair_bound
+from .b12_explicit_schedule import (
+    b12_length_threshold,
+    b12_schedule,
+    b12_solve_eps,
+    b12_steps,
+)
+from .c6_interval_errors import c6_bound
+from .c7_interval_language import EPS_MAX, P_E_PAPER, p_e
+from .claims import REGISTRY, CheckResult, Claim, check, claims, get
+from .collision import collision_probability, distinct_probability, interval_validity
+from .thm42_ter import Theorem42Constants, theorem42_constants
+from .thm43_ser import thm43_ser_bound
+from .thm44_ser_lower import (
     Threshold,
     arg_constant_l10,
     c9_argument_constant,

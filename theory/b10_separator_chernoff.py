@@ -19,7 +19,7 @@ from scipy.stats import binom
 
 from . import symbols as S
 from .a2_chernoff import threshold_ceil, threshold_floor
-from .claims import require
+from .claims import require, show
 from .family import ClaimFamily
 from .instances import gen_step, step_domain, step_means
 from .separators import joint_law
@@ -76,11 +76,21 @@ def _b10_dominance(inst):
     return float(cdf_s[t]), float(cdf_b[t])
 
 
+def _domain_d_below_1(inst) -> None:
+    step_domain(inst)
+    require(0 < float(inst["d"]) < 1, f"need 0 < d < 1, got d = {show(inst['d'])}")
+
+
+def _domain_d_nonnegative(inst) -> None:
+    step_domain(inst)
+    require(float(inst["d"]) >= 0, f"need d >= 0, got d = {show(inst['d'])}")
+
+
 _step_params = {"L": "sequence length", "n": "n-gram order", "u_prev": "u_{i-1}", "pi_i": "pi_i"}
 Sfn, Kfn = S.tex("S_i"), S.tex(r"|\tau_i|")
 
 b10 = ClaimFamily(
-    "B.10", "Lemma B.10", domain=lambda inst: step_domain(inst) and None, generate=gen_step,
+    "B.10", "Lemma B.10", domain=step_domain, generate=gen_step,
     free={"u_prev": "unit", "pi_i": "unit"}, parameters=_step_params,
     doc=("Exact law of S_i from the (run length mod n-1, group flag) transfer matrix over positions "
          "(theory.separators.joint_law); |tau_i| ~ Binomial(L, pi_i) exactly. mu_S = L u_{i-1}^(n-1)/(n-1), "
@@ -92,12 +102,12 @@ b10.statement(
     sp.exp(-S.mu_S / 8) + sp.exp(-S.mu_T / 3), _b10_main, steps=("B.10.separators", "B.10.new", "B.10.dominance"))
 b10.step("separators", "P(S_i < (1-d) mu_S) <= exp(-d^2 mu_S / 2), 0 < d < 1",
          S.Pr(sp.StrictLessThan(Sfn, (1 - S.d) * S.mu_S)), "<=", sp.exp(-S.d**2 * S.mu_S / 2), _b10_sep,
-         domain=lambda inst: (step_domain(inst), require(0 < float(inst["d"]) < 1, "need 0 < d < 1")) and None,
+         domain=_domain_d_below_1,
          free={"u_prev": "unit", "pi_i": "unit", "d": "unit"}, parameters={**_step_params, "d": "deviation"},
          vacuous_at=1)
 b10.step("new", "P(|tau_i| >= (1+d) mu_T) <= exp(-d^2 mu_T / (2+d)), d >= 0",
          S.Pr(sp.Ge(Kfn, (1 + S.d) * S.mu_T)), "<=", sp.exp(-S.d**2 * S.mu_T / (2 + S.d)), _b10_new,
-         domain=lambda inst: (step_domain(inst), require(float(inst["d"]) >= 0, "need d >= 0")) and None,
+         domain=_domain_d_nonnegative,
          free={"u_prev": "unit", "pi_i": "unit", "d": "positive"}, parameters={**_step_params, "d": "deviation"},
          vacuous_at=1)
 b10.step("dominance", "S_i stochastically dominates Binomial(L/(n-1), u_{i-1}^(n-1)) (full aligned blocks)",

@@ -140,7 +140,7 @@ def _E(latex: str) -> sp.Expr:
     return S.fn("E")(S.tex(latex))
 
 
-b11 = ClaimFamily("B.11", "Lemma B.11", sides=_case_sides, domain=lambda inst: step_domain(inst) and None,
+b11 = ClaimFamily("B.11", "Lemma B.11", sides=_case_sides, domain=step_domain,
                   generate=lambda rng: gen_step(rng, 64), doc=_B11_DOC, free={"u_prev": "unit", "pi_i": "unit"},
                   parameters=_step_params)
 b11.statement("Expected dependencies per step: 8 mu_T^2/mu_S plus exponentially small tails", E_gap, "<=", B11_EXPR,
@@ -165,7 +165,7 @@ b11.step(
          "from the transfer matrix (exact rationals when u_{i-1}, pi_i are Fractions) and finds it "
          "EXACTLY equal for every n, L, s, k: a renewal argument proves it (docs/derivations.md)."),
 )
-pairs = b11.variant(sides=_pair_sides, exact_sides=True, domain=lambda inst: step_domain(inst, divisible=False) and None,
+pairs = b11.variant(sides=_pair_sides, exact_sides=True, domain=lambda inst: step_domain(inst, divisible=False),
                     generate=gen_step)
 pairs.step("pairs", "E[|tau_i| - D_i] <= L pi_i^2 ((n-1)/u_{i-1}^(n-1) + n - 2), any L", E_gap, "<=", _pair_expr,
            sides=("gap", "bound"), paper=_PAIRS_PAPER,

@@ -18,7 +18,14 @@ from . import symbols as S
 from .brute import mixture_law, sequence_kl
 from .claims import ATOL_CANCEL
 from .family import ClaimFamily
-from .instances import TINY_DOC, TINY_PARAMS, gen_tiny, tiny_domain, tiny_instance_law, tiny_table
+from .instances import (
+    TINY_DOC,
+    TINY_PARAMS,
+    gen_tiny,
+    tiny_domain,
+    tiny_instance_law,
+    tiny_table,
+)
 
 
 def _b2(inst):

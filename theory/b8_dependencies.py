@@ -20,7 +20,15 @@ from . import symbols as S
 from .brute import instance_law, sequence_kl
 from .claims import ATOL_CANCEL
 from .family import ClaimFamily
-from .instances import TINY_DOC, TINY_PARAMS, dependency_count, gen_tiny, tiny_domain, tiny_instance_law, tiny_table
+from .instances import (
+    TINY_DOC,
+    TINY_PARAMS,
+    dependency_count,
+    gen_tiny,
+    tiny_domain,
+    tiny_instance_law,
+    tiny_table,
+)
 from .separators import step_stats
 
 

@@ -18,7 +18,11 @@ import sympy as sp
 
 from . import symbols as S
 from .claims import ATOL_CANCEL, require, show
-from .collision import collision_probability, distinct_probability, enumerate_distinct_probability
+from .collision import (
+    collision_probability,
+    distinct_probability,
+    enumerate_distinct_probability,
+)
 from .family import ClaimFamily
 from .instances import gen_pi, gen_pi_exact, pi_vector
 
@@ -29,6 +33,11 @@ def _domain(inst) -> None:
     pi_vector(inst)
     L = inst["L"]
     require(int(L) == L and L >= 2, f"L must be an integer >= 2, got {show(L)}")
+
+
+def _enumerable_domain(inst) -> None:
+    _domain(inst)
+    require(len(inst["pi"]) ** inst["L"] <= MAX_ENUMERATED, f"N^L too large to enumerate (at most {MAX_ENUMERATED})")
 
 
 def _gen(rng: np.random.Generator) -> dict:
@@ -68,7 +77,6 @@ c1.variant(sides=_distinct_sides).step(
     "exact", "P(all L positions at distinct steps) = L! e_L(pi), against enumeration of all N^L assignments",
     _distinct, "==", sp.Function("P_enum")(S.L, S.pi), sides=("distinct", "enumerated"),
     paper="proof of Lemma C.1 (exact value)", doc="Both sides exact rationals.", parameters=_PARAMS,
-    domain=lambda inst: (_domain(inst), require(len(inst["pi"]) ** inst["L"] <= MAX_ENUMERATED,
-                                                "N^L too large to enumerate")) and None,
+    domain=_enumerable_domain,
     generate=lambda rng: {"L": int(rng.integers(2, 5)), "pi": gen_pi_exact(rng, 6)},
 )

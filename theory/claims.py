@@ -117,7 +117,8 @@ class Claim:
     evaluate : callable
         ``instance -> (lhs, rhs)`` as floats.
     domain : callable
-        ``instance -> None``; raises ``ValueError`` for an instance outside the claim's hypotheses.
+        Raises ``ValueError`` naming the violated hypothesis for an instance outside the claim's
+        hypotheses (its return value is ignored).
     generate : callable
         ``numpy.random.Generator -> instance`` (a dict).
     doc : str
@@ -159,7 +160,7 @@ class Claim:
     rhs: sp.Expr
     relation: Relation
     evaluate: Callable[[Mapping[str, Any]], tuple[float, float]]
-    domain: Callable[[Mapping[str, Any]], None]
+    domain: Callable[[Mapping[str, Any]], object]
     generate: Callable[[np.random.Generator], dict]
     doc: str
     steps: tuple[str, ...] = ()

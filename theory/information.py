@@ -5,7 +5,6 @@ Natural logs throughout. A joint law of ``k`` tokens over ``V`` symbols is a ``(
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy.special import entr, xlog1py
 

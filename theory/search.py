@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
 
-from .claims import Claim, CheckResult, check
+from .claims import CheckResult, Claim, check
 
 _LOG_FLOOR = 1e-300  # start point of the optimizer: log of a zero weight (softmax never reaches exactly 0)
 _LOGIT_CLIP = 1e-12  # start point of the optimizer: a scalar at 0 or 1 encoded just inside (0, 1)

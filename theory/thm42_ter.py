@@ -57,6 +57,11 @@ def _gen_42_markov(rng: np.random.Generator) -> dict:
     return {"eps": eps, "n": 2, "L": L, "V": 8, "eps_learning": 0.0, "language": load_language("2gram")}
 
 
+def _markov_domain(inst) -> None:
+    b12_domain(inst)
+    markov_domain(inst)
+
+
 def _t42_markov(inst):
     lang, L, eps = inst["language"], int(inst["L"]), float(inst["eps"])
     jensen = jensen_bound_markov(lang, L, b12_schedule(eps, 2)).total.value
@@ -78,7 +83,7 @@ t42.step(
     "markov", "Oracle, 2-gram preset, B.12 schedule, L >= L_0: E_tau KL(q || p(.|tau)) / L <= 4 eps log|V|",
     S.fn("E_tau")(S.KLq(S.tex("q"), S.tex(r"p(\cdot|\tau)"))) / S.L, "<=", 4 * S.eps * sp.log(S.V), _t42_markov,
     paper="proof of Theorem 4.2 / B.13 (oracle, the 2-gram preset at L >= L_0)", atol=ATOL_CANCEL,
-    domain=lambda inst: (b12_domain(inst), markov_domain(inst)) and None, generate=_gen_42_markov,
+    domain=_markov_domain, generate=_gen_42_markov,
     parameters={
         "eps": Parameter("epsilon in (0, 1)"),
         "L": Parameter("length, >= L_0 (default L_0(eps, 2))", default=lambda v: b12_length_threshold(float(v["eps"]), 2)),

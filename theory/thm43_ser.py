@@ -25,7 +25,16 @@ from .brute import mixture_law, table
 from .claims import ATOL_CANCEL, require, show
 from .collision import collision_probability
 from .family import ClaimFamily
-from .instances import SER_DOC, SER_PARAMS, dp_domain, gen_dp, gen_ser, random_ngram, schedule_of, ser_domain
+from .instances import (
+    SER_DOC,
+    SER_PARAMS,
+    dp_domain,
+    gen_dp,
+    gen_ser,
+    random_ngram,
+    schedule_of,
+    ser_domain,
+)
 
 __all__ = ["thm43_ser_bound"]
 

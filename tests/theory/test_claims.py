@@ -3,9 +3,9 @@
 import json
 from fractions import Fraction as F
 
+import click
 import numpy as np
 import pytest
-import click
 from click.testing import CliRunner
 
 from theory import REGISTRY, check, claims, get

@@ -7,14 +7,31 @@ import numpy as np
 import pytest
 
 from numerics.exact.enumerate import enumerate_output_law
+from numerics.exact.interval import (
+    interval_ser,
+    prob_distinct_steps,
+    sequence_collision_probability,
+)
+from numerics.exact.interval import interval_validity as numerics_interval_validity
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
-from numerics.exact.interval import interval_ser, prob_distinct_steps, sequence_collision_probability
-from numerics.exact.interval import interval_validity as numerics_interval_validity
 from numerics.schedules import Schedule, from_u, linear
+from theory.b12_explicit_schedule import (
+    b12_length_threshold,
+    b12_rate,
+    b12_schedule,
+    b12_solve_eps,
+    b12_steps,
+    b12_steps_bound,
+)
 from theory.brute import mixture_law, sequence_kl, table
-from theory.collision import collision_probability, distinct_probability, interval_validity
 from theory.c7_interval_language import P_E_PAPER, p_e
+from theory.collision import (
+    collision_probability,
+    distinct_probability,
+    interval_validity,
+)
+from theory.thm42_ter import theorem42_constants
 from theory.thm44_ser_lower import (
     arg_constant_l10,
     best_interval_validity,
@@ -24,15 +41,6 @@ from theory.thm44_ser_lower import (
     oracle_ser,
     true_threshold,
 )
-from theory.b12_explicit_schedule import (
-    b12_length_threshold,
-    b12_rate,
-    b12_schedule,
-    b12_solve_eps,
-    b12_steps,
-    b12_steps_bound,
-)
-from theory.thm42_ter import theorem42_constants
 
 RTOL_EXACT = 1e-12  # float64 against an independent exact computation
 

@@ -10,9 +10,13 @@ import sympy as sp
 
 from theory import check, claims, get
 from theory import symbols as S
+from theory.b12_explicit_schedule import (
+    b12_length_threshold,
+    b12_u,
+    expected_dependencies,
+)
 from theory.c5_distinct_steps import jensen_f
 from theory.collision import distinct_probability
-from theory.b12_explicit_schedule import b12_length_threshold, b12_u, expected_dependencies
 from theory.separators import joint_law
 
 

@@ -129,7 +129,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
         frac = [r["violations"] / r["instances"] for r in violated]
         xv = range(len(violated))
         axv.bar(xv, frac, color="#c62828")
-        for i, r in zip(xv, violated):
+        for i, r in enumerate(violated):
             axv.annotate(f"{r['violations']}/{r['instances']}", (i, frac[i]), ha="center", va="bottom", fontsize=6)
         axv.set_ylim(0, 1.15)
         axv.set_xticks(list(xv), [r["claim"] for r in violated], rotation=90, fontsize=5)
