@@ -249,25 +249,31 @@ def _objective(claim: Claim, codec: _Codec):
     return f
 
 
+def _try(claim: Claim, inst: dict, method: str, findings: list[Finding]) -> float | None:
+    """Relative slack of ``claim`` on ``inst`` (None outside its domain); a violation joins ``findings``."""
+    try:
+        res = check(claim, inst)
+    except ValueError:
+        return None
+    rel = relative_slack(res)
+    if not res.holds:
+        findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(inst), float(res.lhs),
+                                float(res.rhs), rel, method))
+    return rel
+
+
 def search_counterexamples(claim: Claim, budget: int, rng: np.random.Generator, n_optimize: int = 3,
                            maxiter: int = 200) -> tuple[list[Finding], float]:
     """Random search over ``budget`` generated instances, then Nelder-Mead from the ``n_optimize``
     instances of least relative slack. Returns the violations found and the least relative slack seen."""
     findings: list[Finding] = []
     scored: list[tuple[float, dict]] = []
-    least = math.inf
     for _ in range(budget):
         inst = claim.generate(rng)
-        try:
-            res = check(claim, inst)
-        except ValueError:
-            continue
-        rel = relative_slack(res)
-        least = min(least, rel)
-        scored.append((rel, inst))
-        if not res.holds:
-            findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(inst), float(res.lhs),
-                                    float(res.rhs), rel, "random"))
+        rel = _try(claim, inst, "random", findings)
+        if rel is not None:
+            scored.append((rel, inst))
+    least = min((rel for rel, _ in scored), default=math.inf)
     if claim.free:
         scored.sort(key=lambda t: t[0])
         for _, inst in scored[:n_optimize]:
@@ -277,14 +283,7 @@ def search_counterexamples(claim: Claim, budget: int, rng: np.random.Generator, 
                 continue
             opt = minimize(_objective(claim, codec), z0, method="Nelder-Mead",
                            options={"maxiter": maxiter, "xatol": 1e-10, "fatol": 1e-14})
-            cand = codec.decode(opt.x)
-            try:
-                res = check(claim, cand)
-            except ValueError:
-                continue
-            rel = relative_slack(res)
-            least = min(least, rel)
-            if not res.holds:
-                findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(cand), float(res.lhs),
-                                        float(res.rhs), rel, "nelder-mead"))
+            rel = _try(claim, codec.decode(opt.x), "nelder-mead", findings)
+            if rel is not None:
+                least = min(least, rel)
     return findings, least
