@@ -17,6 +17,8 @@ Exact quantities they share: :mod:`~theory.information` (entropy, KL, total corr
 :mod:`~theory.collision` (step multiplicities: ``l! e_l(pi)``, ``E[2^{-c}]``), :mod:`~theory.brute`
 (brute-force sampler laws), :mod:`~theory.instances` (shared random instances).
 
+Other papers' bounds on the same numbers are claims too: :mod:`~theory.related` (docs/theory-related.md).
+
 Building blocks: :mod:`~theory.claims` (the :class:`Claim` type, the registry, :func:`check`),
 :mod:`~theory.family` (a statement and its proof steps registered with their shared fields written
 once), :mod:`~theory.parameters` (each claim's fields, defaults and command-line options),
@@ -44,6 +46,7 @@ from . import (  # noqa: F401  (importing a lemma module registers its claims)
     thm43_ser,
     thm44_ser_lower,
 )
+from . import related  # noqa: F401  (other papers' bounds as claims: docs/theory-related.md)
 from .b11_dependencies import b11_bound, pair_bound
 from .b12_explicit_schedule import (
     b12_length_threshold,

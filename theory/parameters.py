@@ -61,7 +61,8 @@ OPTIONS: dict[str, Option] = {
     "V": Option("--V", "int", "Vocabulary size |V|.", 2),
     "s": Option("--s", "int", "Number of separators s at the step.", 0),
     "k": Option("--k", "int", "Number of new positions k at the step.", 0),
-    "eps": Option("--eps", "number", "epsilon of Lemma B.12 / Theorem 4.2, in (0, 1)."),
+    "eps": Option("--eps", "number", "epsilon in (0, 1): the schedule parameter of Lemma B.12 / Theorem 4.2, or the "
+                  "claim's own (see `bounds --lemma ID`)."),
     "eps_learning": Option("--eps-learning", "number", "eps_learning of Assumption 4.1 (0: the oracle)."),
     "u_prev": Option("--u-prev", "number", "u_{i-1}: probability a position is unmasked before step i."),
     "pi_i": Option("--pi-i", "number", "pi_i: probability a position is unmasked at step i."),
