@@ -52,7 +52,7 @@ class Option:
     minimum: int | None = None
 
 
-#: Field name -> its option (one meaning per name across the registry; a test enforces it).
+#: Field name -> its option: every command-line-ready claim with a field of that name shares it.
 OPTIONS: dict[str, Option] = {
     "N": Option("--N", "int", "Number of steps N (also builds --pi from --schedule).", 1),
     "L": Option("--L", "int", "Sequence length L.", 1),
