@@ -20,7 +20,7 @@ import click
 
 from numerics.schedules import SCHEDULES, make_schedule
 
-from ._common import emit, json_option
+from ._common import emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS"]
 
@@ -221,8 +221,9 @@ def bounds_cmd(lemma, schedule, use_float, latex, as_json, **options) -> None:
 @click.option("--instances", type=click.IntRange(min=1), default=20, show_default=True,
               help="Generated instances per claim.")
 @_seed_option
+@progress_option
 @json_option
-def check_cmd(lemma, instances, seed, as_json) -> None:
+def check_cmd(lemma, instances, seed, progress, as_json) -> None:
     """Run every claim (or --lemma ID and its steps) over generated instances and exact numbers.
 
     A claim found false is also run on its pinned counterexamples, so it never reports 0
@@ -237,8 +238,11 @@ def check_cmd(lemma, instances, seed, as_json) -> None:
     from theory import claims
     from theory.search import run_claim
 
+    from validation.experiments._base import progress_iter
+
     rng = np.random.default_rng(seed)
-    rows = [run_claim(c, instances, rng) for c in claims(lemma)]
+    selected = claims(lemma)
+    rows = [run_claim(c, instances, rng) for c in progress_iter(selected, show_progress(progress), "check: claims")]
     if not rows:
         raise click.UsageError(f"no claim matches {lemma!r}")
     header = (f"{'claim':22s} {'tried':>5s} {'viol.':>5s} {'min slack':>11s} {'tight min':>10s} {'tight med':>10s}"
@@ -262,11 +266,12 @@ def check_cmd(lemma, instances, seed, as_json) -> None:
 @click.option("--budget", type=click.IntRange(min=1), default=100, show_default=True,
               help="Random instances per claim before the Nelder-Mead refinement.")
 @_seed_option
+@progress_option
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("results/theory/counterexamples.json"), show_default=True,
               help="Findings file (written atomically with provenance).")
 @json_option
-def counterexamples_cmd(lemma, budget, seed, out, as_json) -> None:
+def counterexamples_cmd(lemma, budget, seed, progress, out, as_json) -> None:
     """Search for violations of every claim (or --lemma ID): random instances, then Nelder-Mead on
     the claim's free parameters from the least-slack instances. Violations are printed and written
     to --out."""
@@ -278,7 +283,9 @@ def counterexamples_cmd(lemma, budget, seed, out, as_json) -> None:
 
     rng = np.random.default_rng(seed)
     findings, least = [], {}
-    for c in claims(lemma):
+    from validation.experiments._base import progress_iter
+
+    for c in progress_iter(claims(lemma), show_progress(progress), "counterexamples: claims"):
         found, rel = search_counterexamples(c, budget, rng)
         findings.extend(found)
         least[c.id] = rel
