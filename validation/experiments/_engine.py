@@ -26,8 +26,6 @@ from numerics.sampling import montecarlo as _mc
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.samplers import sample_factorized
 from numerics.schedules import Schedule, make_schedule
-from theory import negative as _negative
-from theory import positive as _positive
 from theory.search import run_claim
 
 __all__ = [
@@ -160,36 +158,36 @@ def theorem42(order: int, vocab: int, n_steps: int, length: int) -> dict:
     """Theorem 4.2's bound on ``log TER(p) - log TER(q)`` at ``N`` steps (``eps_learning = 0``).
 
     ``eps`` is the smallest value whose Lemma B.12 schedule fits in ``N`` steps
-    (``theory.positive.b12_solve_eps``); the bound ``4 eps log|V|`` holds for ``L >= L_0(eps, n)``.
+    (``theory.b12_solve_eps``); the bound ``4 eps log|V|`` holds for ``L >= L_0(eps, n)``.
     Returns ``{"eps", "log_ter_gap", "length_threshold", "valid", "b12_steps"}``; ``N = 1`` has
     no B.12 schedule (``log_ter_gap`` None).
     """
     if n_steps < 2:
         return {"eps": None, "log_ter_gap": None, "length_threshold": None, "valid": False, "b12_steps": None}
-    eps = _positive.b12_solve_eps(n_steps, order)
-    c = _positive.theorem42_constants(eps, order, vocab)
+    eps = theory.b12_solve_eps(n_steps, order)
+    c = theory.theorem42_constants(eps, order, vocab)
     return {"eps": float(eps), "log_ter_gap": float(c["ter_gap_bound"]), "length_threshold": int(c["L_0"]),
             "valid": bool(length >= c["L_0"]), "b12_steps": int(c["N"])}
 
 
 def b12_schedule(order: int, n_steps: int) -> Schedule:
     """The Lemma B.12 schedule with the smallest ``eps`` that fits in ``N`` steps."""
-    return _positive.b12_schedule(_positive.b12_solve_eps(n_steps, order), order)
+    return theory.b12_schedule(theory.b12_solve_eps(n_steps, order), order)
 
 
 def theorem44(n_steps: int, length: int, l: int) -> dict:
     """Lemma C.6's lower bound on the interval language's SER, with the oracle's ``p_e = 1/2`` and
-    with Theorem 4.4's ``p_e`` for ``eps_learning < 1/128`` (``theory.negative``)."""
-    pe_oracle = float(_negative.p_e(0.0))
-    return {"ser_lower": float(_negative.c9_bound(n_steps, length, l, pe_oracle)), "p_e": pe_oracle,
-            "thm44_ser_lower": float(_negative.c9_bound(n_steps, length, l, float(_negative.P_E_PAPER))),
-            "p_e_thm44": float(_negative.P_E_PAPER)}
+    with Theorem 4.4's ``p_e`` for ``eps_learning < 1/128`` (``theory``)."""
+    pe_oracle = float(theory.p_e(0.0))
+    return {"ser_lower": float(theory.c9_bound(n_steps, length, l, pe_oracle)), "p_e": pe_oracle,
+            "thm44_ser_lower": float(theory.c9_bound(n_steps, length, l, float(theory.P_E_PAPER))),
+            "p_e_thm44": float(theory.P_E_PAPER)}
 
 
 def theorem44_thresholds(lengths: list[int], l: int) -> dict:
     """Theorem 4.4's constants from ``theory``: the argument's ``C`` and the exact threshold ``N/L``."""
-    arg = _negative.c9_argument_constant(lengths, l)
-    true = _negative.true_threshold(lengths, l)
+    arg = theory.c9_argument_constant(lengths, l)
+    true = theory.true_threshold(lengths, l)
     return {"lengths": [int(x) for x in lengths], "argument_n_max": [int(x) for x in arg.n_max],
             "argument_constant": float(arg.constant), "argument_limit": float(arg.limit),
             "true_n_max": [int(x) for x in true.n_max], "true_constant": float(true.constant),

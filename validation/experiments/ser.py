@@ -246,10 +246,10 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             agree = all(a == b for _, a, b in cross)
             if agree:
                 out.notes.append("Cross-check: steps needed for SER <= 1/2 found here agree with "
-                                 "theory.negative.true_threshold (N_max + 1) at every length.")
+                                 "theory.true_threshold (N_max + 1) at every length.")
             else:  # two computations of one number disagree: a bug, shown as an error
-                out.errors["cross-check with theory.negative.true_threshold"] = (
-                    "steps needed for SER <= 1/2 (search here vs N_max + 1 of theory.negative.true_threshold): "
+                out.errors["cross-check with theory.true_threshold"] = (
+                    "steps needed for SER <= 1/2 (search here vs N_max + 1 of theory.true_threshold): "
                     + ", ".join(f"L={L}: {a} vs {b}" for L, a, b in cross if a != b))
     parts.record(out)
     return out.finish(started)
