@@ -189,9 +189,10 @@ def _table(rows: list[dict], max_rows: int = 400) -> str:
 
 
 def _inline(text: str) -> str:
-    """One docstring paragraph as HTML: ``code`` and :role:`x` become <code>, *x* becomes <em>."""
+    """One docstring paragraph as HTML: ``code`` and :role:`x` become <code>, **x** <strong>, *x* <em>."""
     text = re.sub(r"``(.+?)``", lambda m: f"<code>{m.group(1)}</code>", _esc(text))
     text = re.sub(r":(?:func|class|meth|mod|data):`~?([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*([^*\s][^*]*?)\*\*", r"<strong>\1</strong>", text)
     return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<em>\1</em>", text)
 
 

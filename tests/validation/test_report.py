@@ -178,3 +178,13 @@ def test_only_option_lists_every_experiment():
 
     only = next(p for p in report_cmd.params if p.name == "only")
     assert list(only.type.choices) == list(EXPERIMENTS)
+
+
+def test_module_docstrings_are_shown_as_text_not_markup():
+    from validation.report import _doc_paragraphs
+
+    html = _doc_paragraphs("Title.\n\nThe *simulated* and **exact** ``N`` (:func:`numerics.schedules.make_schedule`).\n\n"
+                           "* first\n* second <b>")
+    assert "<em>simulated</em>" in html and "<strong>exact</strong>" in html and "<code>N</code>" in html
+    assert "<code>numerics.schedules.make_schedule</code>" in html
+    assert "<li>first</li>" in html and "second &lt;b&gt;" in html and "*" not in html
