@@ -223,7 +223,8 @@ def _legend_html() -> str:
 
 def _reasons_html(result: ExperimentResult, error: str | None) -> str:
     """Why the section has the badges it has: one list per status other than ok."""
-    lists = {"error": [f"{part}: {tb.strip().splitlines()[0] if tb.strip() else ''}" for part, tb in result.errors.items()]
+    first_line = {part: tb.strip().splitlines()[0] if tb.strip() else "" for part, tb in result.errors.items()}
+    lists = {"error": [f"{part}: {line}" for part, line in first_line.items()]
              + (["the experiment raised an exception (traceback below)"] if error else []),
              "partial": list(result.missing), "finding": list(result.findings), "vacuous": list(result.vacuous)}
     blocks = [f"<p><strong>{_esc(_REASON_TITLES[k])}:</strong></p><ul>"
@@ -282,7 +283,8 @@ def _figures_html(figs: list[_Figure]) -> str:
     for f in figs:
         if f.error:
             parts.append(f'<p class="figfail"><strong>Figure <code>{_esc(f.name)}</code> could not be drawn:</strong> '
-                         f"{_esc(f.error.rstrip('.'))}. The numbers are in the tables below. <em>It would have shown:</em> "
+                         f"{_esc(f.error.rstrip('.'))}. The numbers are in the tables below. "
+                         "<em>It would have shown:</em> "
                          f"{_esc(f.caption)}</p><details><summary>Traceback</summary><pre>{_esc(f.traceback)}"
                          f"</pre></details>")
         else:

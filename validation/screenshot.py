@@ -7,8 +7,9 @@ Two browser runs: ``--dump-dom`` after the page's load event (the page's script 
 the browser really decoded and the page's size; a docs page also ``data-math-rendered`` and
 ``data-math-errors``), and ``--screenshot`` of the whole page (the height it measured itself).
 Exit status 0 when every image loaded, at least one is present, the pure-Python link check
-(:func:`validation.report.broken_links`) finds nothing and the PNG was written; 1 otherwise; 2 when no Chromium is installed (``apt-get install chromium``; the test suite installs it
-with :func:`install_chromium` and fails when it cannot).
+(:func:`validation.report.broken_links`) finds nothing and the PNG was written; 1 otherwise; 2
+when no Chromium is installed (``apt-get install chromium``; the test suite installs it with
+:func:`install_chromium` and fails when it cannot).
 """
 
 from __future__ import annotations

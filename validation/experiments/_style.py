@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 from ._base import Z95  # noqa: E402  (re-exported: the 95% bands of every figure)
 
 __all__ = ["plt", "language_color", "new_figure", "panel_grid", "band", "band_ci", "legend", "figure_legend",
-           "length_handles", "log_ticks", "Z95", "length_styles",
+           "length_handles", "legend_key", "log_ticks", "Z95", "length_styles",
            "Panel", "language_panels"]
 
 
@@ -130,12 +130,17 @@ def figure_legend(fig: Any, axes: Any, extra: Sequence[Any] = (), ncol: int = 4,
                    ncol=min(ncol, len(handles)), fontsize=kw.pop("fontsize", 8), frameon=False, **kw)
 
 
-def length_handles(lengths: Sequence[int], styles: dict[int, dict[str, Any]]) -> list[Any]:
-    """Legend handles in gray for the line style of each length (the color says the language)."""
+def legend_key(label: str, **style: Any) -> Any:
+    """A legend entry drawn with ``style`` (a line, a marker) that plots nothing."""
     from matplotlib.lines import Line2D
 
-    return [Line2D([], [], color="0.35", marker=styles[L]["marker"], linestyle=styles[L]["linestyle"],
-                   markersize=4, label=f"L = {L}") for L in lengths]
+    return Line2D([], [], label=label, **style)
+
+
+def length_handles(lengths: Sequence[int], styles: dict[int, dict[str, Any]]) -> list[Any]:
+    """Legend handles in gray for the line style of each length (the color says the language)."""
+    return [legend_key(f"L = {L}", color="0.35", marker=styles[L]["marker"], linestyle=styles[L]["linestyle"],
+                       markersize=4) for L in lengths]
 
 
 def panel_grid(n: int, max_cols: int = 2, width: float = 4.6, height: float = 3.2):

@@ -294,9 +294,7 @@ def _plot_presets(rows: list[dict]) -> Plot:
 
 
 def _plot_interval(irows: list[dict], l: int | None) -> Plot:
-    from matplotlib.lines import Line2D
-
-    from ._style import figure_legend, language_color, length_handles, length_styles, panel_grid
+    from ._style import figure_legend, language_color, legend_key, length_handles, length_styles, panel_grid
 
     lengths = sorted({r["length"] for r in irows})
     fig, axes = panel_grid(2)
@@ -321,8 +319,8 @@ def _plot_interval(irows: list[dict], l: int | None) -> Plot:
     axes[0].set_title(f"interval language, l = {l}")
     axes[1].set_title("the same against N / L")
     extra = length_handles(lengths, styles) + [
-        Line2D([], [], color=color, label="exact SER"),
-        Line2D([], [], color="k", linewidth=0.8, label="Lemma C.6 lower bound (p_e = 1/2)")]
+        legend_key("exact SER", color=color),
+        legend_key("Lemma C.6 lower bound (p_e = 1/2)", color="k", linewidth=0.8)]
     figure_legend(fig, axes, extra, ncol=3)
     return Plot("interval_ser_vs_steps", fig,
                 "Exact SER 1 - (E[2^-c])^(L/l) of the interval language (Theorem 4.4) vs N and vs N/L; "

@@ -296,9 +296,7 @@ def _plot_gen_ppl(rows: list[dict], data: dict) -> Plot:
     """Generative perplexity vs N per language (log y: the curves meet the data's perplexity), with
     Theorem 4.2's TER bound for the largest L drawn inside the frame or its value written where it
     is off scale."""
-    from matplotlib.lines import Line2D
-
-    from ._style import band, figure_legend, language_panels, length_handles, log_ticks
+    from ._style import band, figure_legend, language_panels, legend_key, length_handles, log_ticks
 
     fig, panels, lengths, styles = language_panels(rows, lambda r: _positive(r["gen_ppl"]))
     drawn = {"bound": False, "regime": False}
@@ -349,13 +347,13 @@ def _plot_gen_ppl(rows: list[dict], data: dict) -> Plot:
         ax.set_ylabel("generative perplexity")
         ax.set_title(lang)
     extra = length_handles(lengths, styles) + [
-        Line2D([], [], color="0.35", linestyle=":", label="data perplexity exp(H/L)")]
+        legend_key("data perplexity exp(H/L)", color="0.35", linestyle=":")]
     if drawn["bound"]:
-        extra.append(Line2D([], [], color="k", linestyle="--", linewidth=0.8,
-                            label=f"Thm 4.2 TER bound exp(H/L + 4 eps log|V|), L = {lengths[-1]}"))
+        extra.append(legend_key(f"Thm 4.2 TER bound exp(H/L + 4 eps log|V|), L = {lengths[-1]}", color="k",
+                                linestyle="--", linewidth=0.8))
     if drawn["regime"]:
-        extra.append(Line2D([], [], color="k", linestyle="none", marker="o", markersize=3,
-                            label="bound point with L >= L_0 (in the theorem's regime)"))
+        extra.append(legend_key("bound point with L >= L_0 (in the theorem's regime)", color="k", linestyle="none",
+                                marker="o", markersize=3))
     figure_legend(fig, axes, extra, ncol=3)
     return Plot("gen_ppl_vs_steps", fig,
                 "Generative perplexity of the oracle factorized sampler vs steps (log scales; 95% bands); dotted: "
@@ -371,10 +369,9 @@ def _is_ngram(rows: list[dict], lang: str) -> bool:
 
 def _plot_kl_bound(rows: list[dict]) -> Plot:
     """Per-token Jensen bound vs N (log-log), Theorem 4.2's 4 eps log|V| and the vacuous region above log|V|."""
-    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ._style import band, figure_legend, language_panels, length_handles
+    from ._style import band, figure_legend, language_panels, legend_key, length_handles
 
     fig, panels, lengths, styles = language_panels(rows, lambda r: _positive(r["jensen_kl"]))
     axes = [p.ax for p in panels]
@@ -417,12 +414,13 @@ def _plot_kl_bound(rows: list[dict]) -> Plot:
         ax.set_title(lang)
     extra = length_handles(lengths, styles)
     if drawn["bound"]:
-        extra.append(Line2D([], [], color="k", linestyle="--", linewidth=0.8, label="Thm 4.2: 4 eps log|V|"))
+        extra.append(legend_key("Thm 4.2: 4 eps log|V|", color="k", linestyle="--", linewidth=0.8))
     if drawn["logv"]:
-        extra.append(Patch(color="0.85", label="above log|V|: the oracle sampler's KL(q||p)/L never gets there (vacuous)"))
+        extra.append(Patch(color="0.85",
+                           label="above log|V|: the oracle sampler's KL(q||p)/L never gets there (vacuous)"))
     if drawn["b12"]:
-        extra.append(Line2D([], [], color="k", linestyle="none", marker="o", markerfacecolor="none", markersize=4,
-                            label="exact, under the B.12 schedule"))
+        extra.append(legend_key("exact, under the B.12 schedule", color="k", linestyle="none", marker="o",
+                                markerfacecolor="none", markersize=4))
     figure_legend(fig, axes, extra, ncol=3)
     return Plot("kl_bound_vs_steps", fig,
                 "Per-token Jensen bound E_tau KL(q || p(.|tau)) / L >= KL(q || p)/L = log TER(p) - log TER(q), "
@@ -434,9 +432,7 @@ def _plot_kl_bound(rows: list[dict]) -> Plot:
 
 
 def _plot_exact_small(exact: list[dict]) -> Plot:
-    from matplotlib.lines import Line2D
-
-    from ._style import figure_legend, language_panels, length_handles
+    from ._style import figure_legend, language_panels, legend_key, length_handles
 
     fig, panels, elengths, estyles = language_panels(exact, lambda r: r["kl"] > 0)
     axes = [p.ax for p in panels]
@@ -453,9 +449,9 @@ def _plot_exact_small(exact: list[dict]) -> Plot:
         ax.set_ylabel("nats per token")
         ax.set_title(f"{lang}: exact, small L")
     extra = length_handles(elengths, estyles) + [
-        Line2D([], [], color="0.35", label="KL(q||p)/L, exact (language color)"),
-        Line2D([], [], color="k", linewidth=0.8, marker="o", markerfacecolor="none", markersize=3,
-               label="E_tau KL(q||p(.|tau))/L (Lemma B.2's bound)")]
+        legend_key("KL(q||p)/L, exact (language color)", color="0.35"),
+        legend_key("E_tau KL(q||p(.|tau))/L (Lemma B.2's bound)", color="k", linewidth=0.8, marker="o",
+                   markerfacecolor="none", markersize=3)]
     figure_legend(fig, axes, extra, ncol=4)
     return Plot("exact_kl_vs_jensen", fig,
                 "Exact KL(q || p) of the sampler's true output law (a mixture over instances; DP over revealed "
@@ -466,9 +462,7 @@ def _plot_exact_small(exact: list[dict]) -> Plot:
 def _plot_steps_needed(needed: list[dict], grid: list[int], gap: float | None) -> Plot:
     """Steps needed vs L on log-log axes, one panel per criterion, with the 95% range where the
     criterion is Monte Carlo."""
-    from matplotlib.lines import Line2D
-
-    from ._style import figure_legend, language_color, panel_grid
+    from ._style import figure_legend, language_color, legend_key, panel_grid
 
     fig, axes = panel_grid(2, width=4.6, height=3.4)
     langs = list(dict.fromkeys(r["language"] for r in needed))
@@ -498,8 +492,8 @@ def _plot_steps_needed(needed: list[dict], grid: list[int], gap: float | None) -
         ax.set_xlabel("length L")
         ax.set_ylabel("steps needed N")
         ax.set_title(f"{what} <= {gap}", fontsize=9)
-    extra = [Line2D([], [], color="0.35", marker="^", linestyle="none", markerfacecolor="none",
-                    label="not reached at the largest N")] if missed_any else []
+    extra = [legend_key("not reached at the largest N", color="0.35", marker="^", linestyle="none",
+                        markerfacecolor="none")] if missed_any else []
     figure_legend(fig, axes, extra, ncol=5)
     return Plot("steps_needed_vs_length", fig,
                 "Smallest grid N from which the per-token gap to optimal stays within the gap, vs L (flat = Theorem "
