@@ -53,6 +53,7 @@ METHODS = ("auto", "enumerate", "dp", "mc")
 MAX_ENUMERATE_INSTANCES = 200_000  # N^L step assignments (numerics.exact.enumerate default is larger)
 MAX_DP_WORK = 300_000_000  # (2V+1)^L products per step times N steps: a few minutes at most
 MAX_TABLE = 1 << 20  # V^L sequences held as a joint table
+MAX_ADAPTIVE_DP = 1 << 15  # V^L outputs of an adaptive rule's exact DP (a Python pass over reachable states)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,14 @@ class PointConfig:
         Language whose SER is measured (e.g. the pruned variant); ``None``: ``language``.
     batch_size : int
         Sequences per sampler batch (the ``ddpm_cache`` NFE depends on it; 1 = per sequence).
+    sampler : str
+        ``random`` (the i.i.d. schedule sampler) or an adaptive rule of
+        :mod:`numerics.sampling.adaptive` (``topk`` takes ``schedule``/``steps``, ``threshold`` and
+        ``entropy-sum`` take ``gamma`` and ignore ``steps``).
+    gamma : float or None
+        Threshold of ``threshold`` / entropy bound (nats) of ``entropy-sum``.
+    confidence : str
+        ``maxprob``, ``margin`` or ``neg-entropy`` (``topk``, ``threshold``).
     """
 
     language: str
@@ -89,6 +98,9 @@ class PointConfig:
     seed: int = 0
     ser_language: Optional[str] = None
     batch_size: int = 1
+    sampler: str = "random"
+    gamma: Optional[float] = None
+    confidence: str = "maxprob"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -99,11 +111,30 @@ class PointConfig:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.method == "mc" and self.samples < 2:
             raise ValueError("Monte Carlo needs samples >= 2")
+        self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator fixed by the seed, the point (not its position in a grid) and ``stream``."""
         key = f"{self.language}|{self.ser_language}|{self.length}|{self.steps}|{self.schedule}|{stream}"
+        if self.sampler != "random":
+            key += f"|{self.sampler}|{self.gamma}|{self.confidence}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
+
+    def as_dict(self) -> dict:
+        """The fields as a dict, without the sampler fields of the default ``random`` sampler (so
+        the config hash of a random-sampler point is what it was before samplers were an option)."""
+        d = asdict(self)
+        if self.sampler == "random":
+            for name in ("sampler", "gamma", "confidence"):
+                d.pop(name)
+        return d
+
+    def make_sampler(self):
+        """The :class:`numerics.sampling.samplers.Sampler` of this point."""
+        from numerics.sampling.adaptive import make_sampler
+
+        return make_sampler(self.sampler, schedule=self.make_schedule() if self.sampler in ("random", "topk") else None,
+                            gamma=self.gamma, confidence=self.confidence)
 
     def make_schedule(self) -> Schedule:
         return make_schedule(self.schedule, self.steps)
@@ -122,6 +153,8 @@ def resolve_method(cfg: PointConfig, language: Any) -> str:
     if cfg.method != "auto":
         return cfg.method
     V, L = language.vocab_size, cfg.length
+    if cfg.sampler != "random":  # adaptive rules: the DP over reachable states (numerics.exact.adaptive)
+        return "dp" if V**L <= MAX_ADAPTIVE_DP else "mc"
     n_eff = int(np.count_nonzero(cfg.make_schedule().pi > 0))
     if V**L <= MAX_TABLE and n_eff**L <= MAX_ENUMERATE_INSTANCES:
         return "enumerate"
@@ -159,9 +192,65 @@ def _jensen(cfg: PointConfig, language: Any, schedule: Schedule, tokens: np.ndar
     return _est(jensen_bound_markov(language, cfg.length, schedule).total)
 
 
+def _data_metrics(cfg: PointConfig, language: Any, out: dict[str, Any]) -> np.ndarray:
+    """``gen_ppl_data`` and ``ter_data`` into ``out`` from ``samples`` true sequences, which are returned."""
+    from numerics.exact.entropy import sequence_entropy
+    from numerics.sampling import montecarlo as mc
+
+    L = cfg.length
+    data = language.sample(cfg.samples, L, cfg.rng("data"))
+    out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(mc.log_q(language, data), L, label="mc, x ~ q"))
+    try:
+        H = sequence_entropy(language, L)
+        out["ter_data"] = _est(Estimate(math.exp(H.value / L), 0.0, H.method))
+    except ValueError:  # no exact entropy for this language: TER(q) is the data's generative perplexity
+        out["ter_data"] = dict(out["gen_ppl_data"])
+    return data
+
+
+def _adaptive_point(cfg: PointConfig, language: Any, ser_language: Any, method: str) -> dict[str, Any]:
+    """An adaptive rule's metrics: exact (DP / enumeration) or Monte Carlo with (I1) for ``KL(q || p)``."""
+    sampler = cfg.make_sampler()
+    no_jensen = _unavailable("one reveal path per output (a deterministic rule): kl itself is given")
+    if method != "mc":
+        from numerics.exact.adaptive import adaptive_metrics
+
+        r = adaptive_metrics(language, cfg.length, sampler, method)
+        out = {k: _est(getattr(r.metrics, k)) for k in ("kl", "log_ter_gap", "ter", "ter_data", "gen_ppl",
+                                                        "gen_ppl_data", "ser_kl_certificate")}
+        ser = r if ser_language is language else adaptive_metrics(ser_language, cfg.length, sampler, method)
+        out.update(kl_chain_rule=_est(r.kl_chain_rule), kl_jensen_bound=no_jensen, ser=_est(ser.metrics.ser),
+                   nfe=_est(r.expected_nfe))
+        return out
+    from numerics.sampling import adaptive as ad
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.denoiser import OracleDenoiser
+
+    L, n = cfg.length, cfg.samples
+    run = sampler.sample(OracleDenoiser(language, strict=False), n, L, cfg.rng("sampler"), batch_size=cfg.batch_size)
+    loglik = mc.log_q(language, run.tokens)
+    out: dict[str, Any] = {"gen_ppl": _est(mc.gen_ppl_from_loglik(loglik, L))}
+    if ser_language is language:
+        out["ser"] = _est(mc.ser_from_loglik(loglik))
+    else:
+        ser_run = sampler.sample(OracleDenoiser(ser_language, strict=False), n, L, cfg.rng("sampler-ser"),
+                                 batch_size=cfg.batch_size)
+        out["ser"] = _est(mc.ser_mc(ser_language, ser_run))
+    data = _data_metrics(cfg, language, out)
+    kl = ad.chain_rule_terms(sampler, language, data).terms
+    kl_est = Estimate(float(kl.mean()), float(kl.std(ddof=1) / math.sqrt(n)), "mc (x ~ q, chain-rule identity (I1))", n)
+    out["kl"] = _est(kl_est)
+    out["log_ter_gap"] = _est(Estimate(kl_est.value / L, kl_est.stderr / L, kl_est.method, n))
+    cert = -math.expm1(-kl_est.value)  # SER <= 1 - exp(-KL); delta-method stderr exp(-KL) * se(KL)
+    out["ser_kl_certificate"] = _est(Estimate(cert, math.exp(-kl_est.value) * kl_est.stderr, kl_est.method, n))
+    out["ter"] = _unavailable("TER(p) from a Monte Carlo KL: use ter_data * exp(log_ter_gap)")
+    out["kl_jensen_bound"] = no_jensen
+    out["nfe"] = _est(ad.nfe_mc(run))
+    return out
+
+
 def _mc_point(cfg: PointConfig, language: Any, ser_language: Any, schedule: Schedule) -> dict[str, Any]:
     from numerics.sampling import montecarlo as mc
-    from numerics.exact.entropy import sequence_entropy
     from numerics.sampling.samplers import sample_oracle
 
     L, n = cfg.length, cfg.samples
@@ -179,13 +268,7 @@ def _mc_point(cfg: PointConfig, language: Any, ser_language: Any, schedule: Sche
     else:
         ser_run = sample_oracle(ser_language, schedule, n, L, cfg.rng("sampler-ser"), batch_size=cfg.batch_size)
         out["ser"] = _est(mc.ser_mc(ser_language, ser_run))
-    data = language.sample(n, L, cfg.rng("data"))
-    out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(mc.log_q(language, data), L, label="mc, x ~ q"))
-    try:
-        H = sequence_entropy(language, L)
-        out["ter_data"] = _est(Estimate(math.exp(H.value / L), 0.0, H.method))
-    except ValueError:  # no exact entropy for this language: TER(q) is the data's generative perplexity
-        out["ter_data"] = dict(out["gen_ppl_data"])
+    data = _data_metrics(cfg, language, out)
     out["kl_jensen_bound"] = _jensen(cfg, language, schedule, data)
     out["nfe_realized"] = to_jsonable(mc.nfe_comparison(run, schedule).realized)
     return out
@@ -205,16 +288,20 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     ser_language = language if cfg.ser_language in (None, cfg.language) else load_language(cfg.ser_language)
     schedule = cfg.make_schedule()
     method = resolve_method(cfg, language)
-    if method == "mc":
+    if cfg.sampler != "random":
+        metrics = _adaptive_point(cfg, language, ser_language, method)
+    elif method == "mc":
         metrics = _mc_point(cfg, language, ser_language, schedule)
     else:
         metrics = _exact_point(cfg, language, ser_language, method, schedule)
-    metrics["nfe"] = _est(Estimate(schedule.expected_nfe(cfg.length, batch=cfg.batch_size), 0.0,
-                                   f"formula E[NFE] (ddpm_cache, batch {cfg.batch_size})"))
+    if cfg.sampler == "random":
+        metrics["nfe"] = _est(Estimate(schedule.expected_nfe(cfg.length, batch=cfg.batch_size), 0.0,
+                                       f"formula E[NFE] (ddpm_cache, batch {cfg.batch_size})"))
     return {
-        "inputs": asdict(cfg),
+        "inputs": cfg.as_dict(),
         "method": method,
         "schedule_name": schedule.name,
+        **({} if cfg.sampler == "random" else {"sampler_name": cfg.make_sampler().label}),
         **metrics,
         "elapsed_s": time.perf_counter() - t0,
     }
@@ -335,7 +422,7 @@ def run_sweep(
     computed = skipped = 0
     seconds = []
     for k, cfg in enumerate(configs, start=1):
-        c = to_jsonable(asdict(cfg))
+        c = to_jsonable(cfg.as_dict())
         h = config_hash(c)
         if h in done:
             skipped += 1

@@ -62,6 +62,18 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
+def _sampler_options(f):
+    """``--sampler``, ``--gamma``, ``--confidence`` (numerics.sampling.adaptive)."""
+    f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
+                     show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
+    f = click.option("--gamma", type=float, default=None,
+                     help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
+    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum"]),
+                        default="random", show_default=True,
+                        help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
+                             "adaptive with --gamma (steps ignored).")(f)
+
+
 @click.command("exact")
 @click.option("--language", required=True, help="Preset name or .npz file.")
 @click.option("--ser-language", default=None, help="Measure SER on this language instead (e.g. the pruned preset).")
@@ -72,8 +84,10 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
 @_samples
 @_seed
 @_batch
+@_sampler_options
 @json_option
-def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, as_json):
+def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
+                  confidence, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
 
     Prints one JSON object: the inputs and, for each of kl, kl_jensen_bound, log_ter_gap, ter,
@@ -83,7 +97,8 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     from validation.sweep import PointConfig, evaluate_point
 
     try:
-        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size)
+        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
+                          sampler=sampler, gamma=gamma, confidence=confidence)
         result = evaluate_point(cfg)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -106,17 +121,19 @@ def _progress(k, total, cfg, result):
 @_samples
 @_seed
 @_batch
+@_sampler_options
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
 @json_option
-def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, out, drop_bad_rows, as_json):
+def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
+                  confidence, out, drop_bad_rows, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point)."""
     from validation.sweep import CorruptRowsError, grid, run_sweep
 
     try:
         configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
                        parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
-                       batch_size=batch_size)
+                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
         report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=_progress)
     except CorruptRowsError as exc:
         raise click.ClickException(str(exc)) from None
