@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
 
@@ -229,27 +227,6 @@ def test_random_sampler_through_the_abstraction_gives_todays_numbers():
         np.testing.assert_array_equal(a.steps, b.steps)
         np.testing.assert_array_equal(a.nfe, b.nfe)
         assert a.path == b.path and a.nfe_sequence is None
-
-
-def test_sweep_random_point_keeps_its_hash_stream_and_numbers():
-    from numerics.provenance import config_hash
-    from validation.sweep import PointConfig, evaluate_point
-    from numerics.languages.presets import load_language
-    from numerics.sampling import montecarlo as mc
-    from numerics.sampling.samplers import sample_oracle
-
-    cfg = PointConfig("2gram", 24, 4, method="mc", samples=12)
-    old_fields = ("language", "length", "steps", "schedule", "method", "samples", "seed", "ser_language", "batch_size")
-    assert tuple(cfg.as_dict()) == old_fields
-    assert config_hash(cfg.as_dict()) == config_hash({k: getattr(cfg, k) for k in old_fields})
-    key = f"{cfg.language}|{cfg.ser_language}|{cfg.length}|{cfg.steps}|{cfg.schedule}|sampler"
-    rng = np.random.default_rng([cfg.seed, zlib.crc32(key.encode())])
-    lang = load_language("2gram")
-    run = sample_oracle(lang, linear(4), 12, 24, rng, batch_size=1)
-    expected = mc.ser_from_loglik(mc.log_q(lang, run.tokens)).value, mc.gen_ppl_mc(lang, run).value
-    got = evaluate_point(cfg)
-    assert (got["ser"]["value"], got["gen_ppl"]["value"]) == expected
-    assert "sampler_name" not in got and got["inputs"] == cfg.as_dict()
 
 
 def test_chain_rule_terms_refuse_sequences_outside_the_support():

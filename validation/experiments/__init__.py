@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import cost, learned, lemmas, ser, ter
+from . import adaptive, cost, learned, lemmas, ser, ter
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost)}
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, adaptive)}
 SCALES = ("tiny", "default", "full")
 
 
