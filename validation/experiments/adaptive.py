@@ -13,7 +13,7 @@ the realized steps of an adaptive rule).
   (exact for a token chain), an upper bound, drawn dashed.
 * SER (``2gram-pruned``, and ``interval``, Theorem 4.4's language): exact at tiny ``L`` (the
   ``interval-l3`` preset), Monte Carlo at ``mc_length``, each with the certificate
-  ``SER <= 1 - exp(-KL)`` (RELATED-THEORY (I3); ``theory.related`` when present).
+  ``SER <= 1 - exp(-KL)`` (identity (I3) of ``docs/methods/adaptive.md``; ``theory.related`` when present).
 * The question: on ``interval`` (``l = 5``), the fewest calls for which a sampler reaches
   ``SER <= ser_target`` (Clopper-Pearson upper limit for Monte Carlo), against ``L``. For the
   random sampler exactly (the closed form of :mod:`numerics.exact.interval`, smallest ``N`` by
