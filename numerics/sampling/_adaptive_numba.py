@@ -67,6 +67,21 @@ def _smallest(keys, nm, k, bufk, bufi):
 
 
 @nb.njit(cache=True)
+def _entropy_prefix(cand, order, count, ent_int, gamma_int, sel):
+    """The longest prefix of ``cand[order[:count]]`` with cumulative entropy ``<= gamma`` (at least one) into ``sel``."""
+    r = 0
+    total = 0
+    for i in range(count):
+        j = cand[order[i]]
+        total += ent_int[j]
+        if i > 0 and total > gamma_int:
+            break
+        sel[r] = j
+        r += 1
+    return r
+
+
+@nb.njit(cache=True)
 def _select(rule, rev, conf_int, ent_int, prio, k, gamma_int, cand, keys, sel, bufk, bufi):
     """Positions revealed by this step into ``sel`` (sorted by position); returns their number.
 
@@ -108,25 +123,9 @@ def _select(rule, rev, conf_int, ent_int, prio, k, gamma_int, cand, keys, sel, b
     else:
         first = min(_PARTIAL, nm)
         _smallest(keys, nm, first, bufk, bufi)
-        total = 0
-        for i in range(first):
-            j = cand[bufi[i]]
-            total += ent_int[j]
-            if i > 0 and total > gamma_int:
-                break
-            sel[r] = j
-            r += 1
+        r = _entropy_prefix(cand, bufi, first, ent_int, gamma_int, sel)
         if r == first and first < nm:  # the bound admits more than the partial pass found: full order
-            order = np.argsort(keys[:nm])
-            r = 0
-            total = 0
-            for i in range(nm):
-                j = cand[order[i]]
-                total += ent_int[j]
-                if i > 0 and total > gamma_int:
-                    break
-                sel[r] = j
-                r += 1
+            r = _entropy_prefix(cand, np.argsort(keys[:nm]), nm, ent_int, gamma_int, sel)
     sel[:r].sort()
     return r
 

@@ -70,6 +70,19 @@ def test_fast_kernel_equals_generic_path_sample_by_sample(name, sampler):
     assert np.all(fast.nfe_sequence == fast.steps.max(axis=1))
 
 
+@pytest.mark.parametrize("sampler", [AdaptiveSampler("topk", schedule=linear(1)), AdaptiveSampler("topk", schedule=from_u([0.0, 0.85, 1.0])),
+                                     AdaptiveSampler("entropy-sum", gamma=1000.0), AdaptiveSampler("entropy-sum", gamma=45.0)],
+                         ids=lambda s: s.label)
+def test_selection_beyond_the_partial_pass(sampler):
+    """Steps revealing more than the kernel's 32-key partial selection (the full-order branch) at L = 40."""
+    d = OracleDenoiser(LANGS["2gram"], strict=False)
+    fast = sampler.sample(d, 6, 40, np.random.default_rng(8))
+    slow = sampler.sample(d, 6, 40, np.random.default_rng(8), path="generic")
+    np.testing.assert_array_equal(fast.tokens, slow.tokens)
+    np.testing.assert_array_equal(fast.steps, slow.steps)
+    assert np.bincount(fast.steps[0]).max() > 32  # some step did reveal more than 32 positions
+
+
 @pytest.mark.parametrize("sampler", SAMPLERS[:3], ids=lambda s: s.label)
 def test_chain_path_equals_segment_path_on_a_two_gram(sampler):
     """The 2-gram's power formula against the message path on the same language (and on its dense HMM form)."""
