@@ -50,15 +50,13 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple, Optional
 
 import numpy as np
-from scipy import stats
 from scipy.special import entr
 
-from numerics.estimate import CONFIDENCE
+from numerics.estimate import CONFIDENCE, Estimate
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, adaptive_run
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
-from numerics.sampling.montecarlo import IntervalEstimate
 from numerics.sampling.samplers import PATHS, RandomOrder, SampleResult, Sampler, _batches, _call, draw_inverse_cdf
 from numerics.schedules import Schedule
 
@@ -393,18 +391,16 @@ def chain_rule_terms(sampler: AdaptiveSampler, language, tokens: np.ndarray) -> 
     return ChainRuleScore(out[:, 1].copy(), out[:, 0].astype(np.int64))
 
 
-def _mean_estimate(values: np.ndarray, method: str, confidence: float) -> IntervalEstimate:
+def _mean_estimate(values: np.ndarray, method: str, confidence: float) -> Estimate:
+    """The sample mean with its standard error (normal interval at ``confidence``, :class:`Estimate`)."""
     n = values.size
     if n < 2:
         raise ValueError("need n >= 2 samples for a standard error")
-    m = float(values.mean())
-    se = float(values.std(ddof=1) / math.sqrt(n))
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    return IntervalEstimate(m, se, method, n, m - z * se, m + z * se, confidence)
+    return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(n)), method, n, confidence=confidence)
 
 
 def kl_chain_rule_mc(sampler: AdaptiveSampler, language, length: int, n: int, rng: np.random.Generator,
-                     confidence: float = CONFIDENCE) -> IntervalEstimate:
+                     confidence: float = CONFIDENCE) -> Estimate:
     """Monte Carlo of ``KL(q || p)`` of the adaptive sampler's *true* output law by (I1) along ``x ~ q``.
 
     Random stream: ``x = language.sample(n, length, rng)``. Normal interval on the mean of the
@@ -414,7 +410,7 @@ def kl_chain_rule_mc(sampler: AdaptiveSampler, language, length: int, n: int, rn
     return _mean_estimate(score.terms, "mc (x ~ q, chain-rule identity (I1), exact conditionals)", confidence)
 
 
-def nfe_mc(result: SampleResult, confidence: float = CONFIDENCE) -> IntervalEstimate:
+def nfe_mc(result: SampleResult, confidence: float = CONFIDENCE) -> Estimate:
     """Mean denoiser calls per sequence of an adaptive run (``result.nfe_sequence``), with its interval."""
     if result.nfe_sequence is None:
         raise ValueError("this run has no per-sequence calls (not an adaptive sampler)")

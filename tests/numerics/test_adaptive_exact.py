@@ -179,3 +179,22 @@ def test_size_limits_and_wrong_sampler():
         adaptive_dp(big, 2, RandomOrder(linear(2)))
     with pytest.raises(ValueError, match="unknown method"):
         adaptive_metrics(big, 2, RULES[2], method="mc")
+
+
+@given(lang=st.one_of(small_ngrams(max_order=2, max_vocab=3, zeros=False), small_hmms(max_states=3, max_vocab=3, zeros=False)),
+       L=st.integers(2, 4), gamma=st.sampled_from([0.3, 0.9, 1.7, 3.1]))
+def test_entropy_sum_equals_the_theory_registrys_independent_enumeration(lang, L, gamma):
+    """theory.related_adaptive enumerates the same rule ("stay": longest prefix <= gamma, ties by
+    lower position) with its own marginals and recursion, on full-support tables."""
+    from numerics.exact.joint_table import joint_table
+    from theory.related_adaptive import entropy_sum_law
+
+    assume_representable(lang, L)
+    q = np.asarray(joint_table(lang, L))
+    ours = adaptive_enumerate(q, None, AdaptiveSampler("entropy-sum", gamma=gamma, tie_seed=None))
+    theirs = entropy_sum_law(q, gamma, "stay")
+    np.testing.assert_allclose(ours.law.p, theirs.p, rtol=RTOL_EXACT, atol=1e-15)
+    np.testing.assert_array_equal(ours.calls, theirs.iterations)
+    assert ours.metrics.kl.value == pytest.approx(theirs.kl, rel=RTOL_EXACT, abs=ATOL_KL)
+    assert ours.kl_chain_rule.value == pytest.approx(theirs.chain_rule_kl, rel=RTOL_EXACT, abs=ATOL_KL)
+    assert ours.expected_nfe.value == pytest.approx(theirs.expected_iterations_sampler, rel=RTOL_EXACT)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option
+from ._common import emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS"]
 
@@ -40,11 +40,11 @@ def _fmt_summary(s) -> str:
               help="Seed of the Monte Carlo draws (each language's stream is seeded by (SEED, its name)).")
 @click.option("--language", "languages", multiple=True, metavar="NAME|FILE.npz",
               help="Summarize only these (repeatable; a preset name or an .npz file)  [default: all presets].")
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@progress_option
 @json_option
 @click.pass_context
 def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, languages: tuple[str, ...],
-                  progress: bool, as_json: bool) -> None:
+                  progress: bool | None, as_json: bool) -> None:
     """List the language presets with their summaries (zero fraction, one-step SER, entropy rate).
 
     The one-step sampler (N = 1) draws every position independently from its marginal; its SER is
@@ -60,7 +60,7 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
 
     names = list(languages) or preset_names()
     summaries = []
-    for name in tqdm(names, desc="languages", file=sys.stderr, disable=not progress or None, leave=False):
+    for name in tqdm(names, desc="languages", file=sys.stderr, disable=not show_progress(progress), leave=False):
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])  # same draws whatever else is listed
         try:
             summary = language_summary(name, length, samples, rng)
@@ -83,9 +83,13 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
 
 
 def _as_dict(summary) -> dict:
-    from dataclasses import asdict
+    """The summary's fields, its one-step SER as one estimate with its Clopper-Pearson interval."""
+    from dataclasses import fields, replace
 
-    return asdict(summary)
+    out = {f.name: getattr(summary, f.name) for f in fields(summary)}
+    lo, hi = out.pop("ser_one_step_ci")
+    out["ser_one_step"] = replace(summary.ser_one_step, ci_low=lo, ci_high=hi, confidence=out.pop("confidence"))
+    return out
 
 
 @languages_cmd.command("export")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option
+from ._common import emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS"]
 
@@ -20,16 +20,16 @@ __all__ = ["COMMANDS"]
               show_default=True, help="Folder of the report (index.html, figures/, results/).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Cache folder of computed points  [default: OUT/cache].")
-@click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost"]),
+@click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost", "schedules"]),
               help="Run only this experiment (repeatable).")
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
 @click.option("--train", is_flag=True, help="Train the cpu-small MDM first (adds about 10 minutes on 2 cores).")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
+@progress_option
 @json_option
 def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
-               checkpoints: tuple[str, ...], train: bool, strict: bool, progress: bool, as_json: bool) -> None:
+               checkpoints: tuple[str, ...], train: bool, strict: bool, progress: bool | None, as_json: bool) -> None:
     """Run the experiments that are missing from the cache and write the HTML report.
 
     The default is sized for a 2-core CPU (at most 10 minutes from an empty cache); a re-run or an
@@ -51,7 +51,7 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
             if kinds.get("mdm") and kinds.get("ar"):  # time the first MDM against the first AR model
                 overrides["cost"] = {"mdm_checkpoint": kinds["mdm"][0], "ar_checkpoint": kinds["ar"][0]}
     outcome = build_report(out_dir, scale=scale, cache_dir=cache_dir, only=only or None, overrides=overrides,
-                           progress=progress, strict=strict)
+                           progress=show_progress(progress), strict=strict)
     summary = {
         "index": str(outcome.index),
         "scale": scale,

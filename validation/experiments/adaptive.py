@@ -13,7 +13,8 @@ the realized steps of an adaptive rule).
   (exact for a token chain), an upper bound, drawn dashed.
 * SER (``2gram-pruned``, and ``interval``, Theorem 4.4's language): exact at tiny ``L`` (the
   ``interval-l3`` preset), Monte Carlo at ``mc_length``, each with the certificate
-  ``SER <= 1 - exp(-KL)`` (identity (I3) of ``docs/methods/adaptive.md``; ``theory.related`` when present).
+  ``SER <= 1 - exp(-KL)`` (identity (I3) of ``docs/methods/adaptive.md``, ``theory.related.ser_certificate``;
+  flagged where vacuous).
 * The question: on ``interval`` (``l = 5``), the fewest calls for which a sampler reaches
   ``SER <= ser_target`` (Clopper-Pearson upper limit for Monte Carlo), against ``L``. For the
   random sampler exactly (the closed form of :mod:`numerics.exact.interval`, smallest ``N`` by
@@ -115,15 +116,19 @@ def _language(name: str):
     return eng.load_language(name)
 
 
-def _certificate(kl: float | None) -> float | None:
-    """``1 - exp(-KL)``, the SER upper bound of (I3) (``theory.related`` when it provides one)."""
+def _certificate(kl: float | None) -> dict:
+    """The SER certificate ``1 - exp(-KL)`` of (I3) (``theory.related.ser_certificate``) and whether it is vacuous.
+
+    A Monte Carlo KL estimate below 0 (a KL near 0 estimated with noise) has no certificate: ``None``.
+    """
+    related = need("theory.related", "ser_certificate")
     if kl is None:
-        return None
+        return {"certificate": None, "certificate_vacuous": None}
     try:
-        related = need("theory.related", "ser_certificate")
-        return float(related.ser_certificate(kl))
-    except Exception:  # noqa: BLE001 -- absent (or a different API): the inline formula, same number
-        return -math.expm1(-kl)
+        bound = related.ser_certificate(kl)
+    except ValueError:  # a negative Monte Carlo estimate of a KL
+        return {"certificate": None, "certificate_vacuous": None}
+    return {"certificate": float(bound.value), "certificate_vacuous": bool(bound.vacuous)}
 
 
 def _exact_point(cfg: Config, lang: str, L: int, family: str, param: float) -> dict:
@@ -138,8 +143,7 @@ def _exact_point(cfg: Config, lang: str, L: int, family: str, param: float) -> d
         r = ex.adaptive_dp(language, L, _sampler(cfg, family, param))
         m, calls, method = r.metrics, r.expected_nfe.value, "dp (reveal paths)"
     kl = float(m.kl.value)
-    return {"calls": float(calls), "kl": kl, "ser": float(m.ser.value), "certificate": _certificate(kl),
-            "method": method}
+    return {"calls": float(calls), "kl": kl, "ser": float(m.ser.value), **_certificate(kl), "method": method}
 
 
 def _mc_point(cfg: Config, lang: str, L: int, family: str, param: float, samples: int, need_kl: bool) -> dict:
@@ -222,8 +226,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             "adaptive-mc", key, lambda: _mc_point(cfg, lang, L, family, param, cfg.samples, need_kl)))
         if m is not None:
             mrows.append({"language": lang, "length": L, "family": family, "param": param, **m,
-                          "kl_per_token": m["kl"] / L if m["kl"] is not None else None,
-                          "certificate": _certificate(m["kl"])})
+                          "kl_per_token": m["kl"] / L if m["kl"] is not None else None, **_certificate(m["kl"])})
     if mrows:
         out.tables["monte_carlo"] = mrows
         note = _per_call_note(cfg, mrows)
@@ -245,7 +248,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                 "adaptive-interval-mc", key,
                 lambda: _mc_point(cfg, direct, L, family, param, cfg.interval_samples, True)))
             if m is not None:
-                irows.append({"length": L, "family": family, "param": param, **m, "certificate": _certificate(m["kl"])})
+                irows.append({"length": L, "family": family, "param": param, **m, **_certificate(m["kl"])})
         for family in FAMILIES[1:]:
             ok = [r for r in irows if r["length"] == L and r["family"] == family
                   and r["ser_upper"] is not None and r["ser_upper"] <= cfg.ser_target]
