@@ -26,7 +26,7 @@ from pathlib import Path
 __all__ = ["find_chromium", "install_chromium", "browser_check", "main"]
 
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-MAX_HEIGHT = 16000  # px: Chromium's largest screenshot; a longer page is cut there
+MAX_HEIGHT = 32000  # px: the tallest screenshot taken (headless, software-rendered); a longer page is cut there
 
 
 def find_chromium() -> str | None:
