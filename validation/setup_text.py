@@ -25,14 +25,16 @@ def setup_sentences() -> list[str]:
     """How to install and run, for a CPU and for a GPU user, matching the Makefile (Markdown)."""
     return [
         run_time_sentence(),
-        "The Makefile creates `.venv`, installs `torch==2.13.0` from pip's default index and then this "
-        "package with its `dev` extras. Which build of torch that is depends on pip: on Linux x86-64 the "
-        "wheel on PyPI is the CUDA build; where pip is configured with a local CPU wheel (pip's `find-links`, as "
-        "on the project's development machine) that CPU wheel is installed.",
-        "A GPU user runs the same `make report`: training and evaluation of the MDM use CUDA when torch "
-        "sees a GPU (the oracle experiments run on the CPU either way). For the paper's scale, after "
-        "`make install`: `.venv/bin/mdm-theory report --full --train`.",
-        "To choose the torch build yourself, install it into `.venv` before `make`, e.g. "
-        "`python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 --index-url "
-        "https://download.pytorch.org/whl/cpu`; the Makefile keeps an installed torch that satisfies its pin.",
+        "The Makefile creates `.venv`, installs `torch==2.13.0` from pip's default index, then this package "
+        "with its `dev` extras; a torch already in `.venv` that satisfies the pin is kept. On Linux x86-64 "
+        "the PyPI wheel of torch is a CUDA build (several GB of CUDA libraries). On a CPU-only machine, install "
+        "the CPU build first so they are never pulled: `python3 -m venv .venv && .venv/bin/pip install "
+        "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`, then `make report` (where pip "
+        "already finds a local CPU wheel, as through `find-links` on the project's development machine, "
+        "plain `make report` installs that one).",
+        "A GPU user (Linux x86-64 with an NVIDIA driver recent enough for PyPI's CUDA build) runs exactly "
+        "`make report`: training and evaluation of the MDM use the GPU when torch sees one (the oracle "
+        "experiments run on the CPU either way). With an older driver, first install the CUDA build of "
+        "torch that matches it into `.venv` the same way, with the index URL pytorch.org gives for that CUDA "
+        "version. The paper's scale, after `make install`: `.venv/bin/mdm-theory report --full --train`.",
     ]
