@@ -16,5 +16,6 @@ Every lemma, theorem and key proof step is a :class:`~theory.claims.Claim` in
 
 from .claims import REGISTRY, CheckResult, Claim, check, claims, get
 from . import chernoff, collision, information, kl_chain, negative, positive  # noqa: E402,F401  (fill the registry)
+from . import related  # noqa: E402,F401  (other papers' bounds: docs/theory-related.md)
 
 __all__ = ["Claim", "CheckResult", "REGISTRY", "check", "claims", "get"]

@@ -9,6 +9,7 @@ from numerics.exact.interval import interval_ser, interval_validity, prob_distin
 from numerics.exact.interval_metrics import interval_jensen_bound, interval_metrics, interval_pairs
 from numerics.exact.markov import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
+from numerics.exact.schedule_opt import block_error, information_curve, lz_schedule, optimal_blocks, optimize_iid_schedule
 
 __all__ = [
     "dp_metrics", "dp_output_law",
@@ -19,4 +20,5 @@ __all__ = [
     "interval_jensen_bound", "interval_metrics", "interval_pairs",
     "MarkovChain", "information_curve_markov", "jensen_bound_markov", "markov_chain_of",
     "ExactMetrics", "OutputLaw", "law_metrics",
+    "block_error", "information_curve", "lz_schedule", "optimal_blocks", "optimize_iid_schedule",
 ]
