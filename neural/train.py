@@ -104,8 +104,16 @@ class Checkpoint:
         """The network with EMA weights (if kept and ``use_ema``), in eval mode."""
         model = Transformer(self.config.model)
         state = self.ema_state if (use_ema and self.ema_state is not None) else self.model_state
-        model.load_state_dict(state)
+        _load_state(model, state, self.path)
         return model.to(device).eval()
+
+
+def _load_state(module: Any, state: Any, path: Path | None) -> None:
+    """``module.load_state_dict(state)``; weights that do not fit the saved config are a :class:`CheckpointError`."""
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, ValueError, TypeError, KeyError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds weights that do not fit its config: {exc}") from exc
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Checkpoint:
@@ -302,11 +310,11 @@ def train(
             )
         if ck.language_fingerprint not in (None, fingerprint):
             raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
-        model.load_state_dict(ck.model_state)
+        _load_state(model, ck.model_state, ckpt_path)
         if ema is not None and ck.ema_state is not None:
-            ema.load_state_dict(ck.ema_state)
+            _load_state(ema, ck.ema_state, ckpt_path)
         if ck.optimizer_state is not None:
-            opt.load_state_dict(ck.optimizer_state)
+            _load_state(opt, ck.optimizer_state, ckpt_path)
         step, history, ema_updates = ck.step, ck.history, ck.ema_updates
     objective = _Objective(model)
     if world > 1:

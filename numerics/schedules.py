@@ -28,9 +28,11 @@ __all__ = [
     "polynomial",
     "SCHEDULES",
     "make_schedule",
+    "MAX_STEPS",
 ]
 
 U_ATOL = 1e-12  # u_0 = 0 and u_N = 1 must hold to float64 round-off of the user's arithmetic
+MAX_STEPS = 1 << 24  # a family's u_0..u_N is (N+1) float64s: 128 MiB here; larger N is refused before allocating
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,6 +120,10 @@ def from_u(u: Sequence[float], name: str = "custom") -> Schedule:
 def _check_n(n_steps: int) -> int:
     if int(n_steps) != n_steps or n_steps < 1:
         raise ValueError(f"number of steps N must be an integer >= 1, got {n_steps!r}")
+    if n_steps > MAX_STEPS:
+        gib = (int(n_steps) + 1) * 8 / 2**30
+        raise ValueError(f"N = {int(n_steps)} steps is too many: the schedule alone would need {gib:.3g} GiB "
+                         f"(N+1 float64 values, and as many per-step arrays); at most N = {MAX_STEPS}")
     return int(n_steps)
 
 

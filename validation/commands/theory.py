@@ -61,6 +61,8 @@ def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_pr
 
     if lemma is None or not any(v is not None for v in (N, pi_text, L, l_, n, V, eps, u_prev, pi_i, d, x, C, s, k)):
         rows = claims(lemma) if lemma else claims()
+        if not rows:
+            raise click.UsageError(f"no claim matches {lemma!r}; `mdm-theory bounds` lists every claim id")
         out = [{"id": c.id, "paper": c.paper, "title": c.title, "relation": c.relation,
                 "statement_latex": c.statement_latex, "expect": c.expect, "steps": list(c.steps),
                 "parameters": c.parameters, "doc": c.doc} for c in rows]
@@ -79,7 +81,7 @@ def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_pr
 
         try:
             values["pi"] = [Fraction(t.strip()) for t in pi_text.split(",")]
-        except ValueError:
+        except (ValueError, ZeroDivisionError):
             raise click.UsageError(f"--pi must be comma-separated numbers or fractions, got {pi_text!r}") from None
         values["N"] = len(values["pi"])
     elif N is not None:
@@ -100,7 +102,9 @@ def bounds_cmd(lemma, N, schedule, pi_text, L, l_, n, V, eps, eps_learning, u_pr
         inst = claim.build(**values)
         res = claim(inst)
     except (KeyError, TypeError) as exc:
-        raise click.UsageError(f"{claim.id} needs the options {sorted(claim.parameters)}: missing {exc}") from None
+        unset = [p for p in sorted(claim.parameters) if values.get(p) is None]
+        raise click.UsageError(f"{claim.id} needs the options {sorted(claim.parameters)}: "
+                               + (f"missing {', '.join('--' + p.replace('_', '-') for p in unset)}" if unset else f"({exc})")) from None
     except ValueError as exc:
         raise click.UsageError(f"{claim.id}: {exc}") from None
     result.update({"lhs": float(res.lhs), "rhs": float(res.rhs), "relation": claim.relation, "holds": res.holds,
@@ -188,12 +192,15 @@ def counterexamples_cmd(lemma, budget, seed, out, as_json) -> None:
     to --out."""
     import numpy as np
 
-    from numerics.provenance import atomic_write_json, provenance
+    from numerics.provenance import atomic_write_json, check_writable_file, provenance
     from theory import claims
     from theory.search import search_counterexamples
 
+    check_writable_file(out)  # before the search, not after it
     rng = np.random.default_rng(seed)
     findings, least = [], {}
+    if not claims(lemma):
+        raise click.UsageError(f"no claim matches {lemma!r}; `mdm-theory bounds` lists every claim id")
     for c in claims(lemma):
         found, rel = search_counterexamples(c, budget, rng)
         findings.extend(found)
