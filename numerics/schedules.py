@@ -58,19 +58,19 @@ class Schedule:
         if not np.all(np.isfinite(u)):
             raise ValueError(f"u has a non-finite entry at step {int(np.argwhere(~np.isfinite(u))[0][0])}")
         if abs(u[0]) > U_ATOL:
-            raise ValueError(f"u_0 must be 0 (nothing unmasked before step 1), got {u[0]!r}")
+            raise ValueError(f"u_0 must be 0 (nothing unmasked before step 1), got {float(u[0])!r}")
         if abs(u[-1] - 1.0) > U_ATOL:
-            raise ValueError(f"u_N must be 1 (everything unmasked after the last step), got {u[-1]!r}")
+            raise ValueError(f"u_N must be 1 (everything unmasked after the last step), got {float(u[-1])!r}")
         u[0], u[-1] = 0.0, 1.0
         steps = np.diff(u)
         if np.any(steps < 0):
             i = int(np.argwhere(steps < 0)[0][0]) + 1
             raise ValueError(
-                f"schedule is not monotone: u_{i} = {u[i]!r} < u_{i - 1} = {u[i - 1]!r}"
+                f"schedule is not monotone: u_{i} = {float(u[i])!r} < u_{i - 1} = {float(u[i - 1])!r}"
             )
         if np.any(u > 1.0):
             i = int(np.argwhere(u > 1.0)[0][0])
-            raise ValueError(f"u_{i} = {u[i]!r} exceeds 1")
+            raise ValueError(f"u_{i} = {float(u[i])!r} exceeds 1")
         u.setflags(write=False)
         object.__setattr__(self, "u", u)
 

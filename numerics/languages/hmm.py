@@ -51,10 +51,10 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
     off = np.abs(sums - 1.0) > PROB_SUM_ATOL
     if np.any(off):
         if ndim == 1:
-            raise ValueError(f"{name} sums to {sums!r}, not 1 (tolerance {PROB_SUM_ATOL})")
+            raise ValueError(f"{name} sums to {float(sums)!r}, not 1 (tolerance {PROB_SUM_ATOL})")
         row = int(np.argwhere(off)[0][0])
         raise ValueError(
-            f"{name} row {row} sums to {sums[row]!r}, not 1 (tolerance {PROB_SUM_ATOL}); "
+            f"{name} row {row} sums to {float(sums[row])!r}, not 1 (tolerance {PROB_SUM_ATOL}); "
             "it is not a stochastic matrix"
         )
     arr.setflags(write=False)
