@@ -41,17 +41,18 @@ def _no_crash(r: Result, args: Sequence[str]) -> None:
 
 
 def refused(args: Sequence[str], pattern: str) -> dict:
-    """Assert that ``mdm-theory ARGS`` is refused with a message matching ``pattern``; returns the error object."""
+    """Assert that ``mdm-theory ARGS`` is refused with a message matching ``pattern`` (``.`` matches a
+    newline); returns the error object."""
     args = [str(a) for a in args]
     r = invoke([*args, "--json"])
     _no_crash(r, args)
     error = strict_json(r.stdout)["error"]
-    assert re.search(pattern, error["message"]), f"{args}: {error['message']!r} does not match {pattern!r}"
+    assert re.search(pattern, error["message"], re.S), f"{args}: {error['message']!r} does not match {pattern!r}"
     assert error["exit_code"] == r.exit_code
     text = invoke(args)
     _no_crash(text, args)
     assert text.exit_code == r.exit_code and text.stdout == "", text.output
-    assert re.search(pattern, text.stderr), f"{args}: {text.stderr!r} does not match {pattern!r}"
+    assert re.search(pattern, text.stderr, re.S), f"{args}: {text.stderr!r} does not match {pattern!r}"
     return error
 
 
