@@ -285,6 +285,10 @@ def train(
         raise ValueError(f"config vocab_size {cfg.model.vocab_size} != language vocabulary {language.vocab_size}")
     fingerprint = language_fingerprint(language)
     data_root = Path(data_root) if data_root is not None else out_dir.parent / "data"
+    # Drawing the data set runs numba's OpenMP kernels, which reset the process's OpenMP thread
+    # count (torch's too): keep torch's, or a run that drew its data and one that loaded it (a
+    # resumed run) would sum float32 in different orders and not resume to the same weights.
+    threads = torch.get_num_threads()
     if rank == 0:
         ds = load_or_make_dataset(language, cfg.model.length, cfg.data, data_root)
     if world > 1:
@@ -294,6 +298,7 @@ def train(
     if ds.train.shape[0] < tc.batch_size:
         raise ValueError(f"n_train = {ds.train.shape[0]} is smaller than the batch size {tc.batch_size}")
     reference = _reference(language, ds, cfg.model.length)
+    torch.set_num_threads(threads)
 
     torch.manual_seed(tc.seed)
     model = Transformer(cfg.model).to(dev)

@@ -19,9 +19,9 @@ import pytest
 from numerics.schedules import MAX_STEPS, Schedule, from_u, make_schedule
 from tests.bad_inputs._helpers import refused
 
-GOOD_HMM = dict(initial=np.array([0.5, 0.5]), transition=np.array([[0.9, 0.1], [0.2, 0.8]]),
-                emission=np.array([[0.7, 0.3], [0.4, 0.6]]))
-GOOD_2GRAM = dict(order=np.int64(2), initial=np.array([0.5, 0.5]), conditional=np.array([[0.9, 0.1], [0.2, 0.8]]))
+GOOD_HMM = {"initial": np.array([0.5, 0.5]), "transition": np.array([[0.9, 0.1], [0.2, 0.8]]),
+            "emission": np.array([[0.7, 0.3], [0.4, 0.6]])}
+GOOD_2GRAM = {"order": np.int64(2), "initial": np.array([0.5, 0.5]), "conditional": np.array([[0.9, 0.1], [0.2, 0.8]])}
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,32 @@ crash is detected there, not only by looking for "Traceback" in the output.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from click.testing import CliRunner, Result
 
 from tests.validation.test_cli import strict_json
 from validation.cli import main
 
-__all__ = ["invoke", "refused", "cli_process", "kill_when", "without_timing"]
+__all__ = [
+    "REPORT",
+    "cache_entries",
+    "cli_process",
+    "invoke",
+    "kill_when",
+    "refused",
+    "report_result",
+    "without_timing",
+]
 
 KILL_WAIT_S = 180.0  # a loaded 2-core machine: the subprocess imports numpy/numba/torch before its first row
 
@@ -47,12 +58,12 @@ def refused(args: Sequence[str], pattern: str) -> dict:
     r = invoke([*args, "--json"])
     _no_crash(r, args)
     error = strict_json(r.stdout)["error"]
-    assert re.search(pattern, error["message"], re.S), f"{args}: {error['message']!r} does not match {pattern!r}"
+    assert re.search(pattern, error["message"], re.DOTALL), f"{args}: {error['message']!r} does not match {pattern!r}"
     assert error["exit_code"] == r.exit_code
     text = invoke(args)
     _no_crash(text, args)
     assert text.exit_code == r.exit_code and text.stdout == "", text.output
-    assert re.search(pattern, text.stderr, re.S), f"{args}: {text.stderr!r} does not match {pattern!r}"
+    assert re.search(pattern, text.stderr, re.DOTALL), f"{args}: {text.stderr!r} does not match {pattern!r}"
     return error
 
 
@@ -92,3 +103,16 @@ def without_timing(data: Any) -> Any:
     if isinstance(data, list):
         return [without_timing(v) for v in data]
     return data
+
+
+REPORT = ["report", "--tiny", "--only", "lemmas", "--no-progress", "--json"]
+
+
+def report_result(out) -> dict:
+    """The lemmas experiment's result in ``OUT/results/lemmas.json``, without wall-clock fields."""
+    return without_timing(json.loads((out / "results" / "lemmas.json").read_text())["result"])
+
+
+def cache_entries(out) -> list:
+    """The cache files of a report folder (not the locks, not temporary files)."""
+    return sorted(p for p in (out / "cache").glob("*/*.json") if not p.name.startswith("."))
