@@ -8,15 +8,16 @@ language of vocabulary ``V`` at length ``L`` with ``n`` steps of positive probab
   (:mod:`numerics.exact.interval_metrics`): ``O(n l^2)``, microseconds at any ``L``;
 * ``enumerate`` -- every one of the ``n^L`` step assignments (:mod:`numerics.exact.enumerate`),
   each a Python step plus an update of the ``V^L`` table: about
-  ``n^L (ENUMERATE_INSTANCE_S + V^L ELEMENT_S)`` seconds, at most ``MAX_INSTANCES`` assignments;
+  ``n^L (ENUMERATE_INSTANCE_S + V^L ELEMENT_S)`` seconds, at most ``MAX_INSTANCES`` assignments
+  and ``ENUMERATE_MAX_BYTES`` of per-partition laws (one ``V^L`` table per ordered set partition);
 * ``dp`` -- the dynamic program over revealed words (:mod:`numerics.exact.dp`): ``(2V+1)^L``
   products per step, about ``n (2V+1)^L DP_PRODUCT_S`` seconds plus the information curve's
   ``2^L V^L`` table work, at most ``MAX_DP_WORDS`` words ``(V+1)^L``.
 
 ``auto`` takes the fastest feasible exact method if its estimate is within
 :data:`AUTO_EXACT_BUDGET_S`, else Monte Carlo (``mc``). A method asked for by name that cannot
-run at this size is refused before anything is computed, with the size that rules it out and the
-estimated cost; the rates below are rough (measured on the shared 2-core development machine)
+run at this size (or should take more than :data:`MAX_REQUESTED_S`) is refused before anything
+is computed, with the size that rules it out and the estimated cost; the rates below are rough (measured on the shared 2-core development machine)
 and serve to order the methods and to refuse hopeless requests, not to promise a run time.
 """
 
@@ -50,6 +51,8 @@ ELEMENT_S = 1e-8  # per float64 element of a (V,)*L table operation (NumPy, ~1e8
 DP_PRODUCT_S = 1e-8  # per product of the DP's odometer (numerics/exact/dp.py: ~1e8 products/s)
 CLOSED_FORM_S = 1e-3  # the closed forms' O(n l^2) recursion
 AUTO_EXACT_BUDGET_S = 30.0  # auto computes exactly when the fastest exact method should take at most this
+MAX_REQUESTED_S = 86_400.0  # a method asked for by name that should take longer than a day is refused
+ENUMERATE_MAX_BYTES = 8 * 2**30  # enumeration keeps one (V,)*L float64 law per ordered set partition
 MC_MAX_BYTES = 8 * 2**30  # Monte Carlo's (samples, L) arrays above this are refused up front
 MC_BYTES_PER_TOKEN = 40  # steps (int64), uniforms (float64), tokens (int64), log q and slack per position
 
@@ -118,6 +121,14 @@ def _log10_sum(*logs: float) -> float:
     return top + math.log10(sum(10.0 ** (x - top) for x in logs))
 
 
+def _ordered_partitions(L: int, n: int) -> int:
+    """Ordered set partitions of ``L`` positions into at most ``n`` blocks: ``sum_k k! S(L, k)``, ``k <= n``."""
+    row = [1] + [0] * L  # Stirling numbers of the second kind S(m, k), row m, by S(m, k) = k S(m-1, k) + S(m-1, k-1)
+    for _ in range(L):
+        row = [0] + [k * row[k] + row[k - 1] for k in range(1, L + 1)]
+    return sum(math.factorial(k) * row[k] for k in range(1, min(n, L) + 1))
+
+
 def interval_length_of(spec: str) -> int | None:
     """The interval length ``l`` when ``spec`` names an interval-language preset, else ``None``."""
     from numerics.languages.presets import get_preset
@@ -149,10 +160,14 @@ def method_costs(spec: str, vocab: int, length: int, schedule: Schedule) -> dict
     table_note = f"table of V^L: {_pow(V, L)} sequences" + ("" if table_ok else f" > {MAX_TABLE_ENTRIES}")
     log_instances = L * math.log10(n)
     log_enum = log_instances + math.log10(ENUMERATE_INSTANCE_S + 10.0 ** min(log_table, 300) * ELEMENT_S)
-    enum_ok = table_ok and log_instances <= math.log10(MAX_INSTANCES) + 1e-12
-    enum_note = f"N_eff^L: {_pow(n, L)} step assignments" + ("" if log_instances <= math.log10(MAX_INSTANCES) + 1e-12
-                                                             else f" > {MAX_INSTANCES}")
-    out["enumerate"] = MethodCost("enumerate", enum_ok, log_enum, f"{enum_note}; {table_note}")
+    instances_ok = log_instances <= math.log10(MAX_INSTANCES) + 1e-12
+    enum_note = f"N_eff^L: {_pow(n, L)} step assignments" + ("" if instances_ok else f" > {MAX_INSTANCES}")
+    if instances_ok and table_ok:
+        held = _ordered_partitions(L, n) * V**L * 8
+        enum_note += f"; {held / 2**30:.3g} GiB of per-instance laws" + (
+            "" if held <= ENUMERATE_MAX_BYTES else f" > {ENUMERATE_MAX_BYTES / 2**30:.0f} GiB")
+        instances_ok = held <= ENUMERATE_MAX_BYTES
+    out["enumerate"] = MethodCost("enumerate", table_ok and instances_ok, log_enum, f"{enum_note}; {table_note}")
     log_words = L * math.log10(V + 1)
     words_ok = log_words <= math.log10(MAX_DP_WORDS) + 1e-12
     log_dp = _log10_sum(math.log10(n) + L * math.log10(2 * V + 1) + math.log10(DP_PRODUCT_S),
@@ -175,7 +190,7 @@ def choose_method(requested: str, spec: str, vocab: int, length: int, schedule: 
     costs = method_costs(spec, vocab, length, schedule)
     if requested in EXACT_METHODS:
         cost = costs[requested]
-        if not cost.feasible:
+        if not cost.feasible or cost.seconds > MAX_REQUESTED_S:
             raise ValueError(f"--method {requested} cannot compute {spec} at L = {length}, "
                              f"N = {schedule.n_steps}: {cost.describe()}; use --method auto or mc")
         return MethodChoice(requested, requested, costs)

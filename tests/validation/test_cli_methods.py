@@ -41,6 +41,13 @@ def test_without_whole_intervals_the_jensen_bound_and_entropy_stay_exact():
     assert not d["ser"]["exact"] and d["ser"]["samples"] == 20
 
 
+def test_ordered_partitions_count():
+    from validation.methods import _ordered_partitions
+
+    assert [_ordered_partitions(L, L) for L in range(1, 6)] == [1, 3, 13, 75, 541]  # Fubini numbers
+    assert _ordered_partitions(4, 2) == 1 + 14 and _ordered_partitions(5, 1) == 1
+
+
 def test_auto_takes_the_fastest_exact_method():
     """Issue 12: at L = 8 auto took enumeration (12.4 s) where the DP gives the same numbers in under a second."""
     schedule = linear(4)
@@ -58,6 +65,7 @@ def test_auto_takes_the_fastest_exact_method():
 @pytest.mark.parametrize("args, says", [
     (["--language", "2gram", "-L", "256", "-N", "16", "--method", "dp"], ["--method dp", "9^256 = 1.9e244 words"]),
     (["--language", "2gram", "-L", "6", "-N", "100", "--method", "enumerate"], ["--method enumerate", "100^6"]),
+    (["--language", "2gram", "-L", "8", "-N", "4", "--method", "enumerate"], ["GiB of per-instance laws > 8 GiB"]),
     (["--language", "2gram", "-L", "4", "-N", "2", "--method", "closed-form"], ["--method closed-form", "no closed form"]),
     (["--language", "interval", "-L", "42", "-N", "2", "--method", "closed-form"], ["l = 5 to divide L = 42"]),
     (["--language", "2gram", "-L", "100000", "-N", "2", "--samples", "10000", "--method", "mc"], ["GiB", "--samples"]),

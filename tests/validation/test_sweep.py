@@ -229,10 +229,8 @@ def test_the_dask_executor_writes_the_same_table_as_the_local_one(tmp_path):
 
 
 _DIES_ONCE = """
-import os, sys, time
+import os, sys
 from pathlib import Path
-from distributed import Client, LocalCluster
-from validation.sweep import grid, run_sweep
 
 def evaluate(cfg, marks=Path(sys.argv[2])):
     (marks / f"start-{cfg.steps}-{os.getpid()}").touch()
@@ -241,7 +239,10 @@ def evaluate(cfg, marks=Path(sys.argv[2])):
         os._exit(1)  # the worker process dies mid-point
     return {"value": cfg.length * 1000 + cfg.steps}
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the workers re-import this file: only the client imports the engine
+    from distributed import Client, LocalCluster
+    from validation.sweep import grid, run_sweep
+
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
             Client(cluster) as client:
         report = run_sweep(grid(["2gram"], [4], [1, 2, 3, 4], method="mc", samples=10), sys.argv[1],

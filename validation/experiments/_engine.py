@@ -59,8 +59,9 @@ def estimate_json(est: Any) -> dict:
            "samples": int(d.get("samples", 0) or 0)}
     for key, names in (("lower", ("lower", "ci_low")), ("upper", ("upper", "ci_high"))):
         for name in names:
-            if name in d or hasattr(est, name):
-                out[key] = float(d[name] if name in d else getattr(est, name))
+            end = d[name] if name in d else getattr(est, name, None)
+            if end is not None:  # an exact Estimate has ci_low = ci_high = None
+                out[key] = float(end)
                 break
     return out
 
