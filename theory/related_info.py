@@ -24,7 +24,7 @@ from numerics.exact.markov import MarkovChain, markov_chain_of, markov_subset_en
 from numerics.languages.presets import random_hmm
 
 from .claims import require
-from .kl_chain import random_ngram
+from .instances import random_ngram
 
 __all__ = ["MAX_TABLE_LENGTH", "Informations", "informations", "is_markov", "random_language", "random_sizes"]
 

@@ -18,7 +18,7 @@ from scipy.special import entr, rel_entr
 from . import symbols as S
 from .brute import mixture_law, sequence_kl, table
 from .claims import ATOL_CANCEL, Claim, probability_vector, register, require
-from .kl_chain import random_ngram
+from .instances import random_ngram
 from .related_bounds import (
     eb_certificate,
     fast_dllm_kl_formula,
@@ -186,7 +186,7 @@ register(Claim(
     title="KL(P || Q) < (n-1)(H_b(eps) + eps ln(|V|-1)) for every eps in (0, 1): false for eps > 1 - 1/|V|",
     lhs=S.fn("KL")(S.tex("P"), S.tex("Q")), rhs=_KL_RHS, relation="<=",
     evaluate=_kl, domain=lambda inst: _kl_domain(inst, fano=False),
-    generate=_gen_kl_printed, expect="false",
+    generate=_gen_kl_printed, expect="false", counterexamples=({"P": (0.5, 0.0, 0.0, 0.5), "n": 2, "V": 2, "eps": 0.6},),
     doc=_FD + "The printed statement asks only for 'some small eps > 0'. Its proof bounds each H(X_j) by "
     "H_b(eps_j) + eps_j ln(|V|-1) < H_b(eps) + eps ln(|V|-1), which needs this function to increase, i.e. "
     "eps <= 1 - 1/|V|. Counterexample (docs/findings.md): n = 2, |V| = 2, P uniform on {00, 11}, eps = 0.6: "

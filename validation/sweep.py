@@ -89,6 +89,14 @@ class PointConfig:
         Language whose SER is measured (e.g. the pruned variant); ``None``: ``language``.
     batch_size : int
         Sequences per sampler batch (the ``ddpm_cache`` NFE depends on it; 1 = per sequence).
+    sampler : str
+        ``random`` (the i.i.d. schedule sampler) or an adaptive rule of
+        :mod:`numerics.sampling.adaptive` (``topk`` takes ``schedule``/``steps``, ``threshold`` and
+        ``entropy-sum`` take ``gamma`` and ignore ``steps``).
+    gamma : float or None
+        Threshold of ``threshold`` / entropy bound (nats) of ``entropy-sum``.
+    confidence : str
+        ``maxprob``, ``margin`` or ``neg-entropy`` (``topk``, ``threshold``).
     """
 
     language: str
@@ -100,6 +108,9 @@ class PointConfig:
     seed: int = 0
     ser_language: Optional[str] = None
     batch_size: int = 1
+    sampler: str = "random"
+    gamma: Optional[float] = None
+    confidence: str = "maxprob"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -112,11 +123,30 @@ class PointConfig:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         if self.method == "mc" and self.samples < 2:
             raise ValueError("Monte Carlo needs samples >= 2")
+        self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator fixed by the seed, the point (not its position in a grid) and ``stream``."""
         key = f"{self.language}|{self.ser_language}|{self.length}|{self.steps}|{self.schedule}|{stream}"
+        if self.sampler != "random":
+            key += f"|{self.sampler}|{self.gamma}|{self.confidence}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
+
+    def as_dict(self) -> dict:
+        """The fields as a dict, without the sampler fields of the default ``random`` sampler (so
+        the config hash of a random-sampler point is what it was before samplers were an option)."""
+        d = asdict(self)
+        if self.sampler == "random":
+            for name in ("sampler", "gamma", "confidence"):
+                d.pop(name)
+        return d
+
+    def make_sampler(self):
+        """The :class:`numerics.sampling.samplers.Sampler` of this point."""
+        from numerics.sampling.adaptive import make_sampler
+
+        return make_sampler(self.sampler, schedule=self.make_schedule() if self.sampler in ("random", "topk") else None,
+                            gamma=self.gamma, confidence=self.confidence)
 
     def make_schedule(self) -> Schedule:
         return make_schedule(self.schedule, self.steps)
@@ -195,6 +225,73 @@ def exact_entropy(spec: str, language: Any, length: int) -> Estimate | None:
         return None
 
 
+def _data_metrics(cfg: PointConfig, language: Any, out: dict[str, Any]) -> np.ndarray:
+    """``gen_ppl_data`` and ``ter_data`` into ``out`` from ``samples`` true sequences, which are returned."""
+    from numerics.sampling import montecarlo as mc
+
+    L = cfg.length
+    data = language.sample(cfg.samples, L, cfg.rng("data"))
+    out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(mc.log_q(language, data), L, label="mc, x ~ q"))
+    H = exact_entropy(cfg.language, language, L)
+    # no exact entropy: TER(q) is the data's generative perplexity
+    out["ter_data"] = dict(out["gen_ppl_data"]) if H is None else _est(Estimate(math.exp(H.value / L), 0.0, H.method))
+    return data
+
+
+MAX_ADAPTIVE_DP = 1 << 15  # V^L outputs of an adaptive rule's exact DP (a Python pass over reachable states)
+
+
+def _adaptive_method(cfg: PointConfig, vocab: int) -> str:
+    """``dp`` / ``enumerate`` / ``mc`` for an adaptive rule (``auto``: the DP while ``V^L`` is small)."""
+    from numerics.exact.adaptive import METHODS as EXACT
+
+    if cfg.method == "auto":
+        return "dp" if vocab**cfg.length <= MAX_ADAPTIVE_DP else "mc"
+    if cfg.method != "mc" and cfg.method not in EXACT:
+        raise ValueError(f"--method {cfg.method}: an adaptive rule is computed by {EXACT + ('mc',)}")
+    return cfg.method
+
+
+def _adaptive_point(cfg: PointConfig, language: Any, ser_language: Any, method: str) -> dict[str, Any]:
+    """An adaptive rule's metrics: exact (DP / enumeration) or Monte Carlo with (I1) for ``KL(q || p)``."""
+    sampler = cfg.make_sampler()
+    no_jensen = unavailable_record("one reveal path per output (a deterministic rule): kl itself is given")
+    if method != "mc":
+        from numerics.exact.adaptive import adaptive_metrics
+
+        r = adaptive_metrics(language, cfg.length, sampler, method)
+        out = {k: _est(getattr(r.metrics, k)) for k in _FIELDS}
+        if ser_language is not language:
+            out["ser"] = _est(adaptive_metrics(ser_language, cfg.length, sampler, method).metrics.ser)
+        out.update(kl_chain_rule=_est(r.kl_chain_rule), kl_jensen_bound=no_jensen, nfe=_est(r.expected_nfe))
+        return out
+    from numerics.sampling import adaptive as ad
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.denoiser import OracleDenoiser
+
+    L, n = cfg.length, cfg.samples
+    run = sampler.sample(OracleDenoiser(language, strict=False), n, L, cfg.rng("sampler"), batch_size=cfg.batch_size)
+    loglik = mc.log_q(language, run.tokens)
+    out: dict[str, Any] = {"gen_ppl": _est(mc.gen_ppl_from_loglik(loglik, L))}
+    if ser_language is language:
+        out["ser"] = _est(mc.ser_from_loglik(loglik))
+    else:
+        ser_run = sampler.sample(OracleDenoiser(ser_language, strict=False), n, L, cfg.rng("sampler-ser"),
+                                 batch_size=cfg.batch_size)
+        out["ser"] = _est(mc.ser_mc(ser_language, ser_run))
+    data = _data_metrics(cfg, language, out)
+    kl = ad.chain_rule_terms(sampler, language, data).terms
+    kl_est = Estimate(float(kl.mean()), float(kl.std(ddof=1) / math.sqrt(n)), "mc (x ~ q, chain-rule identity (I1))", n)
+    out["kl"] = _est(kl_est)
+    out["log_ter_gap"] = _est(Estimate(kl_est.value / L, kl_est.stderr / L, kl_est.method, n))
+    cert = -math.expm1(-kl_est.value)  # SER <= 1 - exp(-KL); delta-method stderr exp(-KL) * se(KL)
+    out["ser_kl_certificate"] = _est(Estimate(cert, math.exp(-kl_est.value) * kl_est.stderr, kl_est.method, n))
+    out["ter"] = unavailable_record("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)")
+    out["kl_jensen_bound"] = no_jensen
+    out["nfe"] = _est(ad.nfe_mc(run))
+    return out
+
+
 def _mc_point(cfg: PointConfig, language: Any, schedule: Schedule, with_ser: bool) -> dict[str, Any]:
     from numerics.sampling import montecarlo as mc
     from numerics.sampling.samplers import sample_oracle
@@ -209,11 +306,7 @@ def _mc_point(cfg: PointConfig, language: Any, schedule: Schedule, with_ser: boo
     out["gen_ppl"] = _est(mc.gen_ppl_from_loglik(loglik, L))
     if with_ser:
         out["ser"] = _est(mc.ser_from_loglik(loglik))
-    data = language.sample(n, L, cfg.rng("data"))
-    out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(mc.log_q(language, data), L, label="mc, x ~ q"))
-    H = exact_entropy(cfg.language, language, L)
-    # no exact entropy: TER(q) is the data's generative perplexity
-    out["ter_data"] = dict(out["gen_ppl_data"]) if H is None else _est(Estimate(math.exp(H.value / L), 0.0, H.method))
+    data = _data_metrics(cfg, language, out)
     out["kl_jensen_bound"] = _est(jensen_estimate(cfg, cfg.language, language, schedule, data))
     out["nfe_realized"] = _est(mc.nfe_comparison(run, schedule).realized)
     return out
@@ -228,6 +321,12 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     exact method, else Monte Carlo) and ``method_choice`` the estimated cost of each exact method.
     ``nfe`` is the exact expected ``ddpm_cache`` count ``1 + sum_{i<N} (1 - (1 - pi_i)^(B L))``
     at the config's batch size. The SER language, when different, gets its own best method.
+
+    An adaptive sampler (``cfg.sampler`` not ``random``) is computed by :mod:`numerics.exact.adaptive`
+    (``dp``, or ``enumerate`` by name; ``auto`` while ``V^L <= MAX_ADAPTIVE_DP``) or by Monte Carlo
+    with ``kl`` its true ``KL(q || p)`` by the chain-rule identity (``docs/methods/adaptive.md``);
+    ``nfe`` is then its expected (exact) or mean (Monte Carlo) calls per sequence, and the result
+    names the rule in ``sampler_name``.
     """
     from numerics.languages.presets import load_language
 
@@ -237,6 +336,11 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     ser_spec = cfg.language if same else cfg.ser_language
     ser_language = language if same else load_language(ser_spec)
     schedule = cfg.make_schedule()
+    if cfg.sampler != "random":
+        method = _adaptive_method(cfg, language.vocab_size)
+        metrics = _adaptive_point(cfg, language, ser_language, method)
+        return {"inputs": cfg.as_dict(), "method": method, "schedule_name": schedule.name,
+                "sampler_name": cfg.make_sampler().label, **metrics, "elapsed_s": time.perf_counter() - t0}
     choice = choose_method(cfg.method, cfg.language, language.vocab_size, cfg.length, schedule, cfg.samples)
     if choice.method == "mc":
         metrics = _mc_point(cfg, language, schedule, with_ser=same)
@@ -244,7 +348,7 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
         m = exact_metrics(choice.method, cfg.language, language, cfg.length, schedule)
         metrics = {k: _est(getattr(m, k)) for k in _FIELDS}
         metrics["kl_jensen_bound"] = _est(m.kl_jensen_bound)
-    out: dict[str, Any] = {"inputs": asdict(cfg), "method": choice.method, "method_choice": choice.as_dict(),
+    out: dict[str, Any] = {"inputs": cfg.as_dict(), "method": choice.method, "method_choice": choice.as_dict(),
                            "schedule_name": schedule.name}
     if not same:
         ser_choice = choose_method(cfg.method, ser_spec, ser_language.vocab_size, cfg.length, schedule, cfg.samples)
@@ -455,7 +559,7 @@ def run_sweep(
     skipped = 0
     total = len(configs)
     for cfg in configs:
-        c = to_jsonable(asdict(cfg))
+        c = to_jsonable(cfg.as_dict())
         h = config_hash(c)
         if h in done or h in pending:
             skipped += 1

@@ -66,6 +66,18 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
+def _sampler_options(f):
+    """``--sampler``, ``--gamma``, ``--confidence`` (numerics.sampling.adaptive)."""
+    f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
+                     show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
+    f = click.option("--gamma", type=float, default=None,
+                     help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
+    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum"]),
+                        default="random", show_default=True,
+                        help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
+                             "adaptive with --gamma (steps ignored).")(f)
+
+
 @click.command("exact")
 @click.option("--language", required=True, help="Preset name or .npz file.")
 @click.option("--ser-language", default=None, help="Measure SER on this language instead (e.g. the pruned preset).")
@@ -77,10 +89,11 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
 @_samples
 @_seed
 @_batch
+@_sampler_options
 @progress_option
 @json_option
-def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, progress,
-                  as_json):
+def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
+                  confidence, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
 
     For each of kl, kl_jensen_bound, log_ter_gap, ter, ter_data, ser, ser_kl_certificate, gen_ppl,
@@ -91,7 +104,8 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     from validation.sweep import PointConfig, evaluate_point
 
     try:
-        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size)
+        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
+                          sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if show_progress(progress):
@@ -139,6 +153,7 @@ def _progress_bar(total: int, enabled: bool):
 @_samples
 @_seed
 @_batch
+@_sampler_options
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -149,8 +164,8 @@ def _progress_bar(total: int, enabled: bool):
                    "[default: a local cluster for this sweep].")
 @progress_option
 @json_option
-def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, out, drop_bad_rows,
-                  executor, scheduler, progress, as_json):
+def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
+                  confidence, out, drop_bad_rows, executor, scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
@@ -161,7 +176,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     try:
         configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
                        parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
-                       batch_size=batch_size)
+                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if not configs:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import cost, learned, lemmas, schedules, ser, ter
+from . import adaptive, cost, learned, lemmas, schedules, ser, ter
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules)}
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive)}
 SCALES = ("tiny", "default", "full")
 
 
