@@ -113,9 +113,10 @@ def _as_float(value):
 
 def _schedule_pi(schedule: str, N: int) -> list:
     """``pi`` of ``N`` steps of a schedule family; the linear one exactly (``pi_i = 1/N``)."""
+    family = make_schedule(schedule, N)  # refuses N beyond numerics.schedules.MAX_STEPS before any list is built
     if schedule == "linear":
         return [Fraction(1, N)] * N
-    return list(make_schedule(schedule, N).pi)
+    return list(family.pi)
 
 
 def _option_rows(claim) -> list[dict]:
