@@ -58,13 +58,17 @@ def check_writable_file(path: str | os.PathLike) -> Path:
     A target that exists and is not a regular file (``/dev/null``, a directory, a FIFO) is refused
     with :class:`NotRegularFileError` naming what it is, before anything is computed or written:
     an atomic write would replace it with a regular file. A symbolic link is written through (its
-    target is replaced, the link stays).
+    target is replaced, the link stays). A path through a regular file (``FILE/out.json``) is
+    refused with a ``NotADirectoryError`` naming that file.
     """
     path = Path(os.path.realpath(Path(path)))
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return path
+    except NotADirectoryError:  # a folder on the way is a file: name it (root can write anywhere else)
+        folder = next(p for p in path.parents if p.exists())
+        raise NotADirectoryError(f"cannot write {path}: {folder} is a file, not a folder") from None
     if not stat.S_ISREG(st.st_mode):
         kinds = {stat.S_ISDIR: "a directory", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
                  stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}

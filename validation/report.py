@@ -19,6 +19,7 @@ place. Every JSON file written here is strict JSON (RFC 8259: no ``NaN``/``Infin
 from __future__ import annotations
 
 import html
+import io
 import json
 import platform
 import re
@@ -261,13 +262,12 @@ def _save_plots(name: str, result: ExperimentResult, fig_dir: Path) -> list[_Fig
     for p in plots:
         stem = f"{name}_{p.name}"
         try:
-            for ext in ("png", "svg"):
-                tmp = fig_dir / f".{stem}.tmp.{ext}"
-                p.figure.savefig(tmp, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
-                tmp.replace(fig_dir / f"{stem}.{ext}")
+            for ext in ("png", "svg"):  # through a buffer and a unique temporary file: two reports may share OUT
+                buffer = io.BytesIO()
+                p.figure.savefig(buffer, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
+                atomic_write_bytes(fig_dir / f"{stem}.{ext}", buffer.getvalue())
         except Exception as err:  # noqa: BLE001 -- e.g. matplotlib cannot log-scale the data
             for ext in ("png", "svg"):
-                (fig_dir / f".{stem}.tmp.{ext}").unlink(missing_ok=True)
                 (fig_dir / f"{stem}.{ext}").unlink(missing_ok=True)  # never show a stale figure
             saved.append(_Figure(p.name, p.caption, error=f"{type(err).__name__}: {err}",
                                  traceback=traceback.format_exc()))

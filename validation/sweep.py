@@ -119,6 +119,8 @@ class PointConfig:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if int(self.seed) != self.seed or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         if self.method == "mc" and self.samples < 2:
             raise ValueError("Monte Carlo needs samples >= 2")
         self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason

@@ -179,6 +179,9 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
                        batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if not configs:
+        raise click.UsageError(f"the grid is empty: --languages {languages!r}, --lengths {lengths!r} and "
+                               f"-N {steps_text!r} must each name at least one value")
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
     bar, tick = _progress_bar(len(configs), show_progress(progress))

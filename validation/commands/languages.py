@@ -59,6 +59,8 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
     from numerics.languages.presets import get_preset, language_summary, preset_names
 
     names = list(languages) or preset_names()
+    for name in names:  # refuse hopeless sizes before computing anything
+        _check_summary_size(name, length, samples)
     summaries = []
     for name in tqdm(names, desc="languages", file=sys.stderr, disable=not show_progress(progress), leave=False):
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])  # same draws whatever else is listed
@@ -80,6 +82,28 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
         "languages": [{"description": descriptions[s.name], **_as_dict(s)} for s in summaries],
     }
     emit(result, as_json, "\n".join(f"{_fmt_summary(s)}\n    {descriptions[s.name]}" for s in summaries))
+
+
+def _check_summary_size(name: str, length: int, samples: int) -> None:
+    """Refuse, before computing, a summary whose arrays would exceed the Monte Carlo memory limit.
+
+    The one-step SER runs a forward-backward over ``L`` positions (``alpha``, ``beta`` over ``S``
+    states and marginals over ``V`` tokens: ``8 L (2 S + 2 V)`` bytes) and draws ``K`` sequences
+    of ``L`` tokens for the SER and the entropy rate (about ``16 K L`` bytes).
+    """
+    from numerics.languages.presets import load_language
+    from validation.methods import MC_MAX_BYTES
+
+    try:
+        lang = load_language(name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--language") from exc
+    need = 8 * length * (2 * lang.n_states + 2 * lang.vocab_size) + 16 * samples * length
+    if need > MC_MAX_BYTES:
+        raise click.BadParameter(
+            f"summarizing {name} at L = {length} ({lang.n_states} states, {samples} samples) needs about "
+            f"{need / 2**30:.1f} GiB of arrays (limit {MC_MAX_BYTES / 2**30:.0f} GiB); use a smaller --length",
+            param_hint="--length")
 
 
 def _as_dict(summary) -> dict:

@@ -44,6 +44,9 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     """``mdm-theory report`` (help text: ``_REPORT_HELP``)."""
     from validation.report import build_report
 
+    _writable_folder(out_dir, "--out")  # before anything is computed
+    if cache_dir is not None:
+        _writable_folder(cache_dir, "--cache")
     overrides: dict[str, dict] = {}
     if checkpoints or train:
         paths = tuple(str(Path(c).resolve()) for c in checkpoints)
@@ -72,6 +75,20 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     emit(summary, as_json, "\n".join(lines))
     if outcome.errors or any(r.errors for r in outcome.results.values()):
         sys.exit(1)
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Create ``folder`` (and its parents) or refuse it, naming the file in the way or the missing permission."""
+    import os
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
+        raise click.BadParameter(f"cannot create {folder}: {why}", param_hint=option) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{folder} is not writable", param_hint=option)
 
 
 @click.command("docs")

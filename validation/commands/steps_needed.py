@@ -110,6 +110,11 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         lang = load_language(language)
+        from numerics.schedules import make_schedule
+        from validation.methods import choose_method
+
+        # what evaluating N = 1 would refuse (a size no method can compute), refused before anything runs
+        choose_method(method, language, lang.vocab_size, length, make_schedule(schedule, 1), samples)
         _check_reachable(metric, target, language, lang, length)
         evaluate = oracle_metric(cfg, metric, target, lang, confidence)
 

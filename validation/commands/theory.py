@@ -113,9 +113,10 @@ def _as_float(value):
 
 def _schedule_pi(schedule: str, N: int) -> list:
     """``pi`` of ``N`` steps of a schedule family; the linear one exactly (``pi_i = 1/N``)."""
+    family = make_schedule(schedule, N)  # refuses N beyond numerics.schedules.MAX_STEPS before any list is built
     if schedule == "linear":
         return [Fraction(1, N)] * N
-    return list(make_schedule(schedule, N).pi)
+    return list(family.pi)
 
 
 def _option_rows(claim) -> list[dict]:
@@ -277,10 +278,13 @@ def counterexamples_cmd(lemma, budget, seed, progress, out, as_json) -> None:
     to --out."""
     import numpy as np
 
-    from numerics.provenance import atomic_write_json, provenance
+    from numerics.provenance import atomic_write_json, check_writable_file, provenance
     from theory import claims
     from theory.search import search_counterexamples
 
+    if not claims(lemma):
+        raise click.UsageError(f"no claim matches {lemma!r}")
+    check_writable_file(out)  # before the search, not after it
     rng = np.random.default_rng(seed)
     findings, least = [], {}
     from validation.experiments._base import progress_iter
