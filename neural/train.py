@@ -104,8 +104,16 @@ class Checkpoint:
         """The network with EMA weights (if kept and ``use_ema``), in eval mode."""
         model = Transformer(self.config.model)
         state = self.ema_state if (use_ema and self.ema_state is not None) else self.model_state
-        model.load_state_dict(state)
+        _load_state(model, state, self.path)
         return model.to(device).eval()
+
+
+def _load_state(module: Any, state: Any, path: Path | None) -> None:
+    """``module.load_state_dict(state)``; weights that do not fit the saved config are a :class:`CheckpointError`."""
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, ValueError, TypeError, KeyError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds weights that do not fit its config: {exc}") from exc
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Checkpoint:
@@ -277,6 +285,10 @@ def train(
         raise ValueError(f"config vocab_size {cfg.model.vocab_size} != language vocabulary {language.vocab_size}")
     fingerprint = language_fingerprint(language)
     data_root = Path(data_root) if data_root is not None else out_dir.parent / "data"
+    # Drawing the data set runs numba's OpenMP kernels, which reset the process's OpenMP thread
+    # count (torch's too): keep torch's, or a run that drew its data and one that loaded it (a
+    # resumed run) would sum float32 in different orders and not resume to the same weights.
+    threads = torch.get_num_threads()
     if rank == 0:
         ds = load_or_make_dataset(language, cfg.model.length, cfg.data, data_root)
     if world > 1:
@@ -286,6 +298,7 @@ def train(
     if ds.train.shape[0] < tc.batch_size:
         raise ValueError(f"n_train = {ds.train.shape[0]} is smaller than the batch size {tc.batch_size}")
     reference = _reference(language, ds, cfg.model.length)
+    torch.set_num_threads(threads)
 
     torch.manual_seed(tc.seed)
     model = Transformer(cfg.model).to(dev)
@@ -302,11 +315,11 @@ def train(
             )
         if ck.language_fingerprint not in (None, fingerprint):
             raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
-        model.load_state_dict(ck.model_state)
+        _load_state(model, ck.model_state, ckpt_path)
         if ema is not None and ck.ema_state is not None:
-            ema.load_state_dict(ck.ema_state)
+            _load_state(ema, ck.ema_state, ckpt_path)
         if ck.optimizer_state is not None:
-            opt.load_state_dict(ck.optimizer_state)
+            _load_state(opt, ck.optimizer_state, ckpt_path)
         step, history, ema_updates = ck.step, ck.history, ck.ema_updates
     objective = _Objective(model)
     if world > 1:

@@ -9,13 +9,17 @@ Layout of the output folder::
 
 The experiments compute their points through a :class:`validation.cache.ResultCache`, so a re-run
 resumes where an interrupted run stopped and recomputes only stale or corrupt entries.
-An experiment whose inputs are missing (a module of the engine that has not been built, no
-checkpoint) is shown with what is missing; nothing is made up in its place.
+Each experiment's section carries badges for what happened in it (:data:`STATUS_LEGEND`: ok,
+vacuous, finding, partial, error) with the reasons listed; a part that was not measured (no
+checkpoint given) is said to be missing, nothing is made up in its place. The page is always
+written: a figure that cannot be drawn, or a section that cannot be rendered, says so in its
+place. Every JSON file written here is strict JSON (RFC 8259: no ``NaN``/``Infinity`` tokens).
 """
 
 from __future__ import annotations
 
 import html
+import io
 import json
 import platform
 import re
@@ -29,15 +33,22 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
-from numerics.provenance import atomic_write_bytes, provenance
+from numerics.provenance import atomic_write_bytes, provenance, to_jsonable
 
 from .cache import ResultCache, canonical
 from .experiments import EXPERIMENTS, config_for
-from .experiments._base import ExperimentResult
+from .experiments._base import STATUS_LEGEND, ExperimentResult
+from .setup_text import setup_sentences
 
-__all__ = ["ReportOutcome", "build_report", "run_experiments", "write_report", "broken_links"]
+__all__ = ["ReportOutcome", "build_report", "run_experiments", "write_report", "broken_links", "strict_json"]
 
 FIG_DPI = 110
+OPEN_TABLE_ROWS = 12  # a table with more rows starts collapsed
+
+def strict_json(payload: Any) -> str:
+    """``payload`` as strict JSON text (RFC 8259): non-finite floats become JSON-safe values
+    (:func:`numerics.provenance.to_jsonable`), and ``NaN``/``Infinity`` tokens are refused."""
+    return json.dumps(to_jsonable(payload), indent=1, sort_keys=True, allow_nan=False)
 
 
 @dataclass
@@ -86,34 +97,57 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1180px;
-margin:1.5em auto;padding:0 1em;color:#222;line-height:1.45}
+margin:1.5em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}
 h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+p,li,figcaption,summary{overflow-wrap:anywhere}
+.tablewrap{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;font-size:.82em;margin:.6em 0}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:right} th{background:#f2f2f2}
-td.s,th.s{text-align:left}
-figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee}
+td.s,th.s{text-align:left} td.s{white-space:nowrap}
+figure{margin:1em 0} figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#444}
-pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
-.badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:.75em;color:#fff;vertical-align:middle}
-.ok{background:#2e7d32}.partial{background:#ef6c00}.unavailable{background:#757575}.error{background:#c62828}
-.missing{color:#8a4b00} .doc{color:#333;font-size:.92em}
+pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em;white-space:pre-wrap}
+details>summary{cursor:pointer}
+.badge{display:inline-block;padding:1px 8px;border-radius:8px;font-size:.75em;color:#fff;vertical-align:middle;
+margin-left:.2em}
+.ok{background:#2e7d32}.vacuous{background:#9e9d24}.finding{background:#6a1b9a}.partial{background:#ef6c00}
+.error{background:#c62828}
+.reasons{margin:.4em 0 .8em 0;padding:.4em .8em;background:#fafafa;border-left:4px solid #ccc;font-size:.92em}
+.reasons ul{margin:.2em 0}
+.figfail{color:#8a1c1c}
+.doc{color:#333;font-size:.92em}
+.legend{font-size:.85em} .legend td{text-align:left;border:none;padding:1px 6px}
 nav ul{columns:2}
 """
 
 # Marks the page once every image has loaded or failed: a headless browser reads
-# data-images-ok / data-images-broken from the DOM (validation/screenshot.py).
+# data-images-ok / data-images-broken and the page height from the DOM (validation/screenshot.py).
 _IMG_CHECK_JS = """
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
   var broken = imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); });
   document.body.setAttribute('data-images-ok', String(imgs.length - broken.length));
   document.body.setAttribute('data-images-broken', String(broken.length));
+  document.body.setAttribute('data-page-height', String(document.documentElement.scrollHeight));
+  document.body.setAttribute('data-page-width', String(document.documentElement.scrollWidth));
 });
 """
+
+_REASON_TITLES = {
+    "error": "Errors (a part raised; a bug)",
+    "partial": "Not measured",
+    "finding": "Findings (a claim or bound violated)",
+    "vacuous": "Vacuous checks (trivially true, so they say nothing)",
+}
 
 
 def _esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
+
+
+def _code(text: str) -> str:
+    """Escape ``text`` and turn `backticks` into <code>."""
+    return re.sub(r"`([^`]+)`", lambda m: f"<code>{m.group(1)}</code>", _esc(text))
 
 
 def _fmt(v: Any) -> str:
@@ -131,7 +165,8 @@ def _fmt(v: Any) -> str:
         a = abs(v)
         return f"{v:.4g}" if 1e-3 <= a < 1e6 else f"{v:.3e}"
     if isinstance(v, (list, dict)):
-        return _esc(json.dumps(v, allow_nan=True)[:200])
+        text = json.dumps(to_jsonable(v), allow_nan=False)
+        return _esc(text if len(text) <= 200 else text[:199] + "\u2026")
     return _esc(v)
 
 
@@ -150,44 +185,144 @@ def _table(rows: list[dict], max_rows: int = 400) -> str:
         body.append("<tr>" + "".join(
             f'<td class="{"" if numeric[c] else "s"}">{_fmt(r.get(c))}</td>' for c in cols) + "</tr>")
     more = f"<p><em>{len(rows) - max_rows} more rows in the JSON results.</em></p>" if len(rows) > max_rows else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+    return (f'<div class="tablewrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+            f"</table></div>{more}")
+
+
+def _inline(text: str) -> str:
+    """One docstring paragraph as HTML: ``code`` and :role:`x` become <code>, **x** <strong>, *x* <em>."""
+    text = re.sub(r"``(.+?)``", lambda m: f"<code>{m.group(1)}</code>", _esc(text))
+    text = re.sub(r":(?:func|class|meth|mod|data):`~?([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*([^*\s][^*]*?)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<em>\1</em>", text)
 
 
 def _doc_paragraphs(doc: str | None) -> str:
-    """The module docstring's paragraphs as HTML (``code`` becomes <code>, ``*`` bullets a list)."""
+    """The module docstring's paragraphs as HTML (``*`` bullets become a list)."""
     if not doc:
         return ""
     out = []
-    for para in [p.strip() for p in doc.strip().split("\n\n") if p.strip()][:5]:
+    for para in [p.strip() for p in doc.strip().split("\n\n") if p.strip()][:6]:
         items = [" ".join(i.split()) for i in re.split(r"(?m)^\* ", para) if i.strip()] if para.startswith("* ") else None
-        texts = items if items else [" ".join(para.split())]
-        texts = [re.sub(r"``(.+?)``", lambda m: f"<code>{m.group(1)}</code>", _esc(t)) for t in texts]
-        texts = [re.sub(r":(?:func|class|meth|mod):`~?([^`]+)`", r"<code>\1</code>", t) for t in texts]
-        out.append('<ul class="doc">' + "".join(f"<li>{t}</li>" for t in texts) + "</ul>" if items
-                   else f'<p class="doc">{texts[0]}</p>')
+        if items:
+            out.append('<ul class="doc">' + "".join(f"<li>{_inline(t)}</li>" for t in items) + "</ul>")
+        else:
+            out.append(f'<p class="doc">{_inline(" ".join(para.split()))}</p>')
     return "".join(out)
 
 
-def _save_plots(name: str, result: ExperimentResult, fig_dir: Path) -> tuple[list[tuple[str, str, str]], str | None]:
-    """Save each plot as PNG and SVG; returns (png, svg, caption) relative paths and an error."""
+def _badges(result: ExperimentResult) -> str:
+    return "".join(f'<span class="badge {b}" title="{_esc(STATUS_LEGEND[b])}">{_esc(b)}</span>'
+                   for b in result.badges())
+
+
+def _legend_html() -> str:
+    rows = "".join(f'<tr><td><span class="badge {k}">{_esc(k)}</span></td><td>{_esc(v)}</td></tr>'
+                   for k, v in STATUS_LEGEND.items())
+    return f'<table class="legend" id="badges"><tbody>{rows}</tbody></table>'
+
+
+def _reasons_html(result: ExperimentResult, error: str | None) -> str:
+    """Why the section has the badges it has: one list per status other than ok."""
+    first_line = {part: tb.strip().splitlines()[0] if tb.strip() else "" for part, tb in result.errors.items()}
+    lists = {"error": [f"{part}: {line}" for part, line in first_line.items()]
+             + (["the experiment raised an exception (traceback below)"] if error else []),
+             "partial": list(result.missing), "finding": list(result.findings), "vacuous": list(result.vacuous)}
+    blocks = [f"<p><strong>{_esc(_REASON_TITLES[k])}:</strong></p><ul>"
+              + "".join(f"<li>{_esc(m)}</li>" for m in lists[k]) + "</ul>"
+              for k in ("error", "partial", "finding", "vacuous") if lists[k]]
+    return f'<div class="reasons">{"".join(blocks)}</div>' if blocks else ""
+
+
+@dataclass(frozen=True)
+class _Figure:
+    """One figure of a section: saved (``png``/``svg`` paths) or not drawable (``error`` says why)."""
+
+    name: str
+    caption: str
+    png: str | None = None
+    svg: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+def _save_plots(name: str, result: ExperimentResult, fig_dir: Path) -> list[_Figure]:
+    """Save each plot as PNG and SVG. A plot that cannot be made or saved is returned with the
+    reason instead (and nothing half-written is left behind); the others are saved all the same."""
+    import matplotlib.pyplot as plt
+
     module = EXPERIMENTS[name]
     try:
         plots = module.plot(result)
-    except Exception:  # noqa: BLE001 -- a plotting bug is reported in the page
-        return [], traceback.format_exc()
-    import matplotlib.pyplot as plt
-
+    except Exception as err:  # noqa: BLE001 -- a plotting bug is reported in the page
+        return [_Figure("all", "the figures of this experiment", error=f"{type(err).__name__}: {err}",
+                        traceback=traceback.format_exc())]
     saved = []
     fig_dir.mkdir(parents=True, exist_ok=True)
     for p in plots:
         stem = f"{name}_{p.name}"
-        for ext in ("png", "svg"):
-            tmp = fig_dir / f".{stem}.tmp.{ext}"
-            p.figure.savefig(tmp, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
-            tmp.replace(fig_dir / f"{stem}.{ext}")
-        plt.close(p.figure)
-        saved.append((f"figures/{stem}.png", f"figures/{stem}.svg", p.caption))
-    return saved, None
+        try:
+            for ext in ("png", "svg"):  # through a buffer and a unique temporary file: two reports may share OUT
+                buffer = io.BytesIO()
+                p.figure.savefig(buffer, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
+                atomic_write_bytes(fig_dir / f"{stem}.{ext}", buffer.getvalue())
+        except Exception as err:  # noqa: BLE001 -- e.g. matplotlib cannot log-scale the data
+            for ext in ("png", "svg"):
+                (fig_dir / f"{stem}.{ext}").unlink(missing_ok=True)  # never show a stale figure
+            saved.append(_Figure(p.name, p.caption, error=f"{type(err).__name__}: {err}",
+                                 traceback=traceback.format_exc()))
+        else:
+            saved.append(_Figure(p.name, p.caption, png=f"figures/{stem}.png", svg=f"figures/{stem}.svg"))
+        finally:
+            plt.close(p.figure)
+    return saved
+
+
+def _figures_html(figs: list[_Figure]) -> str:
+    parts = []
+    for f in figs:
+        if f.error:
+            parts.append(f'<p class="figfail"><strong>Figure <code>{_esc(f.name)}</code> could not be drawn:</strong> '
+                         f"{_esc(f.error.rstrip('.'))}. The numbers are in the tables below. "
+                         "<em>It would have shown:</em> "
+                         f"{_esc(f.caption)}</p><details><summary>Traceback</summary><pre>{_esc(f.traceback)}"
+                         f"</pre></details>")
+        else:
+            parts.append(f'<figure><img src="{_esc(f.png)}" alt="{_esc(f.caption[:120])}">'
+                         f'<figcaption>{_esc(f.caption)} <a href="{_esc(f.svg)}">[SVG]</a></figcaption></figure>')
+    return "".join(parts)
+
+
+def _section(name: str, result: ExperimentResult, error: str | None, out_dir: Path) -> str:
+    module = EXPERIMENTS[name]
+    rel_json = f"results/{name}.json"
+    figs = _save_plots(name, result, out_dir / "figures") if result.status != "error" or result.tables else []
+    parts = [f'<h2 id="{name}">{_esc(result.title)} {_badges(result)}</h2>', _reasons_html(result, error),
+             _doc_paragraphs(module.__doc__)]
+    if error:
+        parts.append(f"<details open><summary>Traceback</summary><pre>{_esc(error)}</pre></details>")
+    for part, tb in result.errors.items():
+        parts.append(f"<details><summary>Traceback of the failed part <em>{_esc(part)}</em></summary>"
+                     f"<pre>{_esc(tb)}</pre></details>")
+    parts.append(_figures_html(figs))
+    if result.notes:
+        parts.append("<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in result.notes) + "</ul>")
+    for tname, rows in result.tables.items():
+        parts.append(f"<details{' open' if len(rows) <= OPEN_TABLE_ROWS else ''}><summary>Table "
+                     f"<code>{_esc(tname)}</code> ({len(rows)} rows)</summary>{_table(rows)}</details>")
+    parts.append(f"<details><summary>Config and raw results</summary><pre>{_esc(strict_json(result.config))}</pre>"
+                 f'<p><a href="{rel_json}">{rel_json}</a> &middot; computed in {result.elapsed_s:.1f} s</p></details>')
+    return f'<section>{"".join(parts)}</section>'
+
+
+def _section_or_failure(name: str, result: ExperimentResult, error: str | None, out_dir: Path) -> str:
+    """The section, or -- if rendering it raised -- a section that says so (the page is still written)."""
+    try:
+        return _section(name, result, error, out_dir)
+    except Exception:  # noqa: BLE001 -- one bad section must not cost the page
+        return (f'<section><h2 id="{name}">{_esc(result.title)} <span class="badge error">error</span></h2>'
+                f"<p>This section could not be rendered; its results are in <code>results/{name}.json</code>.</p>"
+                f"<pre>{_esc(traceback.format_exc())}</pre></section>")
 
 
 def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: dict[str, str],
@@ -198,40 +333,12 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     sections, toc = [], []
     for name, result in results.items():
-        module = EXPERIMENTS[name]
-        rel_json = f"results/{name}.json"
-        atomic_write_json_nan(out_dir / rel_json, {
+        atomic_write_bytes(out_dir / "results" / f"{name}.json", (strict_json({
             "result": result.to_json(), "provenance": prov, "generated_utc": generated, "scale": scale,
             "error": errors.get(name),
-        })
-        figs, plot_error = _save_plots(name, result, out_dir / "figures") if result.status != "error" else ([], None)
-        parts = [f'<h2 id="{name}">{_esc(result.title)} '
-                 f'<span class="badge {result.status}">{_esc(result.status)}</span></h2>',
-                 _doc_paragraphs(module.__doc__)]
-        if result.missing:
-            parts.append("<p><strong>Not computed:</strong></p><ul class=\"missing\">" +
-                         "".join(f"<li>{_esc(m)}</li>" for m in result.missing) + "</ul>")
-        if name in errors:
-            parts.append(f"<pre>{_esc(errors[name])}</pre>")
-        for part, tb in result.errors.items():
-            parts.append(f"<details><summary>Traceback of the failed part <em>{_esc(part)}</em></summary>"
-                         f"<pre>{_esc(tb)}</pre></details>")
-        if plot_error:
-            parts.append(f"<p class=\"missing\">Plotting failed:</p><pre>{_esc(plot_error)}</pre>")
-        for png, svg, caption in figs:
-            parts.append(f'<figure><img src="{_esc(png)}" alt="{_esc(caption[:120])}">'
-                         f'<figcaption>{_esc(caption)} <a href="{_esc(svg)}">[SVG]</a></figcaption></figure>')
-        if result.notes:
-            parts.append("<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in result.notes) + "</ul>")
-        for tname, rows in result.tables.items():
-            parts.append(f"<details{' open' if len(rows) <= 60 else ''}><summary>Table <code>{_esc(tname)}</code> "
-                         f"({len(rows)} rows)</summary>{_table(rows)}</details>")
-        parts.append(f"<details><summary>Config and raw results</summary><pre>"
-                     f"{_esc(json.dumps(canonical(result.config), indent=1, sort_keys=True, allow_nan=True))}</pre>"
-                     f'<p><a href="{rel_json}">{rel_json}</a> &middot; computed in {result.elapsed_s:.1f} s</p></details>')
-        sections.append(f'<section>{"".join(parts)}</section>')
-        toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> '
-                   f'<span class="badge {result.status}">{_esc(result.status)}</span></li>')
+        }) + "\n").encode())
+        sections.append(_section_or_failure(name, result, errors.get(name), out_dir))
+        toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> {_badges(result)}</li>')
 
     summary_items = [f'<li><a href="#{name}">{_esc(name)}</a>: {_esc(note)}</li>'
                      for name, r in results.items() for note in r.notes]
@@ -246,6 +353,7 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
     if problems:
         cache_html += "<ul>" + "".join(f"<li>{_esc(p.what)}: {_esc(p.path)} ({_esc(p.reason)})</li>"
                                        for p in problems[:50]) + "</ul>"
+    setup_html = "".join(f"<p>{_code(t)}</p>" for t in setup_sentences())
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -258,26 +366,23 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
 error bars, each bound overlaid, every lemma checked. Scale <strong>{_esc(scale)}</strong>;
 generated {_esc(generated)} in {elapsed_s:.1f} s; commit <code>{_esc(prov['commit'])}</code>.</p>
 <nav><ul>{''.join(toc)}</ul></nav>
+{_legend_html()}
 <h2 id="summary">Key results</h2>
 {summary_html}
 {''.join(sections)}
 <h2 id="provenance">Provenance</h2>
-<table><tbody>{versions}</tbody></table>
+<div class="tablewrap"><table><tbody>{versions}</tbody></table></div>
 {cache_html}
-<p>Regenerate with <code>mdm-theory report{' --full' if scale == 'full' else ''}</code>; every figure is
-re-plotted from <code>results/*.json</code>.</p>
+<p>Every figure is re-plotted from <code>results/*.json</code>. Regenerate this page with
+<code>mdm-theory report{' --full' if scale == 'full' else ''}</code> (the computed points are cached).</p>
+<h2 id="setup">Running it yourself</h2>
+{setup_html}
 <script>{_IMG_CHECK_JS}</script>
 </body></html>
 """
     index = out_dir / "index.html"
     atomic_write_bytes(index, page.encode())
     return index
-
-
-def atomic_write_json_nan(path: Path, payload: Any) -> None:
-    """Atomically write JSON keeping NaN/Infinity tokens (Python's JSON reads them back)."""
-    text = json.dumps(canonical(payload), indent=1, sort_keys=True, allow_nan=True)
-    atomic_write_bytes(path, (text + "\n").encode())
 
 
 def build_report(out_dir: str | Path = "report", scale: str = "default", cache_dir: str | Path | None = None,

@@ -1,12 +1,28 @@
-"""`mdm-theory report` end to end at tiny size, resuming after an interruption, and its links."""
+"""`mdm-theory report` end to end at tiny size, resuming after an interruption, and its links.
+
+The browser check of the page (headless Chromium screenshots) is tests/validation/test_screenshots.py.
+"""
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 
 from validation.cli import main
+from validation.experiments import EXPERIMENTS
+from validation.experiments._base import STATUS_LEGEND, ExperimentResult, Plot
 from validation.report import broken_links, build_report
+from validation.setup_text import MAKE_REPORT_MINUTES, run_time_sentence
+
+
+def _no_constants(token):
+    raise ValueError(f"non-standard JSON token {token}")
+
+
+def strict_load(path):
+    """json.loads refusing NaN / Infinity (RFC 8259), as other JSON readers do."""
+    return json.loads(path.read_text(), parse_constant=_no_constants)
 
 
 def test_report_command_end_to_end(tmp_path):
@@ -16,7 +32,7 @@ def test_report_command_end_to_end(tmp_path):
     assert res.exit_code == 0, (res.output, summary)
     index = out / "index.html"
     assert summary["index"] == str(index) and index.is_file()
-    assert set(summary["experiments"]) == {"ter", "ser", "lemmas", "learned", "cost"}
+    assert set(summary["experiments"]) == set(EXPERIMENTS)  # every registered experiment ran
     assert broken_links(index) == []
     page = index.read_text()
     # every figure is embedded as PNG with its SVG beside it, and every experiment has its JSON
@@ -26,11 +42,20 @@ def test_report_command_end_to_end(tmp_path):
         assert f'src="figures/{png}"' in page
         assert (out / "figures" / png.replace(".png", ".svg")).is_file()
     for name, info in summary["experiments"].items():
-        saved = json.loads((out / "results" / f"{name}.json").read_text())
+        saved = strict_load(out / "results" / f"{name}.json")
         assert saved["result"]["status"] == info["status"]
         assert saved["provenance"]["versions"]["numpy"]
         for line in info["missing"]:  # what is missing is said in the page
             assert line.split(":")[0] in page
+        # the section's heading carries the status badge, never a green ok for a non-ok status
+        heading = re.search(rf'<h2 id="{name}">.*?</h2>', page).group(0)
+        assert f'class="badge {info["status"]}"' in heading
+        if info["status"] != "ok":
+            assert 'class="badge ok"' not in heading
+    for status in STATUS_LEGEND:  # the legend explains every badge
+        assert f'<span class="badge {status}">{status}</span>' in page
+    assert "MATH.md" not in page and "NEURAL.md" not in page  # files that are not in the repository
+    assert run_time_sentence().split("`")[0] in page and f"about {MAKE_REPORT_MINUTES} minutes" in page
     assert "commit" in page and "Provenance" in page
     # a second run reuses every point
     res2 = CliRunner().invoke(main, ["report", "--tiny", "--out", str(out), "--no-progress", "--json"])
@@ -72,17 +97,79 @@ def test_broken_links_are_found(tmp_path):
                                   "sub/x.json (no such file)"])
 
 
-def test_report_renders_in_headless_chromium(tmp_path):
-    """The real-browser check (validation/screenshot.py); skipped where no Chromium is installed."""
-    from validation.screenshot import browser_check, find_chromium
+def _log_of_nothing(result):
+    """A figure matplotlib cannot save: an infinite perplexity at every N on a log-N axis, as
+    `report --checkpoint` met on a model of a pruned language ("Data cannot be log-scaled")."""
+    from validation.experiments._style import new_figure
 
-    if find_chromium() is None:
-        pytest.skip("no Chromium on this machine (apt-get install chromium)")
-    outcome = build_report(tmp_path / "rep", scale="tiny", only=["cost"], progress=False)
-    res = browser_check(outcome.index, tmp_path / "shot.png", height=1600)
-    assert res["images_ok"] and res["images_ok"] > 0, res
-    assert res["images_broken"] == 0 and res["broken_links"] == []
-    assert res["screenshot_bytes"] > 10_000
+    fig, axes = new_figure()
+    axes[0, 0].plot([1, 2], [float("inf")] * 2)
+    axes[0, 0].axhline(3.4)
+    axes[0, 0].set_xscale("log", base=2)
+    return [Plot("broken", fig, "a figure that cannot be drawn")] + real_cost_plot(result)
+
+
+real_cost_plot = EXPERIMENTS["cost"].plot
+
+
+def test_a_figure_that_cannot_be_drawn_is_reported_and_the_page_is_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(EXPERIMENTS["cost"], "plot", _log_of_nothing)
+    outcome = build_report(tmp_path, scale="tiny", only=["cost"], progress=False)
+    page = outcome.index.read_text()
+    assert "Figure <code>broken</code> could not be drawn:</strong> ValueError: Data cannot be log-scaled" in page
+    assert not (tmp_path / "figures" / "cost_broken.png").exists()
+    assert not list((tmp_path / "figures").glob(".*"))  # no half-written temporary file left
+    assert (tmp_path / "figures" / "cost_nfe_vs_steps.png").is_file()  # the other figure is still there
+    assert broken_links(outcome.index) == []
+
+
+def test_a_plot_function_that_raises_is_reported_and_the_page_is_written(tmp_path, monkeypatch):
+    def boom(result):
+        raise RuntimeError("plotting bug")
+
+    monkeypatch.setattr(EXPERIMENTS["cost"], "plot", boom)
+    outcome = build_report(tmp_path, scale="tiny", only=["cost"], progress=False)
+    assert "could not be drawn:</strong> RuntimeError: plotting bug" in outcome.index.read_text()
+
+
+def test_non_finite_results_are_written_as_strict_json_and_shown(tmp_path, monkeypatch):
+    """An infinite perplexity (a pruned language) is legal data: strict JSON on disk, shown as such."""
+    cost = EXPERIMENTS["cost"]
+
+    def infinite(cfg, cache=None, progress=False, strict=False):
+        out = ExperimentResult("cost", cost.TITLE, config={"x": float("inf")},
+                               tables={"t": [{"gen_ppl": float("inf"), "kl": float("nan"), "ok": 1.0}]})
+        out.findings.append("a finding")
+        return out.finish(0.0)
+
+    monkeypatch.setattr(cost, "run", infinite)
+    monkeypatch.setattr(cost, "plot", lambda result: [])
+    outcome = build_report(tmp_path, scale="tiny", only=["cost"], progress=False)
+    saved = strict_load(tmp_path / "results" / "cost.json")
+    row = saved["result"]["tables"]["t"][0]
+    assert row["ok"] == 1.0 and row["gen_ppl"] is None and row["kl"] is None  # null, with the reason beside it
+    assert row["null_reason"]["gen_ppl"].startswith("+inf") and row["null_reason"]["kl"].startswith("NaN")
+    assert saved["result"]["status"] == "finding"
+    page = outcome.index.read_text()
+    assert "&infin;" in page and 'class="badge finding"' in page and "a finding" in page
+
+
+def test_long_tables_start_collapsed_and_short_ones_open(tmp_path, monkeypatch):
+    from validation.report import OPEN_TABLE_ROWS
+
+    cost = EXPERIMENTS["cost"]
+
+    def tables(cfg, cache=None, progress=False, strict=False):
+        return ExperimentResult("cost", cost.TITLE, config={}, tables={
+            "short": [{"a": k} for k in range(OPEN_TABLE_ROWS)],
+            "long": [{"a": k} for k in range(OPEN_TABLE_ROWS + 1)]}).finish(0.0)
+
+    monkeypatch.setattr(cost, "run", tables)
+    monkeypatch.setattr(cost, "plot", lambda result: [])
+    page = build_report(tmp_path, scale="tiny", only=["cost"], progress=False).index.read_text()
+    assert "<details open><summary>Table <code>short</code>" in page
+    assert "<details><summary>Table <code>long</code>" in page
+    assert page.count('<div class="tablewrap">') >= 2  # a wide table scrolls in its box, not the page
 
 
 def test_only_option_lists_every_experiment():
@@ -91,3 +178,13 @@ def test_only_option_lists_every_experiment():
 
     only = next(p for p in report_cmd.params if p.name == "only")
     assert list(only.type.choices) == list(EXPERIMENTS)
+
+
+def test_module_docstrings_are_shown_as_text_not_markup():
+    from validation.report import _doc_paragraphs
+
+    html = _doc_paragraphs("Title.\n\nThe *simulated* and **exact** ``N`` (:func:`numerics.schedules.make_schedule`).\n\n"
+                           "* first\n* second <b>")
+    assert "<em>simulated</em>" in html and "<strong>exact</strong>" in html and "<code>N</code>" in html
+    assert "<code>numerics.schedules.make_schedule</code>" in html
+    assert "<li>first</li>" in html and "second &lt;b&gt;" in html and "*" not in html

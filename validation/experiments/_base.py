@@ -1,4 +1,4 @@
-"""What every experiment returns, and how it says that an input it needs has not been built.
+"""What every experiment returns, and the statuses that say what happened in it.
 
 An experiment module (STYLE.md habit 12) has a frozen config dataclass ``Config`` with the
 sizes ``Config.tiny()`` (smoke tests, seconds), ``Config()`` (the default report, a 2-core CPU)
@@ -9,40 +9,38 @@ can cache, write and re-plot them; the figures are produced by ``plot`` only.
 
 from __future__ import annotations
 
-import importlib
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from ..cache import ResultCache, canonical
 
-__all__ = ["ExperimentResult", "Plot", "MissingInput", "Parts", "need", "Timer", "point_cache", "progress_iter"]
+__all__ = ["ExperimentResult", "Plot", "MissingInput", "Parts", "STATUSES", "STATUS_LEGEND", "Z95", "StepsNeeded",
+           "steps_needed_range", "Timer", "point_cache", "progress_iter"]
 
 
 class MissingInput(Exception):
-    """An input of an experiment (a module of another part of the engine, a checkpoint) is absent."""
+    """An input of an experiment that the user supplies (a checkpoint, a trained model) is absent.
 
-
-def need(module: str, *names: str) -> Any:
-    """Import ``module`` and check it defines ``names``; :class:`MissingInput` says what is missing.
-
-    A missing module or attribute, or a third-party package it needs that is not installed,
-    counts as missing; any other error while importing is a bug and propagates.
+    The engine's own modules are imported directly (``validation/experiments/_engine.py``): a
+    missing module is an ``ImportError``, never a missing input.
     """
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as err:
-        if err.name is not None and (module == err.name or module.startswith(err.name + ".")):
-            raise MissingInput(f"`{module}` is not available yet") from None
-        if err.name is not None and "." not in err.name and not err.name.startswith(("numerics", "theory", "neural")):
-            # a third-party package the module needs is not installed (e.g. torch for ``neural``)
-            raise MissingInput(f"`{module}` cannot be imported: the package `{err.name}` is not installed") from None
-        raise
-    absent = [n for n in names if not hasattr(mod, n)]
-    if absent:
-        raise MissingInput(f"`{module}` does not define {', '.join('`' + n + '`' for n in absent)}")
-    return mod
+
+
+STATUS_LEGEND: dict[str, str] = {
+    "ok": "everything was computed and every claim checked holds, with something to say (not vacuously)",
+    "vacuous": "a bound checked here is trivially true (e.g. an SER bound >= 1, or no point in its regime): "
+               "the check says nothing",
+    "finding": "a claim or bound checked here is violated: the engine found a statement false (see the notes)",
+    "partial": "a part was not measured (an input such as a checkpoint was not given): what is missing is listed",
+    "error": "a part raised an exception: a bug; the traceback is shown",
+}
+"""The five statuses of an experiment, most severe last; the report prints this legend."""
+
+STATUSES = tuple(STATUS_LEGEND)
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile: value +- Z95 * stderr is a 95% interval
 
 
 @dataclass
@@ -56,10 +54,16 @@ class ExperimentResult:
     config : dict
         The config the result was computed from (canonical JSON).
     status : str
-        ``"ok"`` (everything computed), ``"partial"`` (some parts missing) or ``"unavailable"``
-        (nothing could be computed; see ``missing``).
+        One of :data:`STATUSES`, set by :meth:`finish` from the lists below, the most severe
+        that applies: ``"error"`` (a part raised), ``"partial"`` (a part not measured),
+        ``"finding"`` (a claim violated), ``"vacuous"`` (a check that says nothing), else ``"ok"``.
     missing : list of str
-        One line per part that was not computed and why (e.g. a module that has not landed).
+        One line per part that was not computed and why (e.g. no checkpoint given).
+    findings : list of str
+        One line per claim or bound that the numbers here violate.
+    vacuous : list of str
+        One line per check that is trivially true here (a bound >= 1 on a probability, or a
+        bound whose regime no point of the grid reaches).
     tables : dict
         Table name -> list of row dicts (the same keys in every row).
     data : dict
@@ -77,6 +81,8 @@ class ExperimentResult:
     config: dict
     status: str = "ok"
     missing: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    vacuous: list = field(default_factory=list)
     tables: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
@@ -90,17 +96,64 @@ class ExperimentResult:
     def from_json(cls, payload: dict) -> "ExperimentResult":
         return cls(**payload)
 
+    def badges(self) -> list[str]:
+        """Every status that applies, the most severe first (``["ok"]`` when none of the others does)."""
+        applies = {"error": bool(self.errors) or self.status == "error", "partial": bool(self.missing),
+                   "finding": bool(self.findings), "vacuous": bool(self.vacuous)}
+        out = [s for s in reversed(STATUSES) if applies.get(s)]
+        return out or ["ok"]
+
     def finish(self, started: float) -> "ExperimentResult":
         """Set ``status`` from what was computed and record the elapsed time."""
-        has_output = bool(self.tables) or bool(self.data)
-        if self.errors and not has_output:
-            self.status = "error"
-        elif self.missing or self.errors:
-            self.status = "partial" if has_output else "unavailable"
-        else:
-            self.status = "ok"
+        self.status = self.badges()[0]
         self.elapsed_s = time.perf_counter() - started
         return self
+
+
+class StepsNeeded(NamedTuple):
+    """Smallest grid ``N`` meeting a target, with its 95% range when the values are estimates.
+
+    Attributes
+    ----------
+    steps : int or None
+        Smallest grid ``N`` from which the value stays ``<= target`` (``None``: not at the last ``N``).
+    lo : int or None
+        Smallest grid ``N`` whose 95% lower limit is ``<= target``: below it the target is missed
+        with 95% confidence.
+    hi : int or None
+        Smallest grid ``N`` from which the 95% upper limit stays ``<= target``: from there on the
+        target is met with 95% confidence.
+    monte_carlo : bool
+        Whether any value had an interval (``lo = steps = hi`` for exact values).
+    """
+
+    steps: int | None
+    lo: int | None
+    hi: int | None
+    monte_carlo: bool
+
+
+def _first_stable(points: list[tuple[int, float]], target: float) -> int | None:
+    best = None
+    for n, v in reversed(points):
+        if not v <= target:
+            break
+        best = n
+    return best
+
+
+def steps_needed_range(points: Iterable[tuple[int, float, float, float]], target: float) -> StepsNeeded:
+    """:class:`StepsNeeded` from ``(N, value, lower, upper)`` on a grid of ``N`` (any order).
+
+    ``lower``/``upper`` are the 95% limits of ``value`` (both equal to it when it is exact).
+    """
+    pts = sorted(points)
+    return StepsNeeded(
+        steps=_first_stable([(n, v) for n, v, _, _ in pts], target),
+        lo=next((n for n, _, lo, _ in pts if lo <= target), None),
+        hi=_first_stable([(n, hi) for n, _, _, hi in pts], target),
+        monte_carlo=any(lo < v or hi > v for _, v, lo, hi in pts),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Experiment 5 -- cost: expected vs measured network calls (NFE) under caching; MDM vs AR timing.
 
 With the ``ddpm_cache`` sampler a network call happens at step 1 and after every step ``i < N``
-that revealed something (MATH.md section 1), so for one sequence of length ``L``
+that revealed something (``numerics/sampling/samplers.py``), so for one sequence of length ``L``
 ``E[NFE] = 1 + sum_{i<N} (1 - (1 - pi_i)^L)`` (:meth:`numerics.schedules.Schedule.expected_nfe`).
 
 Two independent measurements are set against the formula:
@@ -25,10 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from numerics.languages.presets import load_language
+from numerics.sampling.denoiser import OracleDenoiser
+from numerics.sampling.samplers import sample_factorized
 from numerics.schedules import make_schedule
 
 from ..cache import ResultCache
-from ._base import ExperimentResult, Parts, Plot, need, point_cache, progress_iter
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
 
 NAME = "cost"
 TITLE = "Cost: network calls (NFE) vs steps under caching"
@@ -111,17 +114,13 @@ class _CountingDenoiser:
 
 def _sampler_point(cfg: Config, n_steps: int) -> dict:
     """Run the sampler (generic path, ``ddpm_cache``) one sequence at a time and count the calls."""
-    samplers = need("numerics.sampling.samplers", "sample_factorized")
-    presets = need("numerics.languages.presets", "load_language")
-    from numerics.sampling.denoiser import OracleDenoiser
-
-    lang = presets.load_language(cfg.sampler_language)
+    lang = load_language(cfg.sampler_language)
     sched = make_schedule("linear", n_steps)
     rng = np.random.default_rng([cfg.seed, 7, n_steps])
     counted, reported = [], []
     for _ in range(cfg.sampler_samples):
         den = _CountingDenoiser(OracleDenoiser(lang))
-        res = samplers.sample_factorized(den, sched, 1, cfg.sampler_length, rng, cache=True, path="generic")
+        res = sample_factorized(den, sched, 1, cfg.sampler_length, rng, cache=True, path="generic")
         counted.append(den.calls)
         reported.append(int(np.sum(res.nfe)))
     nfe = np.asarray(counted, dtype=float)
@@ -201,7 +200,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                             f"{r['seconds_per_batch'] / ar[0]['seconds_per_batch']:.3g} (median of {r['repeats']} repeats, "
                             "warm-up excluded).")
     else:
-        out.notes.append("MDM vs AR timing: not measured (no MDM and AR checkpoints given).")
+        out.missing.append("MDM vs AR timing: not measured (no MDM and AR checkpoints given).")
     parts.record(out)
     return out.finish(started)
 

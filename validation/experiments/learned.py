@@ -169,6 +169,13 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         if t43:
             out.tables["theorems_with_eps_learning"] = t43
             broken = [t for t in t43 if t["thm43_holds"] is False]
+            out.findings.extend(f"Theorem 4.3 violated: {t['model']}, N = {t['steps']}, eps_learning = "
+                                f"{t['eps_learning']}: SER {t['measured_ser']:.4g} > bound {t['thm43_ser_upper']:.4g}"
+                                for t in broken)
+            trivial = [t for t in t43 if t["thm43_ser_upper"] >= 1.0]
+            if trivial:
+                out.vacuous.append(f"Theorem 4.3's SER bound is >= 1 (vacuous) at {len(trivial)} of {len(t43)} "
+                                   "(model, N, eps statistic) points")
             out.notes.append(
                 f"Theorem 4.3 with the measured eps_learning: {len(t43) - len(broken)} of {len(t43)} (model, N, "
                 "eps statistic) points have the measured SER below the bound"
@@ -217,6 +224,6 @@ def plot(result: ExperimentResult) -> list[Plot]:
         ax.set_ylabel(label)
         legend(ax, fontsize=7)
         plots.append(Plot(f"{metric}_learned_vs_oracle", fig,
-                          f"{label.capitalize()} of trained models vs the oracle factorized sampler at the same steps "
+                          f"{label[0].upper() + label[1:]} of trained models vs the oracle factorized sampler at the same steps "
                           "and schedule (95% intervals), with true samples of the language for reference."))
     return plots

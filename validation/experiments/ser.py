@@ -19,7 +19,7 @@ import numpy as np
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, steps_needed_range
 
 NAME = "ser"
 TITLE = "SER vs steps: pruned presets and the Theorem 4.4 interval language"
@@ -118,17 +118,47 @@ def _steps_needed(cfg: Config, L: int, threshold: float, validity: _Validity) ->
 
 
 def _preset_steps_needed(cfg: Config, rows: list[dict]) -> list[dict]:
-    """Smallest grid ``N`` whose Monte Carlo SER estimate is <= each threshold (coarse: grid and MC noise)."""
+    """Steps needed for each SER threshold on the pruned presets, from the Monte Carlo points.
+
+    The smallest grid ``N`` from which the estimate stays below the threshold, with its 95% range
+    from the binomial (Clopper-Pearson) limits (:func:`~validation.experiments._base.steps_needed_range`);
+    coarse: limited by the grid and the sample size.
+    """
     out = []
     for lang in cfg.languages:
         for L in cfg.lengths:
-            pts = sorted((r for r in rows if r["language"] == lang and r["length"] == L), key=lambda r: r["steps"])
+            pts = [(r["steps"], r["ser"], r["ser"] if r["ser_lower"] is None else r["ser_lower"],
+                    r["ser"] if r["ser_upper"] is None else r["ser_upper"])
+                   for r in rows if r["language"] == lang and r["length"] == L]
             for thr in cfg.thresholds:
-                hit = next((r for r in pts if r["ser"] <= thr), None)
-                out.append({"language": lang, "length": L, "threshold": thr,
-                            "steps_needed_grid": hit["steps"] if hit else None,
-                            "ser_at": hit["ser"] if hit else None})
+                n = steps_needed_range(pts, thr)
+                at = {N: v for N, v, _, _ in pts}
+                out.append({"language": lang, "length": L, "threshold": thr, "steps_needed_grid": n.steps,
+                            "steps_needed_lo": n.lo, "steps_needed_hi": n.hi,
+                            "ser_at": at.get(n.steps) if n.steps else None})
     return out
+
+
+def _check_lower_bounds(out: ExperimentResult, irows: list[dict]) -> None:
+    """Lemma C.6 (oracle ``p_e = 1/2``) and Theorem 4.4 (``p_e = 63/128``) are lower bounds on the
+    exact interval SER: a point below one is a finding; a bound of 0 says nothing (vacuous)."""
+    for key, name in (("lemma_c6_lower_bound", "Lemma C.6 (p_e = 1/2)"),
+                      ("thm44_lower_bound", "Theorem 4.4 (p_e = 63/128)")):
+        pts = [r for r in irows if r[key] is not None and r["exact_ser"] is not None]
+        if not pts:
+            continue
+        bad = [r for r in pts if r["exact_ser"] < r[key] * (1 - _RTOL_BOUND)]
+        out.findings.extend(f"{name} violated: L = {r['length']}, N = {r['steps']}: exact SER {r['exact_ser']:.6g} "
+                            f"< lower bound {r[key]:.6g}" for r in bad)
+        trivial = [r for r in pts if r[key] <= 0.0]
+        if len(trivial) == len(pts):
+            out.vacuous.append(f"{name}: the lower bound is 0 at every one of the {len(pts)} points")
+        elif not bad:
+            out.notes.append(f"{name}: the exact SER is at or above the lower bound at all {len(pts)} points"
+                             + (f" (the bound is 0, so says nothing, at {len(trivial)})." if trivial else "."))
+
+
+_RTOL_BOUND = 1e-12  # float64 round-off between the closed-form SER and the closed-form bound
 
 
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
@@ -170,6 +200,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                           "thm44_lower_bound": b.get("thm44_ser_lower") if b else None})
     if irows:
         out.tables["interval_ser"] = irows
+        _check_lower_bounds(out, irows)
 
     # steps needed vs L, with a fitted slope
     nrows = []
@@ -213,114 +244,132 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         cross = [(L, mine[L], t + 1) for L, t in zip(const["lengths"], const["true_n_max"]) if L in mine]
         if cross and cfg.schedule == "linear":
             agree = all(a == b for _, a, b in cross)
-            out.notes.append("Cross-check: steps needed for SER <= 1/2 found here "
-                             + ("agree with" if agree else "DISAGREE with")
-                             + " theory.negative.true_threshold (N_max + 1) at every length"
-                             + ("." if agree else ": " + ", ".join(f"L={L}: {a} vs {b}" for L, a, b in cross) + "."))
+            if agree:
+                out.notes.append("Cross-check: steps needed for SER <= 1/2 found here agree with "
+                                 "theory.true_threshold (N_max + 1) at every length.")
+            else:  # two computations of one number disagree: a bug, shown as an error
+                out.errors["cross-check with theory.true_threshold"] = (
+                    "steps needed for SER <= 1/2 (search here vs N_max + 1 of theory.true_threshold): "
+                    + ", ".join(f"L={L}: {a} vs {b}" for L, a, b in cross if a != b))
     parts.record(out)
     return out.finish(started)
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
-    from ._style import language_color, length_styles, new_figure, legend
-
     plots = []
-    rows = result.tables.get("preset_ser", [])
-    if rows:
-        langs = list(dict.fromkeys(r["language"] for r in rows))
-        lengths = sorted({r["length"] for r in rows})
-        styles = length_styles(lengths)
-        fig, axes = new_figure(ncols=len(langs))
-        for ax, lang in zip(axes[0], langs):
-            for L in lengths:
-                pts = sorted((r for r in rows if r["language"] == lang and r["length"] == L), key=lambda r: r["steps"])
-                if not pts:
-                    continue
-                st = styles[L]
-                x = [r["steps"] for r in pts]
-                ax.plot(x, [r["ser"] for r in pts], color=language_color(lang), marker=st["marker"],
-                        linestyle=st["linestyle"], alpha=st["alpha"], markersize=3, label=f"L={L}")
-                if all(r["ser_lower"] is not None for r in pts):
-                    ax.fill_between(x, [r["ser_lower"] for r in pts], [r["ser_upper"] for r in pts],
-                                    color=language_color(lang), alpha=0.15, linewidth=0)
-            ax.set_xscale("log", base=2)
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("steps N")
-            ax.set_ylabel("SER")
-            ax.set_title(lang)
-            legend(ax, fontsize=7)
-        plots.append(Plot("preset_ser_vs_steps", fig,
-                          "SER of the oracle factorized sampler on the pruned presets vs steps (Monte Carlo with an "
-                          "exact support check; bands: 95% binomial intervals)."))
+    if result.tables.get("preset_ser"):
+        plots.append(_plot_presets(result.tables["preset_ser"]))
+    if result.tables.get("interval_ser"):
+        plots.append(_plot_interval(result.tables["interval_ser"], result.config.get("interval")))
+    if result.tables.get("steps_needed"):
+        plots.append(_plot_steps_needed(result.tables["steps_needed"], result.tables.get("slope_fit", []),
+                                        result.tables.get("preset_steps_needed", [])))
+    return plots
 
-    irows = result.tables.get("interval_ser", [])
-    if irows:
-        lengths = sorted({r["length"] for r in irows})
-        fig, axes = new_figure(ncols=2)
-        color = language_color("interval")
-        styles = length_styles(lengths)
-        for k, xkey in enumerate(("steps", "steps_per_length")):
-            ax = axes[0, k]
-            for L in lengths:
-                pts = sorted((r for r in irows if r["length"] == L), key=lambda r: r["steps"])
-                st = styles[L]
-                ex = [(r[xkey], r["exact_ser"]) for r in pts if r["exact_ser"] is not None]
-                if ex:
-                    ax.plot(*zip(*ex), color=color, marker=st["marker"], linestyle=st["linestyle"],
-                            alpha=st["alpha"], markersize=3, label=f"exact, L={L}")
-                lb = [(r[xkey], r["lemma_c6_lower_bound"]) for r in pts if r["lemma_c6_lower_bound"] is not None]
-                if lb:
-                    ax.plot(*zip(*lb), color="k", linestyle=st["linestyle"], linewidth=0.8, alpha=st["alpha"],
-                            label=f"Lemma C.6 bound (p_e = 1/2), L={L}")
-            ax.axhline(0.5, color="0.5", linewidth=0.6, linestyle=":")
-            ax.set_xscale("log", base=2)
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("steps N" if xkey == "steps" else "steps per token N / L")
-            ax.set_ylabel("SER")
-            legend(ax, fontsize=6)
-        axes[0, 0].set_title(f"interval language, l = {result.config.get('interval')}")
-        axes[0, 1].set_title("same, against N / L")
-        plots.append(Plot("interval_ser_vs_steps", fig,
-                          "Exact SER 1 - (E[2^-c])^(L/l) of the interval language (Theorem 4.4) vs N and vs N/L; "
-                          "black: Lemma C.6's lower bound with the oracle's p_e = 1/2 (Theorem 4.4 uses p_e = 63/128 "
-                          "for eps_learning < 1/128; see the table). Curves collapsing against N/L mean the steps "
-                          "needed grow linearly in L."))
 
-    nrows = result.tables.get("steps_needed", [])
-    if nrows:
-        fig, axes = new_figure(width=5.6, height=4.2)
-        ax = axes[0, 0]
-        fits = {f["threshold"]: f for f in result.tables.get("slope_fit", [])}
-        for k, thr in enumerate(sorted({r["threshold"] for r in nrows}, reverse=True)):
-            pts = sorted((r["length"], r["steps_needed"]) for r in nrows if r["threshold"] == thr and r["steps_needed"])
+def _plot_presets(rows: list[dict]) -> Plot:
+    from ._style import figure_legend, language_panels, length_handles
+
+    fig, panels, lengths, styles = language_panels(rows, log_y=False)
+    axes = [p.ax for p in panels]
+    for ax, lang, color, series in panels:
+        for L, pts in series.items():
             if not pts:
                 continue
-            x, y = zip(*pts)
-            ax.plot(x, y, marker="os"[k % 2], linestyle="none", color=language_color("interval"),
-                    label=f"interval, SER <= {thr} (exact)")
-            if thr in fits:
-                f = fits[thr]
-                xs = np.array([min(x), max(x)], dtype=float)
-                ax.plot(xs, np.exp(f["intercept"]) * xs ** f["slope"], color=language_color("interval"),
-                        linestyle=["-", "--"][k % 2], linewidth=0.9,
-                        label=f"fit: slope {f['slope']:.3f}")
-        preset = result.tables.get("preset_steps_needed", [])
-        for lang in dict.fromkeys(r["language"] for r in preset):
-            for thr, marker in zip(sorted({r["threshold"] for r in preset}, reverse=True), ("^", "v", "s", "D")):
-                pts = sorted((r["length"], r["steps_needed_grid"]) for r in preset
-                             if r["language"] == lang and r["threshold"] == thr and r["steps_needed_grid"])
-                if pts:
-                    ax.plot(*zip(*pts), marker=marker, linestyle=":", linewidth=0.8, markersize=4,
-                            color=language_color(lang), label=f"{lang}, SER <= {thr} (MC, grid)")
+            st = styles[L]
+            x = [r["steps"] for r in pts]
+            ax.plot(x, [r["ser"] for r in pts], color=color, marker=st["marker"],
+                    linestyle=st["linestyle"], alpha=st["alpha"], markersize=3)
+            if all(r["ser_lower"] is not None for r in pts):
+                ax.fill_between(x, [r["ser_lower"] for r in pts], [r["ser_upper"] for r in pts],
+                                color=color, alpha=0.15, linewidth=0)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("steps N")
+        ax.set_ylabel("SER")
+        ax.set_title(lang)
+    figure_legend(fig, axes, length_handles(lengths, styles), ncol=4)
+    return Plot("preset_ser_vs_steps", fig,
+                "SER of the oracle factorized sampler on the pruned presets vs steps (Monte Carlo with an exact "
+                "support check; bands: 95% Clopper-Pearson intervals).")
+
+
+def _plot_interval(irows: list[dict], l: int | None) -> Plot:
+    from ._style import figure_legend, language_color, legend_key, length_handles, length_styles, panel_grid
+
+    lengths = sorted({r["length"] for r in irows})
+    fig, axes = panel_grid(2)
+    color = language_color("interval")
+    styles = length_styles(lengths)
+    for ax, xkey in zip(axes, ("steps", "steps_per_length")):
+        for L in lengths:
+            pts = sorted((r for r in irows if r["length"] == L), key=lambda r: r["steps"])
+            st = styles[L]
+            ex = [(r[xkey], r["exact_ser"]) for r in pts if r["exact_ser"] is not None]
+            if ex:
+                ax.plot(*zip(*ex), color=color, marker=st["marker"], linestyle=st["linestyle"],
+                        alpha=st["alpha"], markersize=3)
+            lb = [(r[xkey], r["lemma_c6_lower_bound"]) for r in pts if r["lemma_c6_lower_bound"] is not None]
+            if lb:
+                ax.plot(*zip(*lb), color="k", linestyle=st["linestyle"], linewidth=0.8, alpha=st["alpha"])
+        ax.axhline(0.5, color="0.5", linewidth=0.6, linestyle=":")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-        ax.set_xlabel("length L")
-        ax.set_ylabel("steps needed N")
-        ax.set_title("steps needed vs length")
-        legend(ax, fontsize=7)
-        plots.append(Plot("steps_needed_vs_length", fig,
-                          "Exact smallest N with SER <= 1/2 and <= 0.1 on the interval language vs L, with a "
-                          "least-squares line on log-log axes (Theorem 4.4: slope 1); dotted, in each preset's "
-                          "color: the smallest grid N whose Monte Carlo SER is below the threshold on the pruned "
-                          "presets (coarse: limited by the grid and the sample size)."))
-    return plots
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("steps N" if xkey == "steps" else "steps per token N / L")
+        ax.set_ylabel("SER")
+    axes[0].set_title(f"interval language, l = {l}")
+    axes[1].set_title("the same against N / L")
+    extra = length_handles(lengths, styles) + [
+        legend_key("exact SER", color=color),
+        legend_key("Lemma C.6 lower bound (p_e = 1/2)", color="k", linewidth=0.8)]
+    figure_legend(fig, axes, extra, ncol=3)
+    return Plot("interval_ser_vs_steps", fig,
+                "Exact SER 1 - (E[2^-c])^(L/l) of the interval language (Theorem 4.4) vs N and vs N/L; "
+                "black: Lemma C.6's lower bound with the oracle's p_e = 1/2 (Theorem 4.4 uses p_e = 63/128 "
+                "for eps_learning < 1/128; see the table). Curves collapsing against N/L mean the steps "
+                "needed grow linearly in L.")
+
+
+def _plot_steps_needed(nrows: list[dict], fits: list[dict], preset: list[dict]) -> Plot:
+    from ._style import language_color, legend, new_figure
+
+    fig, axes = new_figure(width=6.8, height=4.0)
+    ax = axes[0, 0]
+    fit_of = {f["threshold"]: f for f in fits}
+    for k, thr in enumerate(sorted({r["threshold"] for r in nrows}, reverse=True)):
+        pts = sorted((r["length"], r["steps_needed"]) for r in nrows if r["threshold"] == thr and r["steps_needed"])
+        if not pts:
+            continue
+        x, y = zip(*pts)
+        ax.plot(x, y, marker="os"[k % 2], linestyle="none", color=language_color("interval"),
+                label=f"interval, SER <= {thr} (exact)")
+        if thr in fit_of:
+            f = fit_of[thr]
+            xs = np.array([min(x), max(x)], dtype=float)
+            ax.plot(xs, np.exp(f["intercept"]) * xs ** f["slope"], color=language_color("interval"),
+                    linestyle=["-", "--"][k % 2], linewidth=0.9, label=f"fit: slope {f['slope']:.3f}")
+    langs = list(dict.fromkeys(r["language"] for r in preset))
+    for j, lang in enumerate(langs):
+        dodge = 2 ** (0.04 * (j - (len(langs) - 1) / 2))  # side by side, not on top of each other
+        for thr, marker in zip(sorted({r["threshold"] for r in preset}, reverse=True), ("^", "v", "s", "D")):
+            got = sorted((r for r in preset if r["language"] == lang and r["threshold"] == thr
+                          and r["steps_needed_grid"]), key=lambda r: r["length"])
+            if not got:
+                continue
+            y = [r["steps_needed_grid"] for r in got]
+            err = [[v - (r["steps_needed_lo"] or v) for v, r in zip(y, got)],
+                   [(r["steps_needed_hi"] or v) - v for v, r in zip(y, got)]]
+            ax.errorbar([r["length"] * dodge for r in got], y, yerr=err, marker=marker, linestyle=":",
+                        linewidth=0.8, markersize=4, capsize=2, color=language_color(lang),
+                        label=f"{lang}, SER <= {thr} (MC, 95% range)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("length L")
+    ax.set_ylabel("steps needed N")
+    ax.set_title("steps needed vs length")
+    legend(ax, fontsize=7)
+    return Plot("steps_needed_vs_length", fig,
+                "Exact smallest N with SER <= 1/2 and <= 0.1 on the interval language vs L, with a "
+                "least-squares line on log-log axes (Theorem 4.4: slope 1); dotted, in each preset's "
+                "color: the smallest grid N from which the Monte Carlo SER stays below the threshold on the "
+                "pruned presets, with its 95% range from the binomial limits (coarse: limited by the grid and "
+                "the sample size).")
