@@ -135,7 +135,6 @@ def _sequence(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x
               bufi):
     """Run one sequence; returns ``(calls, log q(x) - log p(x) term, dead)`` (``x`` written when sampling)."""
     L = x.shape[0]
-    V = marg.shape[1]
     rev[:] = False
     newf[:] = False
     _initial(kind, x, rev, init, succ, sprob, E, Pm, PmT, l, alpha, beta, marg, conf_kind, need_ent, conf_int,
