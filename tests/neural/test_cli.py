@@ -23,7 +23,7 @@ def test_train_evaluate_bench_end_to_end(tmp_path):
     for kind in ("mdm", "ar"):
         out = tmp_path / kind
         res = runner.invoke(main, ["train", "--language", str(path), "--model", kind, "--config", "tiny",
-                                   "--steps", "6", "--out", str(out), "--no-progress", "--json"])
+                                   "--train-steps", "6", "--out", str(out), "--no-progress", "--json"])
         assert res.exit_code == 0, res.output
         summary = json.loads(res.output.strip().splitlines()[-1])
         assert summary["complete"] and summary["step"] == 6 and summary["final"]["final"]
@@ -35,9 +35,9 @@ def test_train_evaluate_bench_end_to_end(tmp_path):
                                "--eps-sequences", "8", "--oracle", "--json", "--out", str(tmp_path / "ev.json")])
     assert res.exit_code == 0, res.output
     ev = json.loads(res.output)
-    assert [(r["denoiser"], r["steps"]) for r in ev["rows"]] == [("model", 2), ("oracle", 2), ("model", 8), ("oracle", 8)]
+    assert [(r["denoiser"], r["n_steps"]) for r in ev["rows"]] == [("model", 2), ("oracle", 2), ("model", 8), ("oracle", 8)]
     for r in ev["rows"]:
-        assert 1 <= r["nfe"] <= r["steps"] and 0 <= r["ser"] <= 1 and r["samples"] == 16
+        assert 1 <= r["nfe"] <= r["n_steps"] and 0 <= r["ser"] <= 1 and r["samples"] == 16
     assert ev["reference"]["true_samples"]["ser"] == 0.0
     assert ev["eps_learning"]["mean"] >= 0 and ev["eps_learning"]["positions"] > 0
     assert json.loads((tmp_path / "ev.json").read_text())["rows"] == ev["rows"]
@@ -51,7 +51,7 @@ def test_train_evaluate_bench_end_to_end(tmp_path):
                                "--batch", "2", "--steps", "4,8", "--repeats", "2", "--json"])
     assert res.exit_code == 0, res.output
     bench = json.loads(res.output)
-    assert bench["ar"]["nfe"] == 8 and [r["steps"] for r in bench["mdm"]] == [4, 8]
+    assert bench["ar"]["nfe"] == 8 and [r["n_steps"] for r in bench["mdm"]] == [4, 8]
     assert set(bench["speedup_vs_ar"]) == {"4", "8"}
 
     res = runner.invoke(main, ["bench", "sampling", "--config", "tiny", "--vocab", "3", "--batch", "2",

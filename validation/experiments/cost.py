@@ -137,10 +137,12 @@ def _sampler_point(cfg: Config, n_steps: int) -> dict:
 
 def _timing(cfg: Config) -> dict:
     """MDM vs AR sampling wall-clock (``neural.timing``: warm-up excluded, median of repeats)."""
-    from . import _engine as eng
+    from neural.timing import compare_sampling
+    from neural.train import load_checkpoint
 
-    res = eng.time_sampling(cfg.mdm_checkpoint, cfg.ar_checkpoint, cfg.timing_steps, cfg.timing_batch,
-                            cfg.timing_repeats)
+    mdm = load_checkpoint(cfg.mdm_checkpoint).build_model("cpu")
+    ar = load_checkpoint(cfg.ar_checkpoint).build_model("cpu")
+    res = compare_sampling(mdm, ar, batch=cfg.timing_batch, n_steps=(cfg.timing_steps,), repeats=cfg.timing_repeats)
     rows = []
     for r in [res["ar"], *res["mdm"]]:
         d = dict(r) if isinstance(r, dict) else {k: getattr(r, k) for k in r.__dataclass_fields__}
@@ -195,7 +197,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                 for r in (r for r in timing["rows"] if r.get("model") == "mdm"):
                     if ar:
                         out.notes.append(
-                            f"Timing (batch {r['batch']}, L = {r['length']}, {r['device']}): MDM at N = {r['steps']} "
+                            f"Timing (batch {r['batch']}, L = {r['length']}, {r['device']}): MDM at N = {r['n_steps']} "
                             f"({r['nfe']:.1f} network calls) {r['seconds_per_batch']:.3g} s per batch vs AR with KV cache "
                             f"({ar[0]['nfe']:.0f} calls) {ar[0]['seconds_per_batch']:.3g} s: ratio MDM / AR = "
                             f"{r['seconds_per_batch'] / ar[0]['seconds_per_batch']:.3g} (median of {r['repeats']} repeats, "

@@ -74,8 +74,8 @@ def _rows(ev: dict, label: str) -> tuple[list[dict], dict | None]:
     by_steps: dict[int, dict] = {}
     for r in ev.get("rows", []):
         who = r.get("denoiser", "model") if kind == "mdm" else "model"
-        row = by_steps.setdefault(int(r["steps"]), {
-            "model": label, "kind": kind, "language": ev.get("language"), "steps": int(r["steps"]),
+        row = by_steps.setdefault(int(r["n_steps"]), {
+            "model": label, "kind": kind, "language": ev.get("language"), "steps": int(r["n_steps"]),
             "data_ppl": ref.get("gen_ppl"), "data_ser": ref.get("ser")})
         prefix = "" if who == "model" else "oracle_"
         lo_g, hi_g = r.get("gen_ppl_ci", (None, None))
