@@ -36,7 +36,7 @@ from .model import AutoregressiveTransformer, Transformer
 from .sample import TorchDenoiser, sample_ar, sampler_schedule
 
 __all__ = ["EpsLearning", "LearningPart", "SampleQuality", "measure_eps_learning", "learning_part",
-           "position_kl", "sample_quality", "evaluate_checkpoint", "EPS_QUANTILES"]
+           "position_kl", "sample_quality", "sampler_curve", "evaluate_checkpoint", "EPS_QUANTILES"]
 
 EPS_QUANTILES = (0.5, 0.9, 0.99)
 
@@ -166,10 +166,10 @@ def learning_part(model, language: Language, sequences: np.ndarray, schedule: Sc
     for s in range(0, n, batch_size):
         x = seqs[s : s + batch_size]
         b = x.shape[0]
-        steps = schedule.sample_steps(rng, (b, L))
-        pick = steps[np.arange(b), rng.integers(0, L, size=b)]  # (b,) the step of a uniform position
-        mask = steps >= pick[:, None]
-        same = steps == pick[:, None]
+        reveal_steps = schedule.sample_steps(rng, (b, L))
+        pick = reveal_steps[np.arange(b), rng.integers(0, L, size=b)]  # (b,) the step of a uniform position
+        mask = reveal_steps >= pick[:, None]
+        same = reveal_steps == pick[:, None]
         kl = position_kl(den, language, x, mask, backend)
         vals[s : s + b] = (kl * same).sum(axis=1) / same.sum(axis=1)
         fracs[s : s + b] = mask.mean(axis=1)
@@ -226,9 +226,31 @@ def _quality_row(language: Language, tokens: np.ndarray, prefixes: Sequence[int]
     return row
 
 
+def sampler_curve(den, language: Language, length: int, n_steps: Sequence[int], seeds: Sequence, *,
+                  samples: int, schedule: str = "mdlm", batch_size: int | None = None, draw: str = "float64",
+                  prefixes: Sequence[int] = (), label: str = "model") -> list[dict]:
+    """Generative perplexity, SER and realized NFE of the factorized sampler with denoiser ``den`` at each ``N``.
+
+    One row per ``N`` (``ddpm_cache``, ``schedule``), the sampler's random stream seeded by the
+    matching entry of ``seeds``: the learned model and the oracle run through this one function
+    with the same seeds, so their samples differ only by the denoiser.
+    """
+    rows = []
+    bs = batch_size or samples
+    for N, seed in zip(n_steps, seeds):
+        sched = sampler_schedule(schedule, int(N))
+        t0 = time.perf_counter()
+        res = sample_factorized(den, sched, samples, length, np.random.default_rng(seed), batch_size=bs,
+                                cache=True, draw=draw)
+        rows.append({"sampler": "ddpm_cache", "denoiser": label, "n_steps": int(N), "nfe": res.mean_nfe,
+                     "expected_nfe": sched.expected_nfe(length, min(bs, samples)),
+                     "seconds": time.perf_counter() - t0, **_quality_row(language, res.tokens, prefixes)})
+    return rows
+
+
 def evaluate_checkpoint(
     checkpoint,
-    steps: Sequence[int] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+    n_steps: Sequence[int] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048),
     *,
     samples: int = 256,
     seed: int = 0,
@@ -263,7 +285,7 @@ def evaluate_checkpoint(
     dev = pick_device(device)
     model = ck.build_model(dev)
     L = cfg.model.length
-    ref_seed, eps_seed, ar_seed, *step_seeds = np.random.SeedSequence(seed).spawn(3 + len(steps))
+    ref_seed, eps_seed, ar_seed, *step_seeds = np.random.SeedSequence(seed).spawn(3 + len(n_steps))
     truth = lang.sample(samples, L, np.random.default_rng(ref_seed))
     result: dict = {
         "checkpoint": str(getattr(ck, "path", "")), "model": cfg.model.kind, "language": cfg.language,
@@ -280,24 +302,23 @@ def evaluate_checkpoint(
         return result
     result["schedule"] = schedule
     den = TorchDenoiser(model)
-    for N, ss in zip(steps, step_seeds):
-        sched = sampler_schedule(schedule, int(N))
-        sample_seed, learn_seed = ss.spawn(2)
-        runs = [("model", den)] + ([("oracle", OracleDenoiser(lang, strict=False))] if oracle else [])
-        for who, d in runs:
-            t0 = time.perf_counter()
-            res = sample_factorized(d, sched, samples, L, np.random.default_rng(sample_seed), batch_size=bs,
-                                    cache=True, draw=draw)
-            row = {"sampler": "ddpm_cache", "denoiser": who, "n_steps": int(N), "nfe": res.mean_nfe,
-                   "expected_nfe": sched.expected_nfe(L, min(bs, samples)),
-                   "seconds": time.perf_counter() - t0, **_quality_row(lang, res.tokens, prefixes)}
-            if learning and who == "model":
-                val = lang.sample(eps_sequences, L, np.random.default_rng(learn_seed))
-                part = learning_part(den, lang, val, sched, np.random.default_rng(learn_seed))
-                row["learning_part"] = {"value": part.value, "stderr": part.stderr, "samples": part.samples,
-                                        "masked_fraction": part.masked_fraction.tolist(),
-                                        "step_kl": part.step_kl.tolist()}
-            result["rows"].append(row)
+    sample_seeds, learn_seeds = zip(*(ss.spawn(2) for ss in step_seeds))
+    curve = sampler_curve(den, lang, L, n_steps, sample_seeds, samples=samples, schedule=schedule, batch_size=bs,
+                          draw=draw, prefixes=prefixes)
+    if learning:
+        for row, learn_seed in zip(curve, learn_seeds):
+            val = lang.sample(eps_sequences, L, np.random.default_rng(learn_seed))
+            part = learning_part(den, lang, val, sampler_schedule(schedule, row["n_steps"]),
+                                 np.random.default_rng(learn_seed))
+            row["learning_part"] = {"value": part.value, "stderr": part.stderr, "samples": part.samples,
+                                    "masked_fraction": part.masked_fraction.tolist(), "step_kl": part.step_kl.tolist()}
+    oracle_curve = (sampler_curve(OracleDenoiser(lang, strict=False), lang, L, n_steps, sample_seeds, samples=samples,
+                                  schedule=schedule, batch_size=bs, draw=draw, prefixes=prefixes, label="oracle")
+                    if oracle else [])
+    for k, row in enumerate(curve):
+        result["rows"].append(row)
+        if oracle_curve:
+            result["rows"].append(oracle_curve[k])
     val = lang.sample(eps_sequences, L, np.random.default_rng(eps_seed))
     result["eps_learning"] = asdict(measure_eps_learning(den, lang, val, np.random.default_rng(eps_seed)))
     return result

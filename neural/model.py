@@ -1,7 +1,7 @@
 """The transformer shared by the masked diffusion model (MDM) and the autoregressive baseline (AR).
 
 One block type serves both (docs/neural.md): pre-norm, LayerNorm without bias, rotary position
-embeddings (no absolute positions), multi-head attention, GELU MLP ``4d``, dropout. The two
+embeddings (plus learned absolute ones only when the config asks), multi-head attention, GELU MLP ``4d``, dropout. The two
 kinds differ in three places, each resolved once by the class (:func:`build_model` picks it):
 
 * :class:`MaskedDiffusionTransformer` (MDLM's DiT with time conditioning off): full
@@ -145,6 +145,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         adaln = self._adaln()
         self.embed = nn.Embedding(cfg.n_inputs, cfg.width)
+        self.positions = nn.Embedding(cfg.length, cfg.width) if cfg.absolute_positions else None
         self.blocks = nn.ModuleList(Block(cfg, self.causal, adaln) for _ in range(cfg.n_layers))
         self.norm_f = nn.LayerNorm(cfg.width, bias=False)
         self.head = nn.Linear(cfg.width, cfg.n_outputs)
@@ -193,6 +194,10 @@ class Transformer(nn.Module):
         start = cache.length if cache is not None else 0
         cos, sin = self._tables(start, T)
         x = self.embed(ids)  # (B, T, C)
+        if self.positions is not None:
+            if start + T > self.cfg.length:
+                raise ValueError(f"absolute position embeddings cover L = {self.cfg.length} positions, got {start + T}")
+            x = x + self.positions(torch.arange(start, start + T, device=ids.device))
         c = self._conditioning()  # (1, cond_dim) or None
         for i, block in enumerate(self.blocks):
             x = block(x, c, cos, sin, cache=cache, layer=i)

@@ -63,3 +63,28 @@ def test_train_evaluate_bench_end_to_end(tmp_path):
     (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
     bad = runner.invoke(main, ["evaluate", str(tmp_path / "broken.pt")])
     assert bad.exit_code != 0 and "corrupt" in str(bad.exception)
+
+
+def test_train_overrides_are_stored_and_a_different_config_is_named(tmp_path):
+    lang = NGram(2, np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]))
+    path = tmp_path / "two.npz"
+    lang.save(path)
+    out = tmp_path / "run"
+    base = ["train", "--language", str(path), "--config", "tiny", "--out", str(out), "--no-progress", "--json",
+            "--threads", "1"]
+    runner = CliRunner()
+    res = runner.invoke(main, base + ["-L", "6", "--width", "16", "--depth", "1", "--heads", "2", "--lr", "0.01",
+                                      "--train-steps", "3", "--batch-size", "8"])
+    assert res.exit_code == 0, res.output
+    cfg = json.loads(res.output.strip().splitlines()[-1])["config"]
+    assert (cfg["model"]["length"], cfg["model"]["width"], cfg["model"]["n_layers"], cfg["model"]["n_heads"]) == (6, 16, 1, 2)
+    assert (cfg["train"]["lr"], cfg["train"]["train_steps"], cfg["train"]["batch_size"]) == (0.01, 3, 8)
+    assert json.loads((out / "metrics.json").read_text())["config"] == cfg
+    same = ["-L", "6", "--width", "16", "--depth", "1", "--heads", "2", "--train-steps", "3", "--batch-size", "8"]
+    bad = runner.invoke(main, base + same + ["--lr", "0.02"])
+    assert bad.exit_code != 0 and "train.lr: 0.01 in the run, 0.02 asked" in bad.output
+    assert "Traceback" not in bad.output and "'model':" not in bad.output  # no config dicts dumped
+    longer = runner.invoke(main, base + same[:-4] + ["--train-steps", "5", "--batch-size", "8", "--lr", "0.01"])
+    assert longer.exit_code == 0, longer.output
+    summary = json.loads(longer.output.strip().splitlines()[-1])
+    assert summary["step"] == 5 and summary["complete"] and summary["config"]["train"]["train_steps"] == 5

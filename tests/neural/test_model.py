@@ -78,7 +78,7 @@ def test_presets_match_the_recipe_and_round_trip():
     assert paper.train.warmup_frac == 0.1 and paper.train.ema_decay == 0.9999 and paper.train.grad_clip == 1.0
     assert make_config("paper", language="4gram", kind="ar", vocab_size=8).model.n_layers == 10
     small = make_config("cpu-small", language="2gram", kind="mdm", vocab_size=8, seed=3)
-    assert (small.model.length, small.model.width, small.model.n_layers) == (64, 128, 4)
+    assert (small.model.length, small.model.width, small.model.n_layers) == (32, 64, 3)
     assert small.train.seed == 3
     for cfg in (paper, small):
         assert run_config_from_dict(cfg.to_dict()) == cfg
@@ -208,3 +208,21 @@ def test_paper_config_builds_and_runs_one_sequence(kind):
     with torch.no_grad():
         out = m(torch.randint(0, 8, (1, cfg.length)))
     assert out.shape == (1, 512, 9 if kind == "mdm" else 8)
+
+
+def test_absolute_positions_break_shift_invariance_and_are_bounded():
+    cfg = ModelConfig(kind="mdm", vocab_size=5, length=6, width=16, n_layers=1, n_heads=2, cond_dim=4,
+                      absolute_positions=True)
+    torch.manual_seed(0)
+    m = build_model(cfg).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+        x = torch.randint(0, 5, (2, 6), generator=torch.Generator().manual_seed(1))
+        out = m(x)
+        m.positions.weight.zero_()  # without them the network is the rotary-only one
+        assert not torch.allclose(m(x)[..., :5], out[..., :5], atol=1e-4)
+    with pytest.raises(ValueError, match="absolute position"):
+        m(torch.full((1, 7), 5))
+    with pytest.raises(ValueError, match="absolute_positions"):
+        ModelConfig(kind="mdm", vocab_size=5, length=6, absolute_positions=1)
