@@ -190,7 +190,7 @@ class Transformer(nn.Module):
         return self.rot_cos[start : start + T], self.rot_sin[start : start + T]
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        B, T = ids.shape
+        T = ids.shape[1]
         start = cache.length if cache is not None else 0
         cos, sin = self._tables(start, T)
         x = self.embed(ids)  # (B, T, C)

@@ -125,8 +125,16 @@ class Checkpoint:
         """The network with EMA weights (if kept and ``use_ema``), in eval mode."""
         model = build_model(self.config.model)
         state = self.ema_state if (use_ema and self.ema_state is not None) else self.model_state
-        model.load_state_dict(state)
+        _load_state(model, state, self.path)
         return model.to(device).eval()
+
+
+def _load_state(module: Any, state: Any, path: Path | None) -> None:
+    """``module.load_state_dict(state)``; weights that do not fit the saved config are a :class:`CheckpointError`."""
+    try:
+        module.load_state_dict(state)
+    except (RuntimeError, ValueError, TypeError, KeyError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds weights that do not fit its config: {exc}") from exc
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Checkpoint:
@@ -317,11 +325,11 @@ def _initial_state(cfg: RunConfig, dev: torch.device, ckpt_path: Path, fingerpri
     state.segments = _resume_segments(ck, cfg, ckpt_path)
     if ck.language_fingerprint not in (None, fingerprint):
         raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
-    model.load_state_dict(ck.model_state)
+    _load_state(model, ck.model_state, ckpt_path)
     if ema is not None and ck.ema_state is not None:
-        ema.load_state_dict(ck.ema_state)
+        _load_state(ema, ck.ema_state, ckpt_path)
     if ck.optimizer_state is not None:
-        opt.load_state_dict(ck.optimizer_state)
+        _load_state(opt, ck.optimizer_state, ckpt_path)
     state.step, state.history, state.ema_updates = ck.step, ck.history, ck.ema_updates
     return state
 
@@ -517,8 +525,13 @@ def train(
     if language.vocab_size != cfg.model.vocab_size:
         raise ValueError(f"config vocab_size {cfg.model.vocab_size} != language vocabulary {language.vocab_size}")
     fingerprint = language_fingerprint(language)
+    # Drawing the data set runs numba's OpenMP kernels, which reset the process's OpenMP thread
+    # count (torch's too): keep torch's, or a run that drew its data and one that loaded it (a
+    # resumed run) would sum float32 in different orders and not resume to the same weights.
+    threads = torch.get_num_threads()
     ds = _load_data(cfg, language, procs, Path(data_root) if data_root is not None else out_dir.parent / "data")
     reference = _reference(language, ds, cfg.model.length)
+    torch.set_num_threads(threads)
     state = _initial_state(cfg, procs.device, out_dir / CHECKPOINT_NAME, fingerprint)
     objective = objective_for(cfg.model.kind, tc)
     loss_fn: nn.Module = _Loss(state.model, objective)
@@ -527,7 +540,10 @@ def train(
             loss_fn, device_ids=[procs.device.index] if procs.device.type == "cuda" else None)
     batches = _Batches(ds, cfg, procs)
     bar = _progress_bar(progress and procs.main, cfg, state)
-    save = lambda complete: _save(out_dir, state, cfg, procs, complete, fingerprint, reference)  # noqa: E731
+
+    def save(complete: bool) -> None:
+        _save(out_dir, state, cfg, procs, complete, fingerprint, reference)
+
     resumed_at = (state.step, len(state.history))
     state.model.train()
     try:

@@ -1,14 +1,39 @@
-"""The typed result every metric returns: a value with how it was obtained."""
+"""The typed result every metric returns: a value with how it was obtained, and its one JSON shape.
+
+Every number the engine reports, exact or Monte Carlo, is an :class:`Estimate`; every command's
+JSON shows it in one shape (:meth:`Estimate.json_record`, documented in docs/schema.md)::
+
+    {"value": 0.9242, "stderr": 0.0081, "ci_low": 0.907, "ci_high": 0.939, "confidence": 0.95,
+     "method": "mc (exact support check, Clopper-Pearson)", "samples": 1000, "exact": false}
+
+A field that is not a finite number is ``null`` and ``null_reason`` says why. A Monte Carlo
+estimate never reads as exact: when every sample agrees (SER 1.0 from 1000 invalid samples) its
+sample standard error is 0, which is no uncertainty at all, so ``stderr`` is ``null`` with that
+reason and the interval (Clopper-Pearson for a proportion) carries the uncertainty.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 from scipy import stats
 
-__all__ = ["Estimate", "CONFIDENCE", "clopper_pearson"]
+__all__ = [
+    "CONFIDENCE",
+    "ESTIMATE_FIELDS",
+    "Estimate",
+    "clopper_pearson",
+    "is_estimate_record",
+    "normal_interval",
+    "unavailable_record",
+]
 
 CONFIDENCE = 0.95  # two-sided confidence of every interval the engine reports
+
+#: The keys of every estimate in the engine's JSON, in order (``null_reason`` is added when a field is null).
+ESTIMATE_FIELDS = ("value", "stderr", "ci_low", "ci_high", "confidence", "method", "samples", "exact")
 
 
 @dataclass(frozen=True)
@@ -24,16 +49,96 @@ class Estimate:
         E.g. ``"enumerate"``, ``"dp"``, ``"markov-chain-rule"``, ``"mc"``, ``"closed-form"``.
     samples : int
         Monte Carlo sample count (0 for exact values).
+    ci_low, ci_high : float or None
+        Two-sided confidence interval at ``confidence`` given by the estimator (Clopper-Pearson
+        for a proportion, delta method for a perplexity); ``None``: the normal interval
+        ``value +- z stderr`` is reported (:func:`normal_interval`).
+    confidence : float
+        Level of the interval.
     """
 
     value: float
     stderr: float
     method: str
     samples: int = 0
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = CONFIDENCE
 
     @property
     def exact(self) -> bool:
         return self.samples == 0 and self.stderr == 0.0
+
+    def interval(self) -> tuple[float, float]:
+        """``(ci_low, ci_high)``: the point itself when exact, the estimator's own interval when it
+        gave one, else :func:`normal_interval` (NaN ends when the standard error is not finite)."""
+        if self.exact:
+            return self.value, self.value
+        if self.ci_low is not None and self.ci_high is not None:
+            return float(self.ci_low), float(self.ci_high)
+        return normal_interval(self.value, self.stderr, self.confidence)
+
+    def json_record(self) -> dict[str, Any]:
+        """The estimate in the engine's one JSON shape (:data:`ESTIMATE_FIELDS`, docs/schema.md).
+
+        Non-finite fields are left as floats here; :func:`numerics.provenance.to_jsonable` writes
+        them as ``null``. The ``null_reason`` entries written here say more than "not a number":
+        what an infinite value means, and why a Monte Carlo standard error of 0 is not reported.
+        """
+        lo, hi = self.interval()
+        agree = not self.exact and self.stderr == 0.0  # every Monte Carlo sample gave the same value
+        if agree and not lo < hi:
+            lo = hi = math.nan  # an interval of width 0 (normal, from a 0 stderr) would read as certainty
+        record: dict[str, Any] = {
+            "value": self.value, "stderr": None if agree else self.stderr, "ci_low": lo, "ci_high": hi,
+            "confidence": None if self.exact else self.confidence, "method": self.method,
+            "samples": int(self.samples), "exact": self.exact,
+        }
+        reasons: dict[str, str] = {}
+        if not math.isfinite(self.value):
+            reasons["value"] = f"{_name(self.value)} ({self.method})"
+        if agree:
+            reasons["stderr"] = (f"all {self.samples} samples gave the same value: their standard error is 0, which "
+                                 "is no uncertainty; the value is an estimate and its interval is the uncertainty")
+        elif not math.isfinite(self.stderr):
+            reasons["stderr"] = f"{_name(self.stderr)}: " + (
+                "the value is not finite" if not math.isfinite(self.value) else "fewer than two independent terms")
+        for key, end in (("ci_low", lo), ("ci_high", hi)):
+            if math.isfinite(end):
+                continue
+            if math.isnan(end):
+                reasons[key] = "no interval: " + ("the samples all agree and this estimator has no exact interval "
+                                                  "for that case" if agree else "the standard error is not finite")
+            else:
+                reasons[key] = f"{_name(end)}" + (f": the value is {_name(self.value)}" if not math.isfinite(self.value) else "")
+        if reasons:
+            record["null_reason"] = reasons
+        return record
+
+
+def _name(x: float) -> str:
+    return "NaN" if math.isnan(x) else ("+inf" if x > 0 else "-inf")
+
+
+def normal_interval(value: float, stderr: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """``value -+ z stderr`` with ``z`` the normal quantile of ``(1 + confidence) / 2``; NaN ends if
+    ``stderr`` is not finite."""
+    if not math.isfinite(stderr) or not math.isfinite(value):
+        return math.nan, math.nan
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return value - z * stderr, value + z * stderr
+
+
+def is_estimate_record(data: Any) -> bool:
+    """Whether converted JSON ``data`` is an estimate record (a dict with at least ``value`` and ``method``)."""
+    return isinstance(data, dict) and {"value", "method"} <= set(data)
+
+
+def unavailable_record(reason: str) -> dict[str, Any]:
+    """The estimate shape of a quantity the chosen method cannot give (``value`` null, ``reason`` why)."""
+    return {"value": None, "stderr": None, "ci_low": None, "ci_high": None, "confidence": None,
+            "method": "unavailable", "samples": 0, "exact": False,
+            "null_reason": {"value": reason}}
 
 
 def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:

@@ -28,9 +28,11 @@ __all__ = [
     "polynomial",
     "SCHEDULES",
     "make_schedule",
+    "MAX_STEPS",
 ]
 
 U_ATOL = 1e-12  # u_0 = 0 and u_N = 1 must hold to float64 round-off of the user's arithmetic
+MAX_STEPS = 1 << 24  # a family's u_0..u_N is (N+1) float64s: 128 MiB here; larger N is refused before allocating
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,19 +58,19 @@ class Schedule:
         if not np.all(np.isfinite(u)):
             raise ValueError(f"u has a non-finite entry at step {int(np.argwhere(~np.isfinite(u))[0][0])}")
         if abs(u[0]) > U_ATOL:
-            raise ValueError(f"u_0 must be 0 (nothing unmasked before step 1), got {u[0]!r}")
+            raise ValueError(f"u_0 must be 0 (nothing unmasked before step 1), got {float(u[0])!r}")
         if abs(u[-1] - 1.0) > U_ATOL:
-            raise ValueError(f"u_N must be 1 (everything unmasked after the last step), got {u[-1]!r}")
+            raise ValueError(f"u_N must be 1 (everything unmasked after the last step), got {float(u[-1])!r}")
         u[0], u[-1] = 0.0, 1.0
         steps = np.diff(u)
         if np.any(steps < 0):
             i = int(np.argwhere(steps < 0)[0][0]) + 1
             raise ValueError(
-                f"schedule is not monotone: u_{i} = {u[i]!r} < u_{i - 1} = {u[i - 1]!r}"
+                f"schedule is not monotone: u_{i} = {float(u[i])!r} < u_{i - 1} = {float(u[i - 1])!r}"
             )
         if np.any(u > 1.0):
             i = int(np.argwhere(u > 1.0)[0][0])
-            raise ValueError(f"u_{i} = {u[i]!r} exceeds 1")
+            raise ValueError(f"u_{i} = {float(u[i])!r} exceeds 1")
         u.setflags(write=False)
         object.__setattr__(self, "u", u)
 
@@ -118,6 +120,10 @@ def from_u(u: Sequence[float], name: str = "custom") -> Schedule:
 def _check_n(n_steps: int) -> int:
     if int(n_steps) != n_steps or n_steps < 1:
         raise ValueError(f"number of steps N must be an integer >= 1, got {n_steps!r}")
+    if n_steps > MAX_STEPS:
+        gib = (int(n_steps) + 1) * 8 / 2**30
+        raise ValueError(f"N = {int(n_steps)} steps is too many: the schedule alone would need {gib:.3g} GiB "
+                         f"(N+1 float64 values, and as many per-step arrays); at most N = {MAX_STEPS}")
     return int(n_steps)
 
 

@@ -27,6 +27,8 @@ from scipy.special import rel_entr
 
 from numerics.exact.joint_table import joint_table
 
+from .claims import show
+
 __all__ = ["InstanceLaw", "instance_law", "mixture_law", "instances", "sequence_kl"]
 
 MAX_INSTANCES = 1 << 14  # N^L instances enumerated at most (tiny cases only)
@@ -79,13 +81,13 @@ def instance_law(q: np.ndarray, steps, beta: float = 1.0, tilt=None) -> Instance
     steps = np.asarray(steps, dtype=np.int64)
     L = q.ndim
     if steps.shape != (L,) or np.any(steps < 1):
-        raise ValueError(f"steps must be {L} step indices >= 1, got {steps!r}")
+        raise ValueError(f"steps must be {L} step indices >= 1, got {show(steps)}")
     if not beta > 0:
-        raise ValueError(f"beta must be > 0, got {beta!r}")
+        raise ValueError(f"beta must be > 0, got {show(beta)}")
     if tilt is not None:
         tilt = np.asarray(tilt, dtype=np.float64)
         if tilt.shape != (q.shape[0],) or not np.all(np.isfinite(tilt)):
-            raise ValueError(f"tilt must be {q.shape[0]} finite numbers (one per token), got {tilt!r}")
+            raise ValueError(f"tilt must be {q.shape[0]} finite numbers (one per token), got {show(tilt)}")
         if not np.any(tilt):
             tilt = None
     support = q > 0

@@ -29,6 +29,7 @@ import sympy as sp
 
 from numerics.tolerances import PROB_SUM_ATOL
 
+from .parameters import OPTIONS, Parameter
 from .symbols import LATEX_NAMES
 
 __all__ = [
@@ -41,6 +42,9 @@ __all__ = [
     "check",
     "closed_form",
     "latex",
+    "require",
+    "show",
+    "probability_vector",
     "LATEX_NAMES",
     "RTOL_FLOAT",
     "ATOL_CANCEL",
@@ -72,6 +76,12 @@ class CheckResult:
         when both are.
     exact : bool
         True when both sides were computed in exact rational arithmetic.
+    degenerate : bool
+        Both sides are 0 or 1 (up to round-off): the instance says nothing about how tight the
+        bound is, so summaries leave its tightness out (:func:`theory.search.run_claim`).
+    vacuous : bool
+        The bound side is at or beyond the claim's ``vacuous_at`` (e.g. a probability bounded by
+        ``>= 1``): the instance holds trivially, and summaries count it apart.
     """
 
     lhs: Any
@@ -80,6 +90,13 @@ class CheckResult:
     slack: float
     tightness: float
     exact: bool = False
+    degenerate: bool = False
+    vacuous: bool = False
+
+    @property
+    def informative(self) -> bool:
+        """The tightness of this instance measures the bound: finite, not degenerate, not vacuous."""
+        return not (self.degenerate or self.vacuous) and math.isfinite(self.tightness)
 
 
 @dataclass(frozen=True)
@@ -100,7 +117,8 @@ class Claim:
     evaluate : callable
         ``instance -> (lhs, rhs)`` as floats.
     domain : callable
-        ``instance -> None``; raises ``ValueError`` for an instance outside the claim's hypotheses.
+        Raises ``ValueError`` naming the violated hypothesis for an instance outside the claim's
+        hypotheses (its return value is ignored).
     generate : callable
         ``numpy.random.Generator -> instance`` (a dict).
     doc : str
@@ -116,12 +134,23 @@ class Claim:
         ``"holds"``, or ``"false"`` where the engine found and pinned a counterexample
         (docs/findings.md). Never used to excuse a violation: it only labels the report.
     parameters : dict
-        ``name -> description`` of the instance fields, for ``mdm-theory bounds``.
-    build : callable or None
-        ``**cli_values -> instance`` for ``mdm-theory bounds --lemma ID --N .. --l ..``.
+        ``name ->`` :class:`~theory.parameters.Parameter` (a plain string is its help text): the
+        instance fields in order, with defaults; ``mdm-theory bounds --lemma ID --L ..`` reads them
+        (:func:`theory.parameters.resolve`). ``str(parameter)`` is its description.
+    constants : callable or None
+        ``values -> dict`` of explicit constants printed with the claim by ``mdm-theory bounds``
+        (e.g. ``N(eps, n)`` and ``L_0(eps, n)`` of Theorem 4.2), from the resolved parameter values.
     atol : float
         Absolute round-off allowance of the float check, 0 unless a side is computed with
         cancellation (:data:`ATOL_CANCEL`); exact checks never use it.
+    counterexamples : tuple of dict
+        The pinned instances that violate a claim found false (``expect="false"``; at least one,
+        and none for a claim that holds). ``mdm-theory check`` evaluates them with every run, so
+        a claim pinned false never reports 0 violations.
+    vacuous_at : float or None
+        The value of the bound side at or beyond which the claim says nothing (1 for an upper
+        bound on a probability, 0 for a lower bound on one); such instances are reported as
+        vacuous (:attr:`CheckResult.vacuous`).
     """
 
     id: str
@@ -131,22 +160,37 @@ class Claim:
     rhs: sp.Expr
     relation: Relation
     evaluate: Callable[[Mapping[str, Any]], tuple[float, float]]
-    domain: Callable[[Mapping[str, Any]], None]
+    domain: Callable[[Mapping[str, Any]], object]
     generate: Callable[[np.random.Generator], dict]
     doc: str
     steps: tuple[str, ...] = ()
     exact: Callable[[Mapping[str, Any]], tuple[Fraction, Fraction]] | None = None
     free: dict[str, str] = field(default_factory=dict)
     expect: str = "holds"
-    parameters: dict[str, str] = field(default_factory=dict)
-    build: Callable[..., dict] | None = None
+    parameters: dict[str, Parameter] = field(default_factory=dict)
+    constants: Callable[[Mapping[str, Any]], dict] | None = None
     atol: float = 0.0
+    counterexamples: tuple[dict, ...] = ()
+    vacuous_at: float | None = None
 
     def __post_init__(self) -> None:
         if self.relation not in ("<=", ">=", "=="):
             raise ValueError(f"relation must be one of <=, >=, ==; got {self.relation!r}")
         if self.expect not in ("holds", "false"):
             raise ValueError(f"expect must be 'holds' or 'false', got {self.expect!r}")
+        if (self.expect == "false") != bool(self.counterexamples):
+            raise ValueError(f"claim {self.id}: a claim found false pins its counterexamples, and only such a claim "
+                             f"(expect={self.expect!r}, {len(self.counterexamples)} counterexamples)")
+        if self.vacuous_at is not None and self.relation == "==":
+            raise ValueError(f"claim {self.id}: an equality has no vacuous side")
+        params = {k: v if isinstance(v, Parameter) else Parameter(str(v)) for k, v in self.parameters.items()}
+        object.__setattr__(self, "parameters", params)
+
+    @property
+    def cli_ready(self) -> bool:
+        """Every required instance field can be set by a command-line option (``mdm-theory bounds``)."""
+        return bool(self.parameters) and all(
+            name in OPTIONS or not p.required or p.fixed for name, p in self.parameters.items())
 
     @property
     def top_level(self) -> bool:
@@ -228,7 +272,7 @@ def _compare(lhs, rhs, relation: str, exact: bool, atol: float = 0.0) -> tuple[b
         tight = lf / rf if rf > atol else (float("nan") if lf <= atol else float("inf"))
         holds = (lhs >= rhs) if exact else lf >= rf - RTOL_FLOAT * max(abs(lf), abs(rf)) - atol
     else:
-        slack = -abs(lf - rf)
+        slack = -abs(lf - rf) + 0.0  # + 0.0: an exact equality has slack 0, not -0
         holds = (lhs == rhs) if exact else abs(lf - rf) <= RTOL_FLOAT * max(abs(lf), abs(rf)) + atol
         tight = 1.0 if holds else (lf / rf if rf != 0 else float("inf"))
     return bool(holds), slack, tight
@@ -249,9 +293,28 @@ def check(claim: Claim, instance: Mapping[str, Any], exact: bool = False) -> Che
         lhs, rhs = claim.evaluate(instance)
         lhs, rhs = float(lhs), float(rhs)
         if np.isnan(lhs) or np.isnan(rhs):
-            raise ValueError(f"claim {claim.id}: a side evaluated to NaN on {instance!r}")
+            raise ValueError(f"claim {claim.id}: a side evaluated to NaN on {_show_instance(instance)}")
     holds, slack, tight = _compare(lhs, rhs, claim.relation, exact, claim.atol)
-    return CheckResult(lhs, rhs, holds, slack, tight, exact)
+    return CheckResult(lhs, rhs, holds, slack, tight, exact, _degenerate(lhs, rhs, exact, claim.atol),
+                       _vacuous(claim, rhs))
+
+
+def _is_0_or_1(x, exact: bool, atol: float) -> bool:
+    if exact:
+        return x in (0, 1)
+    x = float(x)
+    return abs(x) <= RTOL_FLOAT + atol or abs(x - 1.0) <= RTOL_FLOAT + atol
+
+
+def _degenerate(lhs, rhs, exact: bool, atol: float) -> bool:
+    """Both sides 0 or 1 (up to round-off): e.g. a probability bounded by 1, or 0 <= 0."""
+    return _is_0_or_1(lhs, exact, atol) and _is_0_or_1(rhs, exact, atol)
+
+
+def _vacuous(claim: Claim, rhs) -> bool:
+    if claim.vacuous_at is None:
+        return False
+    return rhs >= claim.vacuous_at if claim.relation == "<=" else rhs <= claim.vacuous_at
 
 
 def latex(expr: sp.Basic) -> str:
@@ -276,6 +339,29 @@ def closed_form(expr: sp.Expr, symbols: tuple[sp.Symbol, ...], keys: tuple[str, 
     return evaluate
 
 
+def _show_instance(instance: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {show(v)}" for k, v in instance.items()) + "}"
+
+
+def show(value: Any) -> str:
+    """A number as a reader writes it, for error messages: ``1.1``, ``3/10``, ``[0.5, 0.5]``.
+
+    numpy scalars print as Python numbers (never ``np.float64(1.1)``), Fractions as ``p/q``,
+    arrays and sequences element by element.
+    """
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(show(v) for v in np.ravel(np.asarray(value, dtype=object))) + "]"
+    return repr(value)
+
+
 def require(condition: bool, message: str) -> None:
     """Raise ``ValueError(message)`` unless ``condition``: the domain checks of every claim."""
     if not condition:
@@ -289,9 +375,9 @@ def probability_vector(name: str, p, allow_zero: bool = True) -> np.ndarray:
     require(all(0 <= x <= 1 for x in arr), f"{name} entries must lie in [0, 1]")
     total = sum(arr)
     if arr.dtype == object:
-        require(total == 1, f"{name} must sum to 1 exactly, got {total}")
+        require(total == 1, f"{name} must sum to 1 exactly, got {show(total)}")
     else:
-        require(abs(float(total) - 1.0) <= PROB_SUM_ATOL, f"{name} must sum to 1, got {float(total)!r}")
+        require(abs(float(total) - 1.0) <= PROB_SUM_ATOL, f"{name} must sum to 1, got {show(total)}")
     if not allow_zero:
         require(all(x > 0 for x in arr), f"{name} entries must be > 0")
     return arr

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
 
-from .claims import Claim, CheckResult, check
+from .claims import CheckResult, Claim, check
 
 _LOG_FLOOR = 1e-300  # start point of the optimizer: log of a zero weight (softmax never reaches exactly 0)
 _LOGIT_CLIP = 1e-12  # start point of the optimizer: a scalar at 0 or 1 encoded just inside (0, 1)
@@ -46,17 +46,25 @@ class ClaimSummary:
     ----------
     claim, paper, expect : str
     instances : int
-        Instances evaluated (domain errors of generated instances are counted in ``skipped``).
+        Instances evaluated: the claim's pinned counterexamples plus the generated ones inside its
+        domain (generated instances outside it are counted in ``skipped``).
     violations : int
     min_slack : float
         Smallest ``slack`` over the instances (negative = violated).
     min_tightness, median_tightness : float
-        ``bound / exact`` (1 = tight); NaN when undefined on every instance.
+        ``bound / exact`` (1 = tight) over the informative instances (finite, neither degenerate nor
+        vacuous; :attr:`theory.claims.CheckResult.informative`); NaN when there is none.
     exact_checks : int
         Instances also checked in exact rational arithmetic.
     worst : dict
         The instance of smallest relative slack (JSON-ready) with its sides.
     skipped : int
+    pinned : int
+        Pinned counterexamples among the instances (``Claim.counterexamples``).
+    degenerate : int
+        Instances with both sides 0 or 1: their tightness says nothing and is left out.
+    vacuous : int
+        Instances where the bound side is vacuous (``Claim.vacuous_at``): they hold trivially.
     """
 
     claim: str
@@ -70,6 +78,9 @@ class ClaimSummary:
     exact_checks: int
     worst: dict
     skipped: int = 0
+    pinned: int = 0
+    degenerate: int = 0
+    vacuous: int = 0
 
 
 def _jsonable(x: Any) -> Any:
@@ -93,29 +104,47 @@ def jsonable_instance(instance: dict) -> dict:
     return {k: _jsonable(v) for k, v in instance.items()}
 
 
+def _checked(claim: Claim, inst: dict, exact: bool) -> tuple[CheckResult, bool]:
+    """``check`` in float64 and, when asked, exactly: the float result and whether either violated."""
+    res = check(claim, inst)
+    bad = not res.holds
+    if exact:
+        bad = bad or not check(claim, inst, exact=True).holds
+    return res, bad
+
+
+def _instances(claim: Claim, n_instances: int, rng: np.random.Generator, exact_every: int):
+    """``(instance, check it exactly too)``: the pinned counterexamples, then ``n_instances`` generated ones."""
+    for inst in claim.counterexamples:
+        yield inst, claim.exact is not None and _is_rational(inst)
+    for t in range(n_instances):
+        inst = claim.generate(rng)
+        yield inst, claim.exact is not None and t % exact_every == 0 and _is_rational(inst)
+
+
 def run_claim(claim: Claim, n_instances: int, rng: np.random.Generator, exact_every: int = 4) -> ClaimSummary:
-    """Evaluate ``claim`` on ``n_instances`` generated instances (and in exact arithmetic on every
-    ``exact_every``-th one when the claim has an exact form and the instance is rational)."""
-    violations, exact_checks, skipped = 0, 0, 0
+    """Evaluate ``claim`` on its pinned counterexamples and on ``n_instances`` generated instances.
+
+    Pinned counterexamples are checked exactly where the claim has an exact form; generated
+    instances in exact arithmetic too on every ``exact_every``-th one when they are rational.
+    """
+    violations, exact_checks, skipped, degenerate, vacuous = 0, 0, 0, 0, 0
     min_slack, worst_rel, worst = math.inf, math.inf, {}
     tight: list[float] = []
     done = 0
-    for t in range(n_instances):
-        inst = claim.generate(rng)
+    for inst, exact in _instances(claim, n_instances, rng, exact_every):
         try:
-            res = check(claim, inst)
+            res, bad = _checked(claim, inst, exact)
         except ValueError:
             skipped += 1
             continue
         done += 1
-        bad = not res.holds
-        if claim.exact is not None and t % exact_every == 0 and _is_rational(inst):
-            rex = check(claim, inst, exact=True)
-            exact_checks += 1
-            bad = bad or not rex.holds
+        exact_checks += exact
         violations += bad
+        degenerate += res.degenerate
+        vacuous += res.vacuous
         min_slack = min(min_slack, res.slack)
-        if math.isfinite(res.tightness):
+        if res.informative:
             tight.append(res.tightness)
         rel = relative_slack(res)
         if rel < worst_rel:
@@ -133,6 +162,9 @@ def run_claim(claim: Claim, n_instances: int, rng: np.random.Generator, exact_ev
         exact_checks,
         worst,
         skipped,
+        len(claim.counterexamples),
+        degenerate,
+        vacuous,
     )
 
 
@@ -217,25 +249,31 @@ def _objective(claim: Claim, codec: _Codec):
     return f
 
 
+def _try(claim: Claim, inst: dict, method: str, findings: list[Finding]) -> float | None:
+    """Relative slack of ``claim`` on ``inst`` (None outside its domain); a violation joins ``findings``."""
+    try:
+        res = check(claim, inst)
+    except ValueError:
+        return None
+    rel = relative_slack(res)
+    if not res.holds:
+        findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(inst), float(res.lhs),
+                                float(res.rhs), rel, method))
+    return rel
+
+
 def search_counterexamples(claim: Claim, budget: int, rng: np.random.Generator, n_optimize: int = 3,
                            maxiter: int = 200) -> tuple[list[Finding], float]:
     """Random search over ``budget`` generated instances, then Nelder-Mead from the ``n_optimize``
     instances of least relative slack. Returns the violations found and the least relative slack seen."""
     findings: list[Finding] = []
     scored: list[tuple[float, dict]] = []
-    least = math.inf
     for _ in range(budget):
         inst = claim.generate(rng)
-        try:
-            res = check(claim, inst)
-        except ValueError:
-            continue
-        rel = relative_slack(res)
-        least = min(least, rel)
-        scored.append((rel, inst))
-        if not res.holds:
-            findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(inst), float(res.lhs),
-                                    float(res.rhs), rel, "random"))
+        rel = _try(claim, inst, "random", findings)
+        if rel is not None:
+            scored.append((rel, inst))
+    least = min((rel for rel, _ in scored), default=math.inf)
     if claim.free:
         scored.sort(key=lambda t: t[0])
         for _, inst in scored[:n_optimize]:
@@ -245,14 +283,7 @@ def search_counterexamples(claim: Claim, budget: int, rng: np.random.Generator, 
                 continue
             opt = minimize(_objective(claim, codec), z0, method="Nelder-Mead",
                            options={"maxiter": maxiter, "xatol": 1e-10, "fatol": 1e-14})
-            cand = codec.decode(opt.x)
-            try:
-                res = check(claim, cand)
-            except ValueError:
-                continue
-            rel = relative_slack(res)
-            least = min(least, rel)
-            if not res.holds:
-                findings.append(Finding(claim.id, claim.paper, claim.expect, jsonable_instance(cand), float(res.lhs),
-                                        float(res.rhs), rel, "nelder-mead"))
+            rel = _try(claim, codec.decode(opt.x), "nelder-mead", findings)
+            if rel is not None:
+                least = min(least, rel)
     return findings, least

@@ -6,8 +6,9 @@ For step ``i`` of an instance (Definition B.1) every position is in exactly one 
 * ``T`` (new): in ``tau_i``; probability ``b = pi_i``;
 * ``M``: still masked after step ``i``; probability ``1 - u_i``;
 
-independently over positions (MATH.md section 1). A maximal run of ``r`` consecutive ``E``
-positions holds ``floor(r / (n-1))`` separators; ``S_i`` is their total (Definition B.4).
+independently over positions (the i.i.d. step assignment of an instance: docs/derivations.md,
+"The setting every lemma shares"). A maximal run of ``r`` consecutive ``E`` positions holds
+``floor(r / (n-1))`` separators; ``S_i`` is their total (Definition B.4).
 ``D_i`` is the number of intervals between separators that hold at least one ``T`` position
 (Definition B.5): scanning the ``T`` positions left to right, a ``T`` position starts a new group
 unless it is the first or no run of ``>= n-1`` ``E`` positions lies between it and the previous
@@ -27,6 +28,8 @@ from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
+
+from .claims import show
 
 __all__ = [
     "StepStats",
@@ -69,7 +72,7 @@ class StepStats:
 
 def _check_order(n: int) -> int:
     if int(n) != n or n < 2:
-        raise ValueError(f"n-gram order n must be an integer >= 2, got {n!r}")
+        raise ValueError(f"n-gram order n must be an integer >= 2, got {show(n)}")
     return int(n)
 
 
@@ -92,7 +95,7 @@ def step_stats(steps: Sequence[int], i: int, n: int) -> StepStats:
     if np.any(steps < 1):
         raise ValueError(f"step indices start at 1, got min {int(steps.min())}")
     if int(i) != i or i < 1:
-        raise ValueError(f"step i must be an integer >= 1, got {i!r}")
+        raise ValueError(f"step i must be an integer >= 1, got {show(i)}")
     earlier = steps < i
     runs: list[tuple[int, int]] = []
     groups: list[list[int]] = []
@@ -129,7 +132,7 @@ def check_step_probabilities(a, b) -> None:
     """Domain of the step law: ``a = u_{i-1} >= 0``, ``b = pi_i >= 0``, ``a + b <= 1``."""
     if not (0 <= a and 0 <= b and a + b <= 1):
         raise ValueError(
-            f"need u_(i-1) = {a!r} >= 0, pi_i = {b!r} >= 0 and u_(i-1) + pi_i <= 1 (they are probabilities)"
+            f"need u_(i-1) = {show(a)} >= 0, pi_i = {show(b)} >= 0 and u_(i-1) + pi_i <= 1 (they are probabilities)"
         )
 
 
@@ -166,6 +169,18 @@ class JointLaw:
         return out
 
 
+def _step_arguments(L: int, n: int, a, b) -> tuple:
+    """Checked ``(L, n, a, b, exact)``: ``a, b`` as Fractions when both are rational (``exact``)."""
+    n = _check_order(n)
+    if int(L) != L or L < 1:
+        raise ValueError(f"L must be an integer >= 1, got {show(L)}")
+    check_step_probabilities(a, b)
+    exact = isinstance(a, (Fraction, int)) and isinstance(b, (Fraction, int))
+    if exact:
+        a, b = Fraction(a), Fraction(b)
+    return int(L), n, a, b, exact
+
+
 def _zeros(shape, exact: bool) -> np.ndarray:
     if exact:
         out = np.empty(shape, dtype=object)
@@ -188,13 +203,7 @@ def joint_law(L: int, n: int, a, b) -> JointLaw:
 
     Cost ``O(L * (n-1) * S_max * L)``; about a second at ``L = 512``.
     """
-    n = _check_order(n)
-    if int(L) != L or L < 1:
-        raise ValueError(f"L must be an integer >= 1, got {L!r}")
-    check_step_probabilities(a, b)
-    exact = isinstance(a, (Fraction, int)) and isinstance(b, (Fraction, int))
-    if exact:
-        a, b = Fraction(a), Fraction(b)
+    L, n, a, b, exact = _step_arguments(L, n, a, b)
     m = 1 - (a + b)  # >= 0 exactly when the domain check a + b <= 1 passed
     w = n - 1
     s_max = L // w
@@ -232,13 +241,7 @@ def expected_dependency_gap(L: int, n: int, a, b):
     that joins an open group): a sum of positive terms, accurate in float64 even when
     ``pi_i`` is tiny (no ``L b - E[D_i]`` cancellation).
     """
-    n = _check_order(n)
-    if int(L) != L or L < 1:
-        raise ValueError(f"L must be an integer >= 1, got {L!r}")
-    check_step_probabilities(a, b)
-    exact = isinstance(a, (Fraction, int)) and isinstance(b, (Fraction, int))
-    if exact:
-        a, b = Fraction(a), Fraction(b)
+    L, n, a, b, exact = _step_arguments(L, n, a, b)
     m = 1 - (a + b)  # >= 0 exactly when the domain check a + b <= 1 passed
     w = n - 1
     P = _zeros((w, 2), exact)
@@ -267,11 +270,7 @@ def expected_same_group_pairs(L: int, n: int, a, b):
     ``b^2 * P(no E-run of length n-1 among d-1 i.i.d. positions)``; the latter by a run-length
     recursion.
     """
-    n = _check_order(n)
-    check_step_probabilities(a, b)
-    exact = isinstance(a, (Fraction, int)) and isinstance(b, (Fraction, int))
-    if exact:
-        a, b = Fraction(a), Fraction(b)
+    L, n, a, b, exact = _step_arguments(L, n, a, b)
     w = n - 1
     # no_run[m] = P(no run of w consecutive E among m positions), E with probability a
     state = _zeros(w, exact)
@@ -318,7 +317,7 @@ def expected_gap_per_step(L: int, n: int, u) -> np.ndarray:
     """
     n = _check_order(n)
     if int(L) != L or L < 1:
-        raise ValueError(f"L must be an integer >= 1, got {L!r}")
+        raise ValueError(f"L must be an integer >= 1, got {show(L)}")
     u = np.asarray(u, dtype=np.float64)
     a, b = u[:-1], np.diff(u)
     if np.any(a < 0) or np.any(b < 0) or np.any(a + b > 1):

@@ -67,3 +67,11 @@ def tex(latex_text: str) -> sp.Symbol:
     sym = sp.Symbol(latex_text)
     LATEX_NAMES[sym] = latex_text
     return sym
+
+
+#: ``KL(., .)`` of the statements (an opaque divergence evaluated by enumeration or a DP).
+KLq = fn("KL")
+#: ``E_tau[sum_i (|tau_i| - D_i)]``: the expected dependency count of Lemmas B.9, B.12 (transfer matrix).
+Eps_sum = fn("E")(tex(r"\sum_i (|\tau_i| - D_i)"))
+#: ``P(.)``: the probability of an event (a tail, a case of a proof).
+Pr = fn("P")

@@ -15,8 +15,13 @@ collision, is never mistaken for the requested result) and a result whose checks
 Anything else is *stale* or *corrupt*: it is recorded in :attr:`ResultCache.events`, recomputed
 and overwritten -- never silently reused.
 
-Floats are stored with Python's JSON (``NaN``/``Infinity`` tokens allowed), so every float64,
-including ``inf`` generative perplexities and ``nan`` markers, round-trips exactly.
+Entries are strict JSON (RFC 8259). A non-finite float (an ``inf`` generative perplexity, a
+``nan`` marker) is stored as ``{"$float": "inf"}`` (:func:`numerics.provenance.to_jsonable` with
+``nonfinite="tag"``) and decoded on lookup, so every float64 round-trips exactly.
+
+Two processes may share the cache (two ``report`` runs on one ``--out``): each entry is looked up,
+computed and stored under its own lock (:meth:`ResultCache.lock`), so it is computed once and no
+process ever reads half of it.
 """
 
 from __future__ import annotations
@@ -25,47 +30,29 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
+from filelock import FileLock
 
-from numerics.provenance import atomic_write_bytes, provenance
+from numerics.provenance import atomic_write_bytes, from_jsonable, provenance, to_jsonable
 
 __all__ = ["CACHE_FORMAT", "CacheEvent", "ResultCache", "canonical", "key_hash"]
 
-CACHE_FORMAT = 1  # bump when the entry layout changes: older entries are then stale
+CACHE_FORMAT = 2  # 2: strict JSON, non-finite floats tagged. Bump when the entry layout changes: older entries are then stale
 
 
 def canonical(obj: Any) -> Any:
-    """``obj`` as plain JSON types (dataclasses, tuples, numpy values and paths converted).
-
-    Unlike :func:`numerics.provenance.to_jsonable` this keeps non-finite floats as floats, so a
-    cached ``inf`` comes back as ``inf``.
-    """
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return canonical(asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): canonical(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [canonical(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return canonical(obj.tolist())
-    if isinstance(obj, np.generic):
-        return canonical(obj.item())
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, float):
-        return float(obj)
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return obj
-    raise TypeError(f"cannot cache a value of type {type(obj).__name__}: {obj!r}")
+    """``obj`` as plain JSON types in memory: :func:`numerics.provenance.to_jsonable` with
+    ``nonfinite="keep"`` (non-finite floats stay floats, so a cached ``inf`` comes back as ``inf``)."""
+    return to_jsonable(obj, nonfinite="keep")
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(canonical(obj), sort_keys=True, allow_nan=True, separators=(",", ":"))
+    """Canonical strict-JSON text of ``obj`` (non-finite floats tagged): what checksums and hashes read."""
+    return json.dumps(to_jsonable(obj, nonfinite="tag"), sort_keys=True, allow_nan=False, separators=(",", ":"))
 
 
 def key_hash(kind: str, config: Any) -> str:
@@ -150,14 +137,14 @@ class ResultCache:
         if entry["kind"] != kind:
             self._invalid("stale", kind, path, f"entry is of kind {entry['kind']!r}")
             return False, None
-        if not _same(entry["config"], canonical(config)):
+        if not _same(from_jsonable(entry["config"]), canonical(config)):
             self._invalid("stale", kind, path, "stored config differs from the requested config")
             return False, None
         if _sha256(_dumps(entry["result"])) != entry["result_sha256"]:
             self._invalid("corrupt", kind, path, "result checksum mismatch (file edited or damaged)")
             return False, None
         self.events.append(CacheEvent("hit", kind, str(path)))
-        return True, entry["result"]
+        return True, from_jsonable(entry["result"])
 
     # -- store ------------------------------------------------------------------------------
     def store(self, kind: str, config: Any, result: Any) -> Any:
@@ -170,27 +157,43 @@ class ResultCache:
             "format": CACHE_FORMAT,
             "kind": kind,
             "config_hash": key_hash(kind, config),
-            "config": canonical(config),
-            "result": result,
+            "config": to_jsonable(config, nonfinite="tag"),
+            "result": to_jsonable(result, nonfinite="tag"),
             "result_sha256": _sha256(text),
             "provenance": provenance(),
             "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        body = json.dumps(entry, sort_keys=True, allow_nan=True, indent=1)
+        body = json.dumps(entry, sort_keys=True, allow_nan=False, indent=1)
         atomic_write_bytes(self.path_for(kind, config), (body + "\n").encode())
         return result
+
+    def lock(self, kind: str, config: Any) -> FileLock:
+        """The lock of one entry (``root/kind/.HASH.json.lock``), held from lookup to store.
+
+        Two processes sharing the cache (two ``report`` runs on one ``--out``) therefore compute
+        each entry once: the second waits for the first and then finds a valid entry. The lock is
+        POSIX advisory (:mod:`filelock`) and is released when its holder exits, even by SIGKILL.
+        """
+        path = self.path_for(kind, config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(path.with_name(f".{path.name}.lock"))
 
     def get_or_compute(self, kind: str, config: Any, compute: Callable[[], Any]) -> Any:
         """The cached result of ``(kind, config)``, or ``compute()`` stored and returned.
 
         The returned value is always the canonical JSON form (tuples become lists, numpy
         values become Python values), whether it came from the cache or was just computed, so
-        callers see the same thing on a first run and on a resumed one.
+        callers see the same thing on a first run and on a resumed one. With a folder, the
+        entry's :meth:`lock` is held throughout, so concurrent processes compute it once;
+        ``compute`` must not look up the same entry (it would wait for itself).
         """
-        ok, result = self.load(kind, config)
-        if ok:
-            return result
-        return self.store(kind, config, compute())
+        if self.root is None:
+            return self.store(kind, config, compute())
+        with self.lock(kind, config):
+            ok, result = self.load(kind, config)
+            if ok:
+                return result
+            return self.store(kind, config, compute())
 
     # -- summary ----------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -1,20 +1,57 @@
-"""The ``mdm-theory`` command line: a click group whose subcommands live in :mod:`validation.commands`."""
+"""The ``mdm-theory`` command line: one click group and the explicit list of its subcommands.
+
+Every subcommand is named below, next to the module that defines it (:mod:`validation.commands`);
+there is no discovery. A new subcommand is added to :data:`COMMANDS` (or :data:`BENCH_COMMANDS`
+for ``mdm-theory bench``). Heavy imports (torch, matplotlib, dask) live inside the command
+functions so that ``mdm-theory --help`` stays fast.
+"""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import sys
 
 import click
 
-__all__ = ["main"]
+from validation.commands import bench_adaptive, bench_fb, exact, languages, neural, report, steps_needed, theory
+from validation.commands._common import CommandGroup
+
+__all__ = ["main", "COMMANDS", "BENCH_COMMANDS"]
+
+#: Top-level subcommands, in the order of a first session: look at the languages, compute one
+#: point, ask how many steps a target needs, sweep a grid, check the theory, train and evaluate a
+#: model, write the report and the docs.
+COMMANDS: tuple[click.Command, ...] = (
+    languages.languages_cmd,  # mdm-theory languages [export]
+    exact.exact_command,  # mdm-theory exact
+    steps_needed.steps_needed_cmd,  # mdm-theory steps-needed
+    exact.sweep_command,  # mdm-theory sweep
+    theory.bounds_cmd,  # mdm-theory bounds
+    theory.check_cmd,  # mdm-theory check
+    theory.counterexamples_cmd,  # mdm-theory counterexamples
+    neural.train_cmd,  # mdm-theory train
+    neural.evaluate_cmd,  # mdm-theory evaluate
+    report.report_cmd,  # mdm-theory report
+    report.docs_cmd,  # mdm-theory docs
+)
+
+#: Subcommands of ``mdm-theory bench``.
+BENCH_COMMANDS: tuple[click.Command, ...] = (
+    bench_fb.bench_forward_backward,  # mdm-theory bench forward-backward
+    exact.bench_sweep_command,  # mdm-theory bench sweep
+    neural.bench_sampling_cmd,  # mdm-theory bench sampling
+    bench_adaptive.bench_adaptive_command,  # mdm-theory bench adaptive
+)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mdm-theory")
 def main() -> None:
-    """Exact theory-verification engine for masked diffusion language models (arXiv 2502.09622)."""
+    """Exact theory-verification engine for masked diffusion language models (arXiv 2502.09622).
+
+    Every computing subcommand prints human-readable text by default and one JSON object with
+    --json (an {"error": ...} object and a non-zero exit status on failure); logs and progress
+    go to stderr.
+    """
 
 
 @main.group()
@@ -22,20 +59,10 @@ def bench() -> None:
     """Benchmarks that print their figures (ratios against a reference measured in the same run)."""
 
 
-def _register() -> None:
-    import validation.commands as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        for command in getattr(module, "COMMANDS", ()):
-            main.add_command(command)
-        for command in getattr(module, "BENCH_COMMANDS", ()):
-            bench.add_command(command)
-
-
-_register()
+for _command in COMMANDS:
+    main.add_command(_command)
+for _command in BENCH_COMMANDS:
+    bench.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

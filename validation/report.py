@@ -16,6 +16,7 @@ checkpoint) is shown with what is missing; nothing is made up in its place.
 from __future__ import annotations
 
 import html
+import io
 import json
 import platform
 import re
@@ -181,10 +182,10 @@ def _save_plots(name: str, result: ExperimentResult, fig_dir: Path) -> tuple[lis
     fig_dir.mkdir(parents=True, exist_ok=True)
     for p in plots:
         stem = f"{name}_{p.name}"
-        for ext in ("png", "svg"):
-            tmp = fig_dir / f".{stem}.tmp.{ext}"
-            p.figure.savefig(tmp, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
-            tmp.replace(fig_dir / f"{stem}.{ext}")
+        for ext in ("png", "svg"):  # through a buffer and a unique temporary file: two reports may share OUT
+            buffer = io.BytesIO()
+            p.figure.savefig(buffer, dpi=FIG_DPI, format=ext, metadata={"Date": None} if ext == "svg" else None)
+            atomic_write_bytes(fig_dir / f"{stem}.{ext}", buffer.getvalue())
         plt.close(p.figure)
         saved.append((f"figures/{stem}.png", f"figures/{stem}.svg", p.caption))
     return saved, None

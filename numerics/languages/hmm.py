@@ -11,6 +11,7 @@ tokens. Its transition matrix has only ``V`` non-zeros per row, so it is stored 
 
 from __future__ import annotations
 
+import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,12 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
 
     Raises ``ValueError`` naming ``name`` and the first offending row.
     """
-    arr = np.array(array, dtype=np.float64)  # a copy: freezing it must not freeze the caller's array
+    if np.iscomplexobj(array):  # float64 conversion would drop the imaginary part with only a warning
+        raise ValueError(f"{name} must hold real numbers, got a complex array")
+    try:
+        arr = np.array(array, dtype=np.float64)  # a copy: freezing it must not freeze the caller's array
+    except (TypeError, ValueError) as exc:  # strings, ragged rows, objects
+        raise ValueError(f"{name} is not an array of real numbers ({exc})") from None
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -45,10 +51,10 @@ def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
     off = np.abs(sums - 1.0) > PROB_SUM_ATOL
     if np.any(off):
         if ndim == 1:
-            raise ValueError(f"{name} sums to {sums!r}, not 1 (tolerance {PROB_SUM_ATOL})")
+            raise ValueError(f"{name} sums to {float(sums)!r}, not 1 (tolerance {PROB_SUM_ATOL})")
         row = int(np.argwhere(off)[0][0])
         raise ValueError(
-            f"{name} row {row} sums to {sums[row]!r}, not 1 (tolerance {PROB_SUM_ATOL}); "
+            f"{name} row {row} sums to {float(sums[row])!r}, not 1 (tolerance {PROB_SUM_ATOL}); "
             "it is not a stochastic matrix"
         )
     arr.setflags(write=False)
@@ -233,15 +239,27 @@ def load_language_file(path: Union[str, Path]) -> Language:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:  # fh: closed even if not a zip
-            keys = set(data.files)
-            arrays = {k: data[k] for k in keys}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # missing, truncated or not an npz
+        with open(path, "rb") as fh:  # fh: closed even if not a zip
+            size = os.fstat(fh.fileno()).st_size
+            is_npz = zipfile.is_zipfile(fh)  # else np.load would try a .npy or a pickle instead
+            if is_npz:
+                fh.seek(0)
+                with np.load(fh, allow_pickle=False) as data:
+                    keys = set(data.files)
+                    arrays = {k: data[k] for k in keys}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # missing, unreadable, damaged members
         raise ValueError(f"cannot read language file {str(path)!r}: {exc}") from exc
+    if not is_npz:
+        raise ValueError(f"cannot read language file {str(path)!r}: not an .npz archive (the zip file np.savez writes): "
+                         + ("it is empty" if size == 0 else f"{size} bytes of another format or a truncated archive"))
     if {"initial", "transition", "emission"} <= keys:
         return HMM(arrays["initial"], arrays["transition"], arrays["emission"])
     if {"order", "initial", "conditional"} <= keys:
-        return NGram(int(arrays["order"]), arrays["initial"], arrays["conditional"])
+        order = arrays["order"]
+        if order.shape != () or order.dtype.kind not in "iuf":
+            raise ValueError(f"order in {str(path)!r} must be one integer, got an array of shape {order.shape} "
+                             f"and dtype {order.dtype}")
+        return NGram(order.item(), arrays["initial"], arrays["conditional"])  # NGram refuses 2.5, not truncated
     raise ValueError(
         f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM) "
         "or order/initial/conditional (n-gram)"

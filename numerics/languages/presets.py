@@ -261,6 +261,8 @@ def load_language(spec: Union[str, Path]) -> Language:
     path = Path(spec)
     if path.is_file():
         return load_language_file(path)
+    if path.is_dir():
+        raise ValueError(f"{text!r} is a directory, not a language .npz file")
     raise ValueError(
         f"{text!r} is neither a language preset nor an existing .npz file; "
         f"presets: {', '.join(preset_names())}, interval-l<l>"

@@ -1,6 +1,12 @@
 """Sampling the factorized reverse process: the denoiser protocol, samplers and Monte Carlo metrics."""
 
+from numerics.sampling.adaptive import AdaptiveSampler, IntervalOracle, make_sampler
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
-from numerics.sampling.samplers import SampleResult, sample_factorized, sample_one_at_a_time, sample_oracle
+from numerics.sampling.samplers import (
+    RandomOrder, SampleResult, Sampler, sample_factorized, sample_one_at_a_time, sample_oracle,
+)
 
-__all__ = ["Denoiser", "OracleDenoiser", "SampleResult", "sample_factorized", "sample_one_at_a_time", "sample_oracle"]
+__all__ = [
+    "Denoiser", "OracleDenoiser", "SampleResult", "sample_factorized", "sample_one_at_a_time", "sample_oracle",
+    "Sampler", "RandomOrder", "AdaptiveSampler", "IntervalOracle", "make_sampler",
+]

@@ -42,7 +42,9 @@ see ``p`` on ``supp q``); it only keeps the sampler defined.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -51,6 +53,8 @@ from numerics.languages.hmm import HMM, Language, NGram
 from numerics.schedules import Schedule
 
 __all__ = [
+    "Sampler",
+    "RandomOrder",
     "SampleResult",
     "sample_factorized",
     "sample_one_at_a_time",
@@ -89,6 +93,9 @@ class SampleResult:
     path : str
         ``"generic"`` (denoiser calls), ``"oracle-ngram"`` / ``"oracle-hmm"`` (fast exact kernels)
         or ``"one-at-a-time"``.
+    nfe_sequence : (n,) int64 or None
+        Denoiser calls each sequence needed on its own (adaptive samplers, whose sequences stop
+        at different steps); ``None`` for the i.i.d.-schedule samplers, whose calls a batch shares.
     """
 
     tokens: np.ndarray
@@ -99,6 +106,7 @@ class SampleResult:
     cache: bool
     draw: str
     path: str
+    nfe_sequence: Optional[np.ndarray] = None
 
     @property
     def n(self) -> int:
@@ -112,6 +120,49 @@ class SampleResult:
     def mean_nfe(self) -> float:
         """Mean realized network calls per batch."""
         return float(np.mean(self.nfe))
+
+
+class Sampler(abc.ABC):
+    """A rule that decides which masked positions each step reveals, for any denoiser.
+
+    Every sampler has one method, ``sample(denoiser, n, length, rng, *, batch_size=None,
+    path="auto") -> SampleResult``; the denoiser is anything following
+    :class:`numerics.sampling.denoiser.Denoiser` (the oracle or a trained network), and
+    ``path="auto"`` takes a fast exact kernel for the oracle where one exists. :class:`RandomOrder`
+    is the i.i.d. schedule sampler of this module; the confidence-based rules are in
+    :mod:`numerics.sampling.adaptive`.
+    """
+
+    kind: ClassVar[str]
+
+    @abc.abstractmethod
+    def sample(self, denoiser: Denoiser, n: int, length: int, rng: np.random.Generator, *,
+               batch_size: int | None = None, path: str = "auto") -> SampleResult:
+        """``n`` sequences of ``length`` tokens (see the class docstring)."""
+
+    @property
+    @abc.abstractmethod
+    def label(self) -> str:
+        """A short human description (rule and parameters)."""
+
+
+@dataclass(frozen=True)
+class RandomOrder(Sampler):
+    """The i.i.d. schedule sampler: :func:`sample_factorized` with ``schedule``, ``cache`` and ``draw``."""
+
+    schedule: Schedule
+    cache: bool = True
+    draw: str = "float64"
+    kind: ClassVar[str] = "random"
+
+    @property
+    def label(self) -> str:
+        return f"random, {self.schedule.name}"
+
+    def sample(self, denoiser: Denoiser, n: int, length: int, rng: np.random.Generator, *,
+               batch_size: int | None = None, path: str = "auto") -> SampleResult:
+        return sample_factorized(denoiser, self.schedule, n, length, rng, batch_size=batch_size, cache=self.cache,
+                                 draw=self.draw, path=path)
 
 
 def _check_args(schedule: Schedule, n: int, length: int, rng: np.random.Generator, batch_size: int | None) -> int:

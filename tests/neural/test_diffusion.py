@@ -60,7 +60,7 @@ def test_time_count_and_order_forms_are_the_same_nelbo():
             orders.append(float(order_nelbo(m, x, ranks).double()))
     assert np.mean(orders) == pytest.approx(count, rel=RTOL_F32)
     # time form with eps -> 0: int_0^1 (1/(t L)) sum_M t^|M| (1-t)^(L-|M|) S(M) dt
-    integrand = lambda t: sum(t ** (sum(M) - 1) * (1 - t) ** (L - sum(M)) * s for M, s in S.items()) / L  # noqa: E731
+    integrand = lambda t: sum(t ** (sum(M) - 1) * (1 - t) ** (L - sum(M)) * s for M, s in S.items()) / L
     time_form, _ = integrate.quad(integrand, 0.0, 1.0)
     assert time_form == pytest.approx(count, rel=RTOL_QUAD)
 

@@ -10,9 +10,8 @@ import torch
 from scipy import stats
 
 from neural.config import DataConfig, ModelConfig, RunConfig, TrainConfig, make_config, run_config_from_dict
-from neural.diffusion import (MaskedDiffusion, ar_nll, draw_count_masks, draw_masks, masked_nll, order_nelbo,
-                              random_ranks, stratified_counts, stratified_times)
-from neural.model import AutoregressiveTransformer, KVCache, MaskedDiffusionTransformer, build_model
+from neural.diffusion import ar_nll, draw_masks, masked_nll, stratified_times
+from neural.model import KVCache, Transformer, build_model
 
 torch.set_num_threads(1)
 

@@ -7,32 +7,39 @@ import numpy as np
 import pytest
 
 from numerics.exact.enumerate import enumerate_output_law
+from numerics.exact.interval import (
+    interval_ser,
+    prob_distinct_steps,
+    sequence_collision_probability,
+)
+from numerics.exact.interval import interval_validity as numerics_interval_validity
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
-from numerics.exact.interval import interval_ser, prob_distinct_steps, sequence_collision_probability
-from numerics.exact.interval import interval_validity as numerics_interval_validity
 from numerics.schedules import Schedule, from_u, linear
-from theory.brute import mixture_law, sequence_kl, table
-from theory.collision import collision_probability, distinct_probability, interval_validity
-from theory.negative import (
-    arg_constant_l10,
-    P_E_PAPER,
-    best_interval_validity,
-    c9_argument_constant,
-    c9_argument_limit,
-    c9_bound,
-    oracle_ser,
-    p_e,
-    true_threshold,
-)
-from theory.positive import (
+from theory.b12_explicit_schedule import (
     b12_length_threshold,
     b12_rate,
     b12_schedule,
     b12_solve_eps,
     b12_steps,
     b12_steps_bound,
-    theorem42_constants,
+)
+from theory.brute import mixture_law, sequence_kl, table
+from theory.c7_interval_language import P_E_PAPER, p_e
+from theory.collision import (
+    collision_probability,
+    distinct_probability,
+    interval_validity,
+)
+from theory.thm42_ter import theorem42_constants
+from theory.thm44_ser_lower import (
+    arg_constant_l10,
+    best_interval_validity,
+    c9_argument_constant,
+    c9_argument_limit,
+    c9_bound,
+    oracle_ser,
+    true_threshold,
 )
 
 RTOL_EXACT = 1e-12  # float64 against an independent exact computation
@@ -75,6 +82,43 @@ def test_solve_eps_inverts_the_step_count(N, n):
 def test_solve_eps_rejects_too_few_steps():
     with pytest.raises(ValueError, match="N must be an integer >= 2"):
         b12_solve_eps(1, 2)
+
+
+# ----- Theorem 4.3 ----------------------------------------------------------------------------
+
+
+def test_thm43_ser_bound_by_hand():
+    from theory import thm43_ser_bound
+
+    # delta_N = 1/4, L = 2, eps_learning = log(2)/2: 1 - (3/4)(1/2) = 5/8
+    assert thm43_ser_bound(0.25, 2, math.log(2) / 2) == pytest.approx(5 / 8, rel=RTOL_EXACT)
+    assert thm43_ser_bound(0.3, 7, 0.0) == pytest.approx(0.3, rel=RTOL_EXACT)  # the oracle: SER <= delta_N
+    assert thm43_ser_bound(0.0, 3, 0.1) == pytest.approx(-math.expm1(-0.3), rel=RTOL_EXACT)
+    assert thm43_ser_bound(1.0, 3, 0.1) == 1.0 and thm43_ser_bound(0.2, 3, math.inf) == 1.0  # vacuous
+
+
+@pytest.mark.parametrize("args,message", [((np.float64(1.1), 4, 0.0), "delta_N is a probability in \\[0, 1\\].*got 1.1$"),
+                                          ((0.1, 0, 0.0), "L must be an integer >= 1, got 0"),
+                                          ((0.1, 4, np.float64(-0.5)), "eps_learning must be >= 0, got -0.5$")])
+def test_thm43_ser_bound_rejects_bad_input_naming_the_number(args, message):
+    from theory import thm43_ser_bound
+
+    with pytest.raises(ValueError, match=message):
+        thm43_ser_bound(*args)
+
+
+def test_thm43_ser_bound_is_the_claims_right_side():
+    from theory import check, get, thm43_ser_bound
+    from theory.instances import gen_ser
+
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        inst = gen_ser(rng)
+        res = check(get("4.3.exact-delta"), inst)
+        q = table(inst["language"], inst["L"])
+        mix = mixture_law(q, inst["pi"], inst["beta"], inst["tilt"])
+        delta = float(collision_probability(list(inst["pi"]), inst["L"]))
+        assert res.rhs == thm43_ser_bound(delta, inst["L"], mix.eps)
 
 
 # ----- Theorem 4.4 ----------------------------------------------------------------------------

@@ -1,16 +1,22 @@
 """Pinned results (docs/findings.md): false proof steps with their counterexamples, and the places where
 the engine shows a step the paper calls heuristic to be exact or a hypothesis to be unnecessary."""
 
+from dataclasses import replace
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
 import sympy as sp
 
-from theory import check, get
+from theory import check, claims, get
 from theory import symbols as S
-from theory.collision import distinct_probability, jensen_f
-from theory.positive import b12_length_threshold, b12_u, expected_dependencies
+from theory.b12_explicit_schedule import (
+    b12_length_threshold,
+    b12_u,
+    expected_dependencies,
+)
+from theory.c5_distinct_steps import jensen_f
+from theory.collision import distinct_probability
 from theory.separators import joint_law
 
 
@@ -63,7 +69,8 @@ def test_theorem42_needs_no_length_threshold(eps, n):
 def test_theorem44_argument_gives_nothing_for_one_interval():
     """Finding 4: at L = l = 5 Lemma C.6's bound is p_e = 63/128 < 1/2 for every N (no C works),
     while the true SER of the oracle at N = 1 is 1 - 2^-10."""
-    from theory.negative import P_E_PAPER, c9_bound, oracle_ser
+    from theory.c7_interval_language import P_E_PAPER
+    from theory.thm44_ser_lower import c9_bound, oracle_ser
 
     assert c9_bound(1, 5) == pytest.approx(float(P_E_PAPER), rel=1e-15) and c9_bound(1, 5) < 0.5
     assert oracle_ser([1.0], 5) == pytest.approx(1 - 2.0**-10, rel=1e-15)
@@ -74,3 +81,29 @@ def test_pinned_counterexample_is_found_by_the_search():
 
     found, least = search_counterexamples(get("C.5.jensen"), 40, np.random.default_rng(3))
     assert found and least < 0
+
+
+@pytest.mark.parametrize("cid", [c.id for c in claims() if c.expect == "false"])
+def test_every_claim_found_false_pins_counterexamples_that_violate_it(cid):
+    claim = get(cid)
+    assert claim.counterexamples
+    for inst in claim.counterexamples:
+        assert not check(claim, inst).holds
+        if claim.exact is not None:
+            assert not check(claim, inst, exact=True).holds
+
+
+def test_check_never_reports_no_violation_for_a_claim_pinned_false():
+    """`check` runs the pinned counterexamples first: even one generated instance cannot hide them."""
+    from theory.search import run_claim
+
+    for cid in ("C.5.jensen", "C.5.concavity"):
+        row = run_claim(get(cid), 1, np.random.default_rng(0))
+        assert row.pinned == 1 and row.instances == 2 and row.violations >= 1 and row.exact_checks >= 1
+
+
+def test_a_claim_that_holds_pins_nothing():
+    with pytest.raises(ValueError, match="pins its counterexamples"):
+        replace(get("C.5"), counterexamples=({"l": 5, "pi": (F(1, 2), F(1, 2))},))
+    with pytest.raises(ValueError, match="pins its counterexamples"):
+        replace(get("C.5.jensen"), counterexamples=())

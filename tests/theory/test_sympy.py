@@ -10,11 +10,13 @@ import sympy as sp
 
 from theory import get
 from theory import symbols as S
-from theory.chernoff import _lo_mgf_f, _lo_rhs, _up_mgf_f, _up_rhs
+from theory.a2_chernoff import _lo_mgf_f, _lo_rhs, _up_mgf_f, _up_rhs
+from theory.b11_dependencies import _b11, _pair, b11_bound, pair_bound
+from theory.c5_distinct_steps import _fpp_f
+from theory.c6_interval_errors import c6_bound
 from theory.claims import latex
-from theory.collision import _fpp_f, c6_bound, distinct_probability, interval_validity
-from theory.negative import c9_bound
-from theory.positive import _b11, _pair, b11_bound, pair_bound
+from theory.collision import distinct_probability, interval_validity
+from theory.thm44_ser_lower import c9_bound
 
 RTOL_SYMBOLIC = 1e-12  # lambdified float64 against sympy's exact evaluation (evalf, 30 digits)
 

@@ -1,6 +1,9 @@
 """The report's result cache: exact round trip, hits, and stale/corrupt entries recomputed."""
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -89,7 +92,38 @@ def test_cache_without_root_stores_nothing(tmp_path):
 
 
 def test_canonical_rejects_objects_it_cannot_store():
-    with pytest.raises(TypeError, match="cannot cache"):
+    with pytest.raises(TypeError, match="cannot convert"):
         canonical({"f": object()})
     with pytest.raises(ValueError, match="invalid cache kind"):
         ResultCache("x").path_for("../escape", CONFIG)
+
+
+_CACHE_USER = """
+import sys, time
+from validation.cache import ResultCache
+root, log = sys.argv[1], sys.argv[2]
+cache = ResultCache(root)
+def compute(i):
+    def run():
+        with open(log, "a") as fh:
+            fh.write(f"{i}\\n")
+        time.sleep(0.02)
+        return {"i": i, "x": [float(i)] * 3}
+    return run
+for i in range(12):
+    assert cache.get_or_compute("point", {"i": i}, compute(i))["i"] == i
+"""
+
+
+def test_two_processes_sharing_a_cache_compute_each_entry_once(tmp_path):
+    """Issue 12: two report processes on one --out: a lock, never a lost or corrupted entry."""
+    root, log = tmp_path / "cache", tmp_path / "computed.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _CACHE_USER, str(root), str(log)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    assert sorted(int(k) for k in log.read_text().split()) == list(range(12))  # each entry computed once
+    cache = ResultCache(root)
+    for i in range(12):
+        assert cache.load("point", {"i": i}) == (True, {"i": i, "x": [float(i)] * 3})

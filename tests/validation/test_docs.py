@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_cli_reference_lists_every_command():
-    text = cli_reference()
+    text = cli_reference(main)
     for command in ("mdm-theory report", "mdm-theory docs", "mdm-theory bench"):
         assert f"`{command}`" in text
     assert "--full" in text and "--out" in text

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from numerics.provenance import NotRegularFileError
 from validation.sweep import CorruptRowsError, PointConfig, evaluate_point, grid, read_table, run_sweep
 from validation.cli import main
 from validation.commands.exact import parse_int_list
@@ -83,7 +89,7 @@ def test_point_config_validation():
 
 def test_evaluate_point_exact_and_mc_keep_the_two_kls_apart():
     ex = evaluate_point(PointConfig("2gram", 3, 2))
-    assert ex["method"] == "enumerate"
+    assert ex["method"] == "dp"  # auto: the DP is estimated faster than enumeration here
     for k in METRICS:
         assert ex[k]["stderr"] == 0.0, k
     assert ex["kl"]["value"] <= ex["kl_jensen_bound"]["value"]
@@ -109,7 +115,7 @@ def test_cli_exact_json():
     r = CliRunner().invoke(main, ["exact", "--language", "2gram", "-L", "3", "-N", "2", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
-    assert d["inputs"]["length"] == 3 and d["method"] == "enumerate"
+    assert d["inputs"]["length"] == 3 and d["method"] == "dp"
     assert all({"value", "stderr", "method"} <= set(d[k]) for k in METRICS)
     r = CliRunner().invoke(main, ["exact", "--language", "nope", "-L", "3", "-N", "2"])
     assert r.exit_code != 0 and "preset" in r.output
@@ -117,7 +123,7 @@ def test_cli_exact_json():
 
 def test_cli_sweep_resumes(tmp_path):
     out = tmp_path / "s.jsonl"
-    args = ["sweep", "--languages", "2gram", "--lengths", "3", "--steps", "1,2,...,4", "--out", str(out), "--json"]
+    args = ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "1,2,...,4", "--out", str(out), "--json"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     assert json.loads(r.output.splitlines()[-1])["computed"] == 3
@@ -133,3 +139,145 @@ def test_cli_bench_sweep_smoke(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.output.splitlines()[-1])
     assert d["computed"] == 3 and d["length"] == 128 and math.isfinite(d["total_s"])
+
+
+_WRITER = """
+import sys, time
+from validation.sweep import grid, run_sweep
+length, out = int(sys.argv[1]), sys.argv[2]
+def evaluate(cfg):
+    time.sleep(0.02)
+    return {"value": cfg.length * 1000 + cfg.steps}
+configs = grid(["2gram"], [length], list(range(1, 13)), method="mc", samples=10)
+report = run_sweep(configs, out, evaluate=evaluate)
+print(report.computed)
+"""
+
+
+def test_two_concurrent_sweeps_into_one_table_keep_every_row(tmp_path):
+    """Issue 12: two processes, different grids, one --out: all 24 rows are kept (12 were lost before)."""
+    out = tmp_path / "shared.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(L), str(out)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for L in (64, 128)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    assert [int(o.strip()) for o, _ in outputs] == [12, 12]
+    rows, bad = read_table(out)
+    assert not bad
+    assert sorted(r.result["value"] for r in rows) == sorted(L * 1000 + N for L in (64, 128) for N in range(1, 13))
+
+
+def test_sweep_refuses_a_target_that_is_not_a_regular_file(tmp_path):
+    """``--out /dev/null`` (or a directory) is refused before anything is computed; the target is left alone."""
+    calls: list = []
+    configs = grid(["2gram"], [4], [2], method="mc", samples=10)
+    for target in (Path(os.devnull), tmp_path):
+        with pytest.raises(NotRegularFileError, match="not a regular file"):
+            run_sweep(configs, target, evaluate=fake_evaluate(calls))
+    assert calls == [] and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()
+
+
+def test_a_sweep_writes_flat_parquet_and_csv_beside_the_table(tmp_path):
+    """Issue 13: tables other tools read directly, one row per point, config columns + value, stderr, ci, method."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "t.jsonl"
+    configs = grid(["2gram:2gram-pruned"], [3], [1, 2], method="auto") + grid(["2gram"], [8], [2], method="mc", samples=10)
+    report = run_sweep(configs, out)
+    assert report.tables == (str(tmp_path / "t.parquet"), str(tmp_path / "t.csv"))
+    table = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    rows, _ = read_table(out)
+    assert len(table) == len(rows) == 3
+    for flat, row in zip(table, rows):
+        assert flat["language"] == row.config["language"] and flat["n_steps"] == row.config["steps"]
+        assert flat["method_requested"] == row.config["method"] and flat["config_hash"] == row.config_hash
+        assert flat["method"] == row.result["method"] and flat["commit"] == row.provenance["commit"]
+        for metric in ("ser", "kl_jensen_bound", "gen_ppl"):
+            for field in ("value", "stderr", "ci_low", "ci_high", "method", "samples", "exact"):
+                assert flat[f"{metric}_{field}"] == row.result[metric][field], (metric, field)
+    assert table[2]["kl_value"] is None and "exact law" in json.loads(table[2]["kl_null_reason"])["value"]
+    with open(tmp_path / "t.csv", newline="") as fh:
+        text_rows = list(csv.DictReader(fh))
+    assert [r["n_steps"] for r in text_rows] == ["1", "2", "2"]
+    assert float(text_rows[0]["ser_value"]) == table[0]["ser_value"] and text_rows[2]["kl_value"] == ""
+
+
+def _without_timing(rows):
+    return {r.config_hash: {k: v for k, v in r.result.items() if k != "elapsed_s"} for r in rows}
+
+
+def test_the_dask_executor_writes_the_same_table_as_the_local_one(tmp_path):
+    """Issue 13: points as independent Dask tasks streamed into the same resumable table, value for value."""
+    from distributed import Client, LocalCluster
+
+    configs = (grid(["2gram:2gram-pruned"], [3], [1, 2, 3]) + grid(["3gram"], [12], [2, 4], method="mc", samples=20)
+               + grid(["interval"], [10], [2, 4]))
+    local = run_sweep(configs, tmp_path / "local.jsonl")
+    with LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        first = run_sweep(configs[:4], tmp_path / "dask.jsonl", executor="dask", client=client)
+        rest = run_sweep(configs, tmp_path / "dask.jsonl", executor="dask", client=client)  # resumes
+    assert local.computed == 7 and (first.computed, rest.computed, rest.skipped) == (4, 3, 4)
+    local_rows, bad = read_table(tmp_path / "local.jsonl")
+    dask_rows, bad2 = read_table(tmp_path / "dask.jsonl")
+    assert not bad and not bad2 and len(dask_rows) == 7
+    assert _without_timing(dask_rows) == _without_timing(local_rows)
+
+
+_DIES_ONCE = """
+import os, sys
+from pathlib import Path
+
+def evaluate(cfg, marks=Path(sys.argv[2])):
+    (marks / f"start-{cfg.steps}-{os.getpid()}").touch()
+    if cfg.steps == 3 and not (marks / "died").exists():
+        (marks / "died").write_text(str(os.getpid()))
+        os._exit(1)  # the worker process dies mid-point
+    return {"value": cfg.length * 1000 + cfg.steps}
+
+if __name__ == "__main__":  # the workers re-import this file: only the client imports the engine
+    from distributed import Client, LocalCluster
+    from validation.sweep import grid, run_sweep
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
+            Client(cluster) as client:
+        report = run_sweep(grid(["2gram"], [4], [1, 2, 3, 4], method="mc", samples=10), sys.argv[1],
+                           evaluate=evaluate, executor="dask", client=client)
+    print(report.computed)
+"""
+
+
+def test_a_point_whose_dask_worker_dies_is_retried_and_the_table_stays_whole(tmp_path):
+    script, marks, out = tmp_path / "dies_once.py", tmp_path / "marks", tmp_path / "t.jsonl"
+    script.write_text(_DIES_ONCE)
+    marks.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script), str(out), str(marks)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "4" and (marks / "died").exists()
+    runs: dict[str, list[str]] = {}
+    for p in marks.glob("start-*"):
+        runs.setdefault(p.name.split("-")[1], []).append(p.name.split("-")[2])
+    dead = (marks / "died").read_text()
+    assert sorted(runs) == ["1", "2", "3", "4"] and len(runs["3"]) == 2
+    # a point runs again only when the dead worker held it (mid-point, or finished but not yet fetched)
+    assert all(len(pids) == 1 or (len(pids) == 2 and dead in pids) for pids in runs.values()), runs
+    rows, bad = read_table(out)
+    assert not bad and sorted(r.result["value"] for r in rows) == [4001, 4002, 4003, 4004]
+
+
+def test_cli_sweep_on_a_dask_scheduler(tmp_path):
+    from distributed import LocalCluster
+
+    args = ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "1,2", "--out", str(tmp_path / "t.jsonl"), "--json"]
+    bad = CliRunner().invoke(main, [*args, "--scheduler", "tcp://127.0.0.1:1"])
+    assert bad.exit_code == 2 and "--executor dask" in bad.stdout
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None) as cluster:
+        r = CliRunner().invoke(main, [*args, "--executor", "dask", "--scheduler", cluster.scheduler_address])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["computed"] == 2 and len(read_table(tmp_path / "t.jsonl")[0]) == 2

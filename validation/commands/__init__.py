@@ -1,7 +1,7 @@
 """Subcommands of ``mdm-theory``, one module per area.
 
-Each module here defines click commands and lists them in ``COMMANDS`` (top-level subcommands)
-and optionally ``BENCH_COMMANDS`` (subcommands of ``mdm-theory bench``). The CLI discovers the
-modules; heavy imports (torch, matplotlib) belong inside the command functions so that
-``mdm-theory --help`` stays fast.
+Each module defines click commands; :mod:`validation.cli` lists every one of them explicitly
+(``COMMANDS`` / ``BENCH_COMMANDS`` there). Heavy imports (torch, matplotlib, dask) belong inside
+the command functions so that ``mdm-theory --help`` stays fast. Output conventions shared by all
+of them (``--json``, ``--progress``, error objects) live in :mod:`validation.commands._common`.
 """

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from validation.commands._common import emit, json_option
+from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 
@@ -53,77 +53,148 @@ def parse_int_list(text: str) -> list[int]:
             return out
     raise click.BadParameter(f"neither a doubling nor an arithmetic pattern from {head} reaches {last} exactly")
 
-_method = click.option("--method", type=click.Choice(["auto", "enumerate", "dp", "mc"]), default="auto", show_default=True,
-                       help="auto: enumerate for tiny cases, else the exact DP when cheap, else Monte Carlo.")
+_method = click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
+                       show_default=True,
+                       help="auto: the fastest exact method that fits (closed form for the interval language, "
+                            "else the DP or enumeration for small L), else Monte Carlo. A method named here that "
+                            "cannot run at this size is refused with its estimated cost.")
 _schedule = click.option("--schedule", default="linear", show_default=True, help="Schedule family (linear, cosine, loglinear, polynomial).")
 _samples = click.option("--samples", type=int, default=1000, show_default=True, help="Monte Carlo samples per quantity.")
-_seed = click.option("--seed", type=int, default=0, show_default=True)
+_seed = click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the Monte Carlo draws (each point's streams are fixed by the seed and the point).")
 _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
+
+
+def _sampler_options(f):
+    """``--sampler``, ``--gamma``, ``--confidence`` (numerics.sampling.adaptive)."""
+    f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
+                     show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
+    f = click.option("--gamma", type=float, default=None,
+                     help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
+    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum"]),
+                        default="random", show_default=True,
+                        help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
+                             "adaptive with --gamma (steps ignored).")(f)
 
 
 @click.command("exact")
 @click.option("--language", required=True, help="Preset name or .npz file.")
 @click.option("--ser-language", default=None, help="Measure SER on this language instead (e.g. the pruned preset).")
-@click.option("--length", "-L", type=int, required=True)
-@click.option("--steps", "-N", type=int, required=True)
+@click.option("--length", "-L", type=int, required=True, help="Sequence length L.")
+@click.option("-N", "--n-steps", "--steps", "steps", cls=AliasOption, hidden_aliases=("--steps",), type=int,
+              required=True, help="Number of sampling steps N (the schedule's steps).")
 @_schedule
 @_method
 @_samples
 @_seed
 @_batch
+@_sampler_options
+@progress_option
 @json_option
-def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, as_json):
+def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
+                  confidence, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
 
-    Prints one JSON object: the inputs and, for each of kl, kl_jensen_bound, log_ter_gap, ter,
-    ter_data, ser, gen_ppl, gen_ppl_data, nfe, a {value, stderr, method} (stderr 0 when exact;
-    value null with the reason when the method cannot give it).
+    For each of kl, kl_jensen_bound, log_ter_gap, ter, ter_data, ser, ser_kl_certificate, gen_ppl,
+    gen_ppl_data, nfe: an estimate {value, stderr, ci_low, ci_high, confidence, method, samples,
+    exact} (docs/schema.md); value null with a null_reason when it is not a finite number or
+    the method cannot give it.
     """
     from validation.sweep import PointConfig, evaluate_point
 
     try:
-        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size)
-        result = evaluate_point(cfg)
+        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
+                          sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    emit(result, as_json)
+    if show_progress(progress):
+        click.echo(f"computing {language} L={length} N={steps} ({method}) ...", err=True)
+    result = evaluate_point(cfg)
+    emit(result, as_json, _human_point(result))
 
 
-def _progress(k, total, cfg, result):
-    if result is None:
-        click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.steps}: already in the table, skipped", err=True)
-    else:
-        click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.steps}: {result['elapsed_s']:.1f} s", err=True)
+def _human_point(result: dict) -> str:
+    from numerics.estimate import is_estimate_record
+    from numerics.provenance import to_jsonable
+
+    data = to_jsonable(result)
+    inputs = data["inputs"]
+    head = (f"{inputs['language']}" + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
+            + f", L = {inputs['length']}, N = {inputs['steps']}, schedule {data['schedule_name']}, "
+            f"method {data['method']}, {data['elapsed_s']:.2f} s")
+    metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
+    width = max(len(k) for k, _ in metrics)
+    return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
+
+
+def _progress_bar(total: int, enabled: bool):
+    """A callback for :func:`validation.sweep.run_sweep` that advances a tqdm bar on stderr."""
+    import sys
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="sweep", unit="point", file=sys.stderr, disable=not enabled, leave=False)
+
+    def progress(k, total, cfg, result):
+        bar.set_postfix_str(f"{cfg.language} L={cfg.length} N={cfg.steps}" + (" (in table)" if result is None else ""))
+        bar.update(1)
+
+    return bar, progress
 
 
 @click.command("sweep")
 @click.option("--languages", required=True, help="Comma-separated; 'A:B' measures SER on B (e.g. 2gram:2gram-pruned).")
 @click.option("--lengths", required=True, help="Comma-separated lengths, e.g. 512 or 64,128.")
-@click.option("--steps", "steps_text", required=True, help="Comma-separated steps; '8,16,...,2048' doubles up to 2048.")
+@click.option("-N", "--n-steps", "--steps", "steps_text", cls=AliasOption, hidden_aliases=("--steps",), required=True,
+              help="Comma-separated numbers of sampling steps N; '8,16,...,2048' doubles up to 2048.")
 @_schedule
 @_method
 @_samples
 @_seed
 @_batch
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists.")
+@_sampler_options
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local: the points one after the other here; dask: each point a task on a Dask cluster, "
+                   "results streamed back into the same table (docs/cluster.md).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="--executor dask: address of a running scheduler, e.g. tcp://host:8786 "
+                   "[default: a local cluster for this sweep].")
+@progress_option
 @json_option
-def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, out, drop_bad_rows, as_json):
-    """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point)."""
+def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
+                  confidence, out, drop_bad_rows, executor, scheduler, progress, as_json):
+    """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
+
+    Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
+    CSV copies (one row per point, docs/schema.md) are written beside the table.
+    """
     from validation.sweep import CorruptRowsError, grid, run_sweep
 
     try:
         configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
                        parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
-                       batch_size=batch_size)
-        report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=_progress)
-    except CorruptRowsError as exc:
-        raise click.ClickException(str(exc)) from None
+                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if not configs:
+        raise click.UsageError(f"the grid is empty: --languages {languages!r}, --lengths {lengths!r} and "
+                               f"-N {steps_text!r} must each name at least one value")
+    if scheduler is not None and executor != "dask":
+        raise click.UsageError("--scheduler needs --executor dask")
+    bar, tick = _progress_bar(len(configs), show_progress(progress))
+    try:
+        report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick,
+                           executor=executor, scheduler=scheduler)
+    except CorruptRowsError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        bar.close()
     emit(report, as_json, f"{report.computed} point(s) computed, {report.skipped} skipped, "
-                          f"{len(report.bad_rows)} bad row(s) dropped, {report.elapsed_s:.1f} s -> {report.path}")
+                          f"{len(report.bad_rows)} bad row(s) dropped, {report.elapsed_s:.1f} s -> {report.path} "
+                          f"(flat copies: {', '.join(report.tables)})")
 
 
 BENCH_PRESETS = ("2gram", "3gram", "4gram", "hmm")
@@ -132,10 +203,12 @@ BENCH_PRESETS = ("2gram", "3gram", "4gram", "hmm")
 @click.command("sweep")
 @click.option("--quick", is_flag=True, help="L = 128, N in {8, 64, 512}, 100 samples (a smoke run of the same code).")
 @click.option("--samples", type=int, default=None, help="Override the sample count.")
-@click.option("--presets", default=",".join(BENCH_PRESETS), show_default=True)
+@click.option("--presets", default=",".join(BENCH_PRESETS), show_default=True,
+              help="Comma-separated presets; SER is measured on each one's -pruned twin.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Keep the results table here (default: a temporary file).")
+@progress_option
 @json_option
-def bench_sweep_command(quick, samples, presets, out, as_json):
+def bench_sweep_command(quick, samples, presets, out, progress, as_json):
     """The paper-scale oracle sweep: SER (pruned presets), generative perplexity and the Jensen KL bound
     (unpruned), L = 512, N = 8..2048, 1000 samples per point; prints total time and per-point cost."""
     from validation.sweep import grid, run_sweep
@@ -147,8 +220,12 @@ def bench_sweep_command(quick, samples, presets, out, as_json):
     configs = grid([f"{p}:{p}-pruned" for p in names], [length], steps, method="mc", samples=n)
     per_point: dict[str, float] = {}
 
-    def progress(k, total, cfg, res):
-        _progress(k, total, cfg, res)
+    verbose = show_progress(progress)
+
+    def tick(k, total, cfg, res):
+        if verbose:
+            click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.steps}"
+                       + (": already in the table" if res is None else f": {res['elapsed_s']:.1f} s"), err=True)
         if res is not None:
             per_point[f"{cfg.language} N={cfg.steps}"] = round(res["elapsed_s"], 3)
 
@@ -156,7 +233,7 @@ def bench_sweep_command(quick, samples, presets, out, as_json):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(out) if out else Path(tmp) / "bench_sweep.jsonl"
         t0 = time.perf_counter()
-        report = run_sweep(configs, path, progress=progress)
+        report = run_sweep(configs, path, progress=tick)
         total = time.perf_counter() - t0
     result = {
         "presets": names, "length": length, "steps": steps, "samples": n, "points": len(configs),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option
+from ._common import emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS"]
 
@@ -40,11 +40,11 @@ def _fmt_summary(s) -> str:
               help="Seed of the Monte Carlo draws (each language's stream is seeded by (SEED, its name)).")
 @click.option("--language", "languages", multiple=True, metavar="NAME|FILE.npz",
               help="Summarize only these (repeatable; a preset name or an .npz file)  [default: all presets].")
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@progress_option
 @json_option
 @click.pass_context
 def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, languages: tuple[str, ...],
-                  progress: bool, as_json: bool) -> None:
+                  progress: bool | None, as_json: bool) -> None:
     """List the language presets with their summaries (zero fraction, one-step SER, entropy rate).
 
     The one-step sampler (N = 1) draws every position independently from its marginal; its SER is
@@ -59,8 +59,10 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
     from numerics.languages.presets import get_preset, language_summary, preset_names
 
     names = list(languages) or preset_names()
+    for name in names:  # refuse hopeless sizes before computing anything
+        _check_summary_size(name, length, samples)
     summaries = []
-    for name in tqdm(names, desc="languages", file=sys.stderr, disable=not progress or None, leave=False):
+    for name in tqdm(names, desc="languages", file=sys.stderr, disable=not show_progress(progress), leave=False):
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])  # same draws whatever else is listed
         try:
             summary = language_summary(name, length, samples, rng)
@@ -82,10 +84,36 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
     emit(result, as_json, "\n".join(f"{_fmt_summary(s)}\n    {descriptions[s.name]}" for s in summaries))
 
 
-def _as_dict(summary) -> dict:
-    from dataclasses import asdict
+def _check_summary_size(name: str, length: int, samples: int) -> None:
+    """Refuse, before computing, a summary whose arrays would exceed the Monte Carlo memory limit.
 
-    return asdict(summary)
+    The one-step SER runs a forward-backward over ``L`` positions (``alpha``, ``beta`` over ``S``
+    states and marginals over ``V`` tokens: ``8 L (2 S + 2 V)`` bytes) and draws ``K`` sequences
+    of ``L`` tokens for the SER and the entropy rate (about ``16 K L`` bytes).
+    """
+    from numerics.languages.presets import load_language
+    from validation.methods import MC_MAX_BYTES
+
+    try:
+        lang = load_language(name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--language") from exc
+    need = 8 * length * (2 * lang.n_states + 2 * lang.vocab_size) + 16 * samples * length
+    if need > MC_MAX_BYTES:
+        raise click.BadParameter(
+            f"summarizing {name} at L = {length} ({lang.n_states} states, {samples} samples) needs about "
+            f"{need / 2**30:.1f} GiB of arrays (limit {MC_MAX_BYTES / 2**30:.0f} GiB); use a smaller --length",
+            param_hint="--length")
+
+
+def _as_dict(summary) -> dict:
+    """The summary's fields, its one-step SER as one estimate with its Clopper-Pearson interval."""
+    from dataclasses import fields, replace
+
+    out = {f.name: getattr(summary, f.name) for f in fields(summary)}
+    lo, hi = out.pop("ser_one_step_ci")
+    out["ser_one_step"] = replace(summary.ser_one_step, ci_low=lo, ci_high=hi, confidence=out.pop("confidence"))
+    return out
 
 
 @languages_cmd.command("export")

@@ -116,14 +116,14 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
 @click.argument("checkpoint", type=click.Path(exists=True))
 @click.option("-N", "--steps", "n_steps", default="8,16,32,64,128,256,512,1024,2048", show_default=True,
               help="Comma-separated sampling step counts N (ignored for an AR checkpoint).")
-@click.option("--samples", type=int, default=256, show_default=True, help="Sequences sampled per point.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
+@click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True, help="Sequences sampled per point.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--schedule", default="mdlm", show_default=True,
               help="mdlm (log-linear times down to 1e-5, as MDLM samples) or a numerics schedule name.")
 @click.option("--draw", type=click.Choice(["float64", "float32"]), default="float64", show_default=True,
               help="Exact float64 inverse-CDF draws, or MDLM's float32 Gumbel-max (ablation).")
-@click.option("--batch-size", type=int, default=None, help="Sampling batch (default: all samples at once).")
-@click.option("--eps-sequences", type=int, default=256, show_default=True,
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sampling batch (default: all samples at once).")
+@click.option("--eps-sequences", type=click.IntRange(min=1), default=256, show_default=True,
               help="True sequences whose random masks measure eps_learning (MDM).")
 @click.option("--oracle", is_flag=True, help="Also run the oracle denoiser through the same sampler.")
 @click.option("--learning", is_flag=True,
@@ -135,8 +135,10 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
                  device, out, as_json):
     """Generative perplexity and SER vs steps (exact ground truth), NFE, and eps_learning of a checkpoint."""
     from neural.evaluate import evaluate_checkpoint
-    from numerics.provenance import atomic_write_json, provenance
+    from numerics.provenance import atomic_write_json, check_writable_file, provenance
 
+    if out:
+        check_writable_file(out)  # before the evaluation, not after it
     result = evaluate_checkpoint(checkpoint, _int_list(n_steps), samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
                                  oracle=oracle, learning=learning)

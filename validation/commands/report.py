@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option
+from ._common import emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS"]
 
@@ -20,7 +20,7 @@ __all__ = ["COMMANDS"]
               show_default=True, help="Folder of the report (index.html, figures/, results/).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Cache folder of computed points  [default: OUT/cache].")
-@click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost"]),
+@click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost", "schedules", "adaptive"]),
               help="Run only this experiment (repeatable).")
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
@@ -28,10 +28,10 @@ __all__ = ["COMMANDS"]
               help="Train MDMs and AR baselines first (cached): --train for 2gram, 2gram-pruned and interval, "
                    "--train all for every paper language.")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
+@progress_option
 @json_option
 def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
-               checkpoints: tuple[str, ...], train: str | None, strict: bool, progress: bool, as_json: bool) -> None:
+               checkpoints: tuple[str, ...], train: str | None, strict: bool, progress: bool | None, as_json: bool) -> None:
     """Run the experiments that are missing from the cache and write the HTML report.
 
     The default is sized for a 2-core CPU (at most 10 minutes from an empty cache); a re-run or an
@@ -40,6 +40,9 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     """
     from validation.report import build_report
 
+    _writable_folder(out_dir, "--out")  # before anything is computed
+    if cache_dir is not None:
+        _writable_folder(cache_dir, "--cache")
     overrides: dict[str, dict] = {}
     if checkpoints or train:
         paths = tuple(str(Path(c).resolve()) for c in checkpoints)
@@ -53,7 +56,7 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
             if kinds.get("mdm") and kinds.get("ar"):  # time the first MDM against the first AR model
                 overrides["cost"] = {"mdm_checkpoint": kinds["mdm"][0], "ar_checkpoint": kinds["ar"][0]}
     outcome = build_report(out_dir, scale=scale, cache_dir=cache_dir, only=only or None, overrides=overrides,
-                           progress=progress, strict=strict)
+                           progress=show_progress(progress), strict=strict)
     summary = {
         "index": str(outcome.index),
         "scale": scale,
@@ -68,6 +71,20 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     emit(summary, as_json, "\n".join(lines))
     if outcome.errors or any(r.errors for r in outcome.results.values()):
         sys.exit(1)
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Create ``folder`` (and its parents) or refuse it, naming the file in the way or the missing permission."""
+    import os
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
+        raise click.BadParameter(f"cannot create {folder}: {why}", param_hint=option) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{folder} is not writable", param_hint=option)
 
 
 @click.command("docs")

@@ -8,6 +8,8 @@
 ``lemmas``  every claim and proof step of ``theory`` checked: instances, violations, slack
 ``learned`` trained MDM curves next to the oracle's, with measured ``eps_learning``
 ``cost``    expected vs measured network calls (NFE) under caching; MDM vs AR timing
+``schedules`` exact expected KL vs steps for every schedule (DP optimum, optimized i.i.d., LZ
+            reading, B.12, linear, cosine) with Li-Cai's and the TC/DTC bounds
 ==========  ================================================================================
 """
 
@@ -15,12 +17,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import cost, learned, lemmas, ser, ter
+from . import adaptive, cost, learned, lemmas, schedules, ser, ter
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost)}
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive)}
 SCALES = ("tiny", "default", "full")
 
 

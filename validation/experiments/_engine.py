@@ -59,8 +59,9 @@ def estimate_json(est: Any) -> dict:
            "samples": int(d.get("samples", 0) or 0)}
     for key, names in (("lower", ("lower", "ci_low")), ("upper", ("upper", "ci_high"))):
         for name in names:
-            if name in d or hasattr(est, name):
-                out[key] = float(d[name] if name in d else getattr(est, name))
+            end = d[name] if name in d else getattr(est, name, None)
+            if end is not None:  # an exact Estimate has ci_low = ci_high = None
+                out[key] = float(end)
                 break
     return out
 
@@ -164,11 +165,11 @@ def theorem42(order: int, vocab: int, n_steps: int, length: int) -> dict:
     """Theorem 4.2's bound on ``log TER(p) - log TER(q)`` at ``N`` steps (``eps_learning = 0``).
 
     ``eps`` is the smallest value whose Lemma B.12 schedule fits in ``N`` steps
-    (``theory.positive.b12_solve_eps``); the bound ``4 eps log|V|`` holds for ``L >= L_0(eps, n)``.
+    (``theory.b12_solve_eps``); the bound ``4 eps log|V|`` holds for ``L >= L_0(eps, n)``.
     Returns ``{"eps", "log_ter_gap", "length_threshold", "valid", "b12_steps"}``; ``N = 1`` has
     no B.12 schedule (``log_ter_gap`` None).
     """
-    pos = need("theory.positive", "b12_solve_eps", "theorem42_constants")
+    pos = need("theory", "b12_solve_eps", "theorem42_constants")
     if n_steps < 2:
         return {"eps": None, "log_ter_gap": None, "length_threshold": None, "valid": False, "b12_steps": None}
     eps = pos.b12_solve_eps(n_steps, order)
@@ -179,14 +180,14 @@ def theorem42(order: int, vocab: int, n_steps: int, length: int) -> dict:
 
 def b12_schedule(order: int, n_steps: int) -> Schedule:
     """The Lemma B.12 schedule with the smallest ``eps`` that fits in ``N`` steps."""
-    pos = need("theory.positive", "b12_solve_eps", "b12_schedule")
+    pos = need("theory", "b12_solve_eps", "b12_schedule")
     return pos.b12_schedule(pos.b12_solve_eps(n_steps, order), order)
 
 
 def theorem44(n_steps: int, length: int, l: int) -> dict:
     """Lemma C.6's lower bound on the interval language's SER, with the oracle's ``p_e = 1/2`` and
-    with Theorem 4.4's ``p_e`` for ``eps_learning < 1/128`` (``theory.negative``)."""
-    neg = need("theory.negative", "c9_bound", "P_E_PAPER", "p_e")
+    with Theorem 4.4's ``p_e`` for ``eps_learning < 1/128`` (``theory``)."""
+    neg = need("theory", "c9_bound", "P_E_PAPER", "p_e")
     pe_oracle = float(neg.p_e(0.0))
     return {"ser_lower": float(neg.c9_bound(n_steps, length, l, pe_oracle)), "p_e": pe_oracle,
             "thm44_ser_lower": float(neg.c9_bound(n_steps, length, l, float(neg.P_E_PAPER))),
@@ -195,7 +196,7 @@ def theorem44(n_steps: int, length: int, l: int) -> dict:
 
 def theorem44_thresholds(lengths: list[int], l: int) -> dict:
     """Theorem 4.4's constants from ``theory``: the argument's ``C`` and the exact threshold ``N/L``."""
-    neg = need("theory.negative", "c9_argument_constant", "true_threshold")
+    neg = need("theory", "c9_argument_constant", "true_threshold")
     arg = neg.c9_argument_constant(lengths, l)
     true = neg.true_threshold(lengths, l)
     return {"lengths": [int(x) for x in lengths], "argument_n_max": [int(x) for x in arg.n_max],

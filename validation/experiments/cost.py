@@ -154,7 +154,7 @@ def _machine() -> dict:
     import torch
 
     return {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "torch": torch.__version__}
+            "cpu_count": os.cpu_count(), "torch": str(torch.__version__)}
 
 
 def _timing_models(cfg: Config, length: int):

@@ -30,6 +30,7 @@ from neural.evaluate import evaluate_checkpoint
 from neural.sample import sampler_schedule
 from neural.train import load_checkpoint
 from numerics.languages.presets import load_language
+from theory import thm43_ser_bound
 
 from ..cache import ResultCache
 from . import learned_bounds as lb
@@ -142,7 +143,7 @@ def _points(language: str, ev: dict, ar: dict | None, theory: dict[int, dict], L
             row["jensen_bound_learned"] = gap["value"] + row["learning_part"]
             row["learning_share"] = row["learning_part"] / row["jensen_bound_learned"] if row["jensen_bound_learned"] > 0 else None
         for stat in ("mean", "max"):
-            bound = lb.theorem43_ser_upper(t["delta_N"], L, eps[stat])
+            bound = thm43_ser_bound(t["delta_N"], L, eps[stat])
             row[f"thm43_{stat}"] = bound
             row[f"thm43_{stat}_verdict"] = lb.judge_upper(m["ser"], m["ser_ci"][0], bound, vacuous=bound >= 1.0)
         if order is not None:
@@ -245,7 +246,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         out.notes.append("FLAGGED: " + ", ".join(f"{r.language} {r.kind.upper()}" for r in missed)
                          + " did not reach the validation target; their curves are shown but marked as such.")
     for language in progress_iter(sorted({lang for lang, _ in got.runs}), progress, "learned: evaluation"):
-        parts.attempt(f"evaluating {language}", lambda: _language(language, got, cfg, cache))
+        parts.attempt(f"evaluating {language}", lambda language=language: _language(language, got, cfg, cache))
     _tables(out, got)
     learned_plots.notes(out)
     parts.record(out)

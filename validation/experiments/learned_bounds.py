@@ -13,7 +13,6 @@ says nothing:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -22,10 +21,9 @@ from numerics.exact.interval import interval_ser, sequence_collision_probability
 from numerics.exact.markov import jensen_bound_markov
 from numerics.sampling.montecarlo import kl_jensen_bound_mc
 from numerics.schedules import Schedule
-from theory.negative import EPS_MAX, c9_bound, p_e
-from theory.positive import b12_solve_eps, theorem42_constants
+from theory import EPS_MAX, b12_solve_eps, c9_bound, p_e, theorem42_constants
 
-__all__ = ["VERDICTS", "judge_upper", "judge_lower", "theorem42", "theorem43_ser_upper", "lemma_c6",
+__all__ = ["VERDICTS", "judge_upper", "judge_lower", "theorem42", "lemma_c6",
            "factorization_gap", "interval_oracle_ser", "oracle_threshold", "collision_probability"]
 
 VERDICTS = ("holds", "violated", "within-ci", "vacuous", "not-applicable")
@@ -52,11 +50,6 @@ def judge_lower(value: float, ci_high: float, bound: float, *, vacuous: bool) ->
 def collision_probability(schedule: Schedule, length: int) -> float:
     """``delta_N``: probability that two of the ``L`` positions share a step (Lemma C.1, exact)."""
     return float(sequence_collision_probability(schedule, length).probability)
-
-
-def theorem43_ser_upper(delta_n: float, length: int, eps_learning: float) -> float:
-    """Theorem 4.3: ``SER(p) <= 1 - (1 - delta_N) exp(-L eps_learning)``."""
-    return -math.expm1(math.log1p(-delta_n) - length * eps_learning) if delta_n < 1.0 else 1.0
 
 
 def theorem42(order: int, vocab: int, n_steps: int, length: int, eps_learning: float) -> dict[str, Any]:

@@ -2,13 +2,16 @@
 
 For each entry of the theory registry (Lemmas A.1 .. C.6, Theorems 4.2, 4.3, 4.4, Example C.7)
 and each of its proof-step claims, ``theory``'s verification API evaluates both sides on a
-generated set of instances and on exact numbers from ``numerics``. The table lists the instances
-tried, the violations, the minimum slack (``rhs - lhs`` for an upper bound) and the tightness
-(bound / exact); a violated claim is shown with its counterexample.
+generated set of instances (plus the pinned counterexamples of the claims found false) and on exact
+numbers from ``numerics``. The table lists the instances tried, the violations, the minimum slack
+(``rhs - lhs`` for an upper bound) and the tightness (bound / exact, over the informative instances:
+degenerate ones with both sides 0 or 1 and vacuous ones are counted apart); a violated claim is
+shown with its counterexample.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -18,7 +21,7 @@ from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
 
 NAME = "lemmas"
 TITLE = "Lemma verification: every claim and proof step checked"
-VERSION = 1
+VERSION = 2  # 2: pinned counterexamples, degenerate/vacuous instances left out of the tightness
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     if not rows:
         return out.finish(started)
     cols = ("claim", "paper", "title", "relation", "expect", "instances", "violations", "min_slack",
-            "min_tightness", "median_tightness", "exact_checks", "skipped")
+            "min_tightness", "median_tightness", "exact_checks", "skipped", "pinned", "degenerate", "vacuous")
     out.tables["claims"] = [{c: r.get(c) for c in cols} for r in rows]
     bad = [r for r in rows if r.get("violations")]
     if bad:
@@ -87,27 +90,59 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     return out.finish(started)
 
 
+def _informative(row: dict) -> bool:
+    t = row.get("min_tightness")
+    return t is not None and math.isfinite(t) and t > 0
+
+
 def plot(result: ExperimentResult) -> list[Plot]:
-    """Tightness (bound / exact, on its tightest instance) per claim; red: claims with violations."""
-    import math
+    """Tightness of the claims that held (log axis) and, beside it in red, the claims with violations.
 
-    from ._style import new_figure, legend
+    A violated claim can have tightness 0 or below (a bound of 0 under a positive exact side), which
+    no log axis can show, so violations get their own panel: the fraction of instances violated.
+    """
+    from ._style import legend, new_figure
 
-    rows = [r for r in result.tables.get("claims", [])
-            if r.get("min_tightness") is not None and math.isfinite(r["min_tightness"]) and r["min_tightness"] > 0]
-    if not rows:
+    rows = result.tables.get("claims", [])
+    violated = [r for r in rows if r.get("violations")]
+    held = [r for r in rows if not r.get("violations") and _informative(r)]
+    omitted = [r["claim"] for r in rows if not r.get("violations") and not _informative(r)]
+    if not held and not violated:
         return []
-    fig, axes = new_figure(width=max(6.0, 0.16 * len(rows)), height=3.8)
+    ratios = [max(len(held), 1), max(3 * len(violated), 2)] if violated else [1]
+    fig, axes = new_figure(ncols=len(ratios), width=max(6.0, 0.16 * (len(held) + 3 * len(violated))) / len(ratios),
+                           height=3.8, gridspec_kw={"width_ratios": ratios})
     ax = axes[0, 0]
-    x = range(len(rows))
-    ax.bar(x, [r["median_tightness"] if r.get("median_tightness") and r["median_tightness"] > 0 else float("nan")
-               for r in rows], color="#c6dbef", label="median over instances")
-    ax.scatter(x, [r["min_tightness"] for r in rows], s=10, zorder=3,
-               c=["#c62828" if r.get("violations") else "#08519c" for r in rows], label="tightest instance")
-    ax.axhline(1.0, color="k", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_xticks(list(x), [r["claim"] for r in rows], rotation=90, fontsize=5)
-    ax.set_ylabel("tightness (bound / exact)")
-    legend(ax, fontsize=7)
-    return [Plot("tightness", fig, "Tightness of each claim (bound / exact side; 1 = tight): bars the median over the "
-                                   "generated instances, dots the tightest instance (red: the claim was violated).")]
+    if held:
+        x = range(len(held))
+        ax.bar(x, [r["median_tightness"] if (r.get("median_tightness") or 0) > 0 else float("nan") for r in held],
+               color="#c6dbef", label="median over instances")
+        ax.scatter(x, [r["min_tightness"] for r in held], s=10, zorder=3, color="#08519c", label="tightest instance")
+        ax.axhline(1.0, color="k", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(list(x), [r["claim"] for r in held], rotation=90, fontsize=5)
+        ax.set_ylabel("tightness (bound / exact)")
+        ax.set_title("held on every instance", fontsize=8)
+        legend(ax, fontsize=7)
+    if violated:
+        axv = axes[0, 1]
+        frac = [r["violations"] / r["instances"] for r in violated]
+        xv = range(len(violated))
+        axv.bar(xv, frac, color="#c62828")
+        for i, r in enumerate(violated):
+            axv.annotate(f"{r['violations']}/{r['instances']}", (i, frac[i]), ha="center", va="bottom", fontsize=6)
+        axv.set_ylim(0, 1.15)
+        axv.set_xticks(list(xv), [r["claim"] for r in violated], rotation=90, fontsize=5)
+        axv.set_ylabel("fraction of instances violated")
+        axv.set_title("violated", fontsize=8, color="#c62828")
+    caption = (f"Tightness (bound / exact side; 1 = tight) of the {len(held)} claims that held on every instance: "
+               "bars the median over the informative instances, dots the tightest one.")
+    if violated:
+        caption += (f" Right, in red: the {len(violated)} claims with violations ({', '.join(r['claim'] for r in violated)}),"
+                    " as the fraction of their instances that violate them (pinned counterexamples included).")
+    else:
+        caption += " No claim was violated."
+    if omitted:
+        caption += (f" Not drawn ({len(omitted)}, no informative instance: every one degenerate, vacuous or with an"
+                    f" exact side of 0): {', '.join(omitted)}.")
+    return [Plot("tightness", fig, caption)]

@@ -215,7 +215,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             agree = all(a == b for _, a, b in cross)
             out.notes.append("Cross-check: steps needed for SER <= 1/2 found here "
                              + ("agree with" if agree else "DISAGREE with")
-                             + " theory.negative.true_threshold (N_max + 1) at every length"
+                             + " theory.true_threshold (N_max + 1) at every length"
                              + ("." if agree else ": " + ", ".join(f"L={L}: {a} vs {b}" for L, a, b in cross) + "."))
     parts.record(out)
     return out.finish(started)

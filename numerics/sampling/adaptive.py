@@ -1,0 +1,417 @@
+"""Adaptive samplers: each step reveals the masked positions the denoiser is most confident about.
+
+The samplers people run decide *which* positions to reveal from the denoiser's own marginals
+``p_j = denoiser(tokens, mask)[j]`` at the masked positions (``docs/methods/adaptive.md``):
+
+* ``topk`` -- step ``t`` reveals the ``k_t`` most confident positions, ``k_t`` from a schedule:
+  ``k_t = c_t - c_{t-1}`` with ``c_t = floor(L u_t + 1/2)`` (steps with ``k_t = 0`` are skipped
+  and cost no call; a linear schedule gives ``L / N`` per step);
+* ``threshold`` -- every masked position with confidence ``>= gamma``, at least one (the most
+  confident): Fast-dLLM's rule with ``confidence = maxprob``;
+* ``entropy-sum`` -- positions in order of increasing entropy ``H(p_j)`` while the cumulative
+  entropy stays ``<= gamma``, at least one (Cai-Li's rule; EB-Sampler's bound without its
+  ``- max H`` term).
+
+Confidence (``confidence=``): ``maxprob`` = ``max_v p_j(v)``, ``margin`` = top-1 minus top-2,
+``neg-entropy`` = ``-H(p_j)``; ``entropy-sum`` always orders by entropy.
+
+Comparisons are made on a grid. Confidences and entropies are rounded to integers
+``floor(value * GRID_SCALE + 1/2)`` (``GRID_SCALE = 1e9``) before they are ranked, compared with
+``gamma`` (rounded the same way) or summed. Marginals from different exact paths (messages,
+joint tables) differ by ~1e-15; on the grid they give the same decisions, and exactly equal
+marginals (e.g. the interval language's uniform ones) are ties whatever the round-off.
+
+Ties are broken by a seeded priority: position ``perm[0]`` first, then ``perm[1]``, ... with
+``perm = numpy.random.default_rng(tie_seed).permutation(L)``; ``tie_seed=None`` means left to
+right. The priority is a fixed function of ``(tie_seed, L)``, so a rule is a deterministic
+function of the revealed values, its output law is a sum over reveal paths and the exact
+methods (:mod:`numerics.exact.adaptive`) compute the same sampler.
+
+Draws: one uniform ``U[b, j]`` per position drawn up front (``rng.random((B, L))`` per batch),
+the token the float64 inverse CDF of ``p_j`` at ``U[b, j]`` (:func:`~numerics.sampling.samplers.draw_inverse_cdf`).
+Undefined marginals (not finite or summing to 0; the oracle past a jointly impossible reveal)
+are replaced by the uniform law for ranking and drawing, the convention of
+:mod:`numerics.sampling.samplers`.
+
+Calls: a step costs one denoiser call; ``SampleResult.nfe_sequence`` holds each sequence's
+steps, ``SampleResult.nfe`` each batch's calls (the generic path calls the denoiser on the
+sequences of the batch still masked, so a batch costs its slowest sequence's steps).
+
+Paths: the generic path works for any :class:`~numerics.sampling.denoiser.Denoiser`; for the
+oracle of an n-gram, an HMM (:class:`~numerics.sampling.denoiser.OracleDenoiser`) or the
+interval language (:class:`IntervalOracle`) ``path="auto"`` runs the incremental kernels of
+:mod:`numerics.sampling._adaptive_numba` on the same random stream (same samples).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple, Optional
+
+import numpy as np
+from scipy.special import entr
+
+from numerics.estimate import CONFIDENCE, Estimate
+from numerics.languages.hmm import HMM, NGram
+from numerics.languages.interval import IntervalLanguage
+from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, adaptive_run
+from numerics.sampling.denoiser import Denoiser, OracleDenoiser
+from numerics.sampling.samplers import PATHS, RandomOrder, SampleResult, Sampler, _batches, _call, draw_inverse_cdf
+from numerics.schedules import Schedule
+
+__all__ = [
+    "RULES",
+    "CONFIDENCES",
+    "SAMPLER_NAMES",
+    "GRID_SCALE",
+    "AdaptiveSampler",
+    "IntervalOracle",
+    "Confidences",
+    "ChainRuleScore",
+    "make_sampler",
+    "tie_priority",
+    "topk_sizes",
+    "on_grid",
+    "confidence_grid",
+    "select_positions",
+    "chain_rule_terms",
+    "kl_chain_rule_mc",
+    "nfe_mc",
+]
+
+RULES = tuple(RULE_CODES)
+CONFIDENCES = tuple(CONFIDENCE_CODES)
+SAMPLER_NAMES = ("random",) + RULES
+
+
+def on_grid(value: np.ndarray | float) -> np.ndarray:
+    """``floor(value * GRID_SCALE + 1/2)`` as int64 (the comparison grid of the module docstring)."""
+    return np.floor(np.asarray(value, dtype=np.float64) * GRID_SCALE + 0.5).astype(np.int64)
+
+
+def tie_priority(length: int, tie_seed: Optional[int]) -> np.ndarray:
+    """``rank[j]``: position ``j``'s place among ties (0 first); module docstring."""
+    if tie_seed is None:
+        return np.arange(length, dtype=np.int64)
+    perm = np.random.default_rng(tie_seed).permutation(length)
+    rank = np.empty(length, dtype=np.int64)
+    rank[perm] = np.arange(length)
+    return rank
+
+
+def topk_sizes(schedule: Schedule, length: int) -> np.ndarray:
+    """``k_t = c_t - c_{t-1}``, ``c_t = floor(L u_t + 1/2)``: positions revealed at step ``t`` (sum ``L``)."""
+    c = np.floor(length * schedule.u + 0.5).astype(np.int64)
+    c[0], c[-1] = 0, length
+    return np.diff(c)
+
+
+class Confidences(NamedTuple):
+    """Grid values of marginal rows (the NumPy twin of the kernels' ``_confidence``).
+
+    Attributes
+    ----------
+    conf : (k,) int64
+        The chosen confidence on the grid.
+    entropy : (k,) int64
+        ``H(p_j)`` (nats) on the grid.
+    probs : (k, V) float64
+        The rows normalized, undefined rows replaced by the uniform law.
+    """
+
+    conf: np.ndarray
+    entropy: np.ndarray
+    probs: np.ndarray
+
+
+def confidence_grid(probs: np.ndarray, confidence: str) -> Confidences:
+    """Confidences and entropies of marginal rows ``(k, V)`` on the grid (module docstring)."""
+    p = np.array(probs, dtype=np.float64)
+    V = p.shape[1]
+    undefined = ~np.all(np.isfinite(p), axis=1)
+    undefined[~undefined] |= p[~undefined].sum(axis=1) <= 0.0
+    p[undefined] = 1.0
+    p /= p.sum(axis=1, keepdims=True)
+    top = np.sort(p, axis=1)
+    top1 = top[:, -1]
+    top2 = top[:, -2] if V > 1 else np.zeros_like(top1)
+    H = entr(p).sum(axis=1)
+    conf = {"maxprob": top1, "margin": top1 - top2, "neg-entropy": -H}[confidence]
+    return Confidences(on_grid(conf), on_grid(H), p)
+
+
+def select_positions(rule: str, masked: np.ndarray, conf: np.ndarray, entropy: np.ndarray, priority: np.ndarray,
+                     k: int, gamma_grid: int) -> np.ndarray:
+    """The positions one step reveals (sorted), from grid confidences of one sequence (NumPy twin of ``_select``).
+
+    ``topk``: the ``k`` first in the order ``(-conf, priority)``; ``threshold``: every masked
+    ``j`` with ``conf_j >= gamma`` or else the first; ``entropy-sum``: the longest prefix of the order
+    ``(entropy, priority)`` whose cumulative entropy is ``<= gamma``, at least one.
+    """
+    cand = np.flatnonzero(masked)
+    L = masked.shape[0]
+    key = entropy[cand] * L + priority[cand] if rule == "entropy-sum" else -conf[cand] * L + priority[cand]
+    order = cand[np.argsort(key)]
+    if rule == "topk":
+        chosen = order[:k]
+    elif rule == "threshold":
+        chosen = cand[conf[cand] >= gamma_grid]
+        if chosen.size == 0:
+            chosen = order[:1]
+    else:
+        within = int(np.count_nonzero(np.cumsum(entropy[order]) <= gamma_grid))
+        chosen = order[: max(within, 1)]
+    return np.sort(chosen)
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalOracle:
+    """The exact posterior marginals of the interval language (Example C.7), a :class:`Denoiser`.
+
+    Intervals are independent; a masked token is uniform over the tokens whose pair bits agree
+    with its revealed partners. Revealed tokens that disagree leave the posterior undefined: the
+    whole sequence gets NaN rows (as ``OracleDenoiser(strict=False)``). Revealed rows are one-hot.
+    """
+
+    language: IntervalLanguage
+
+    @property
+    def vocab_size(self) -> int:
+        return self.language.vocab_size
+
+    def __call__(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        x = np.asarray(tokens, dtype=np.int64)
+        mask = np.asarray(mask, dtype=bool)
+        B, L = x.shape
+        l, V = self.language.l, self.vocab_size
+        v = np.arange(V)
+        out = np.zeros((B, L, V))
+        for b in range(B):
+            for j in range(L):
+                if not mask[b, j]:
+                    out[b, j, x[b, j]] = 1.0
+                    continue
+                base, r = (j // l) * l, j % l
+                ok = np.ones(V, dtype=bool)
+                for k in range(base, min(base + l, L)):
+                    if k != j and not mask[b, k]:
+                        kr = k - base
+                        ok &= ((v >> (kr if kr < r else kr - 1)) & 1) == ((x[b, k] >> (r if r < kr else r - 1)) & 1)
+                out[b, j] = ok / ok.sum() if ok.any() else np.nan
+            revealed = np.where(mask[b], -1, x[b])
+            if not _revealed_consistent(self.language, revealed):
+                out[b] = np.nan
+        return out
+
+
+def _revealed_consistent(language: IntervalLanguage, revealed: np.ndarray) -> bool:
+    """Every pair of revealed positions in one interval agrees on its bit (``-1`` = masked)."""
+    l = language.l
+    for j in range(revealed.shape[0]):
+        for k in range(j + 1, min((j // l) * l + l, revealed.shape[0])):
+            if revealed[j] >= 0 and revealed[k] >= 0:
+                kr, r = k % l, j % l
+                if ((revealed[j] >> (kr - 1)) & 1) != ((revealed[k] >> r) & 1):
+                    return False
+    return True
+
+
+def _oracle_language(denoiser: Denoiser):
+    """The language whose fast kernel computes ``denoiser`` exactly, or ``None``."""
+    if isinstance(denoiser, OracleDenoiser) and isinstance(denoiser.language, (HMM, NGram)):
+        return denoiser.language
+    if isinstance(denoiser, IntervalOracle):
+        return denoiser.language
+    return None
+
+
+@dataclass(frozen=True)
+class AdaptiveSampler(Sampler):
+    """A confidence-based rule (module docstring): ``topk`` with ``schedule``, or ``threshold`` / ``entropy-sum`` with ``gamma``."""
+
+    rule: str
+    schedule: Optional[Schedule] = None
+    gamma: Optional[float] = None
+    confidence: str = "maxprob"
+    tie_seed: Optional[int] = 0
+    kind: ClassVar[str] = "adaptive"
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"unknown adaptive rule {self.rule!r}; choose one of {RULES}")
+        if self.confidence not in CONFIDENCES:
+            raise ValueError(f"unknown confidence {self.confidence!r}; choose one of {CONFIDENCES}")
+        if self.rule == "topk":
+            if not isinstance(self.schedule, Schedule):
+                raise ValueError("the topk rule needs a schedule (numerics.schedules.Schedule) for its step sizes")
+            if self.gamma is not None:
+                raise ValueError("gamma applies to the threshold and entropy-sum rules, not topk")
+        else:
+            if self.schedule is not None:
+                raise ValueError(f"the {self.rule} rule takes gamma, not a schedule")
+            if self.gamma is None or not math.isfinite(self.gamma):
+                raise ValueError(f"the {self.rule} rule needs a finite gamma, got {self.gamma!r}")
+            if self.rule == "entropy-sum" and self.gamma < 0:
+                raise ValueError(f"the entropy-sum bound gamma must be >= 0 nats, got {self.gamma!r}")
+            if self.rule == "entropy-sum" and self.confidence != "maxprob":
+                raise ValueError("the entropy-sum rule orders by entropy; it takes no confidence option")
+        if self.tie_seed is not None and (int(self.tie_seed) != self.tie_seed or self.tie_seed < 0):
+            raise ValueError(f"tie_seed must be a non-negative integer or None, got {self.tie_seed!r}")
+
+    @property
+    def label(self) -> str:
+        if self.rule == "topk":
+            return f"topk ({self.confidence}), {self.schedule.name}"
+        if self.rule == "threshold":
+            return f"threshold ({self.confidence} >= {self.gamma:g})"
+        return f"entropy-sum (sum H <= {self.gamma:g} nats)"
+
+    @property
+    def gamma_grid(self) -> int:
+        """``gamma`` on the comparison grid (0 for topk)."""
+        return 0 if self.gamma is None else int(on_grid(self.gamma))
+
+    def step_sizes(self, length: int) -> np.ndarray:
+        """Top-k's ``k_t`` (:func:`topk_sizes`); ``[0]`` for the other rules."""
+        return topk_sizes(self.schedule, length) if self.rule == "topk" else np.zeros(1, dtype=np.int64)
+
+    def choose(self, probs: np.ndarray, masked: np.ndarray, priority: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, normalized rows)`` one step reveals given the marginal rows ``(L, V)`` of one sequence."""
+        c = confidence_grid(probs, self.confidence)
+        return select_positions(self.rule, masked, c.conf, c.entropy, priority, k, self.gamma_grid), c.probs
+
+    def sample(self, denoiser: Denoiser, n: int, length: int, rng: np.random.Generator, *,
+               batch_size: int | None = None, path: str = "auto") -> SampleResult:
+        """``n`` sequences; ``path`` ``"auto"`` / ``"oracle"`` / ``"generic"`` (module docstring)."""
+        if not isinstance(denoiser, Denoiser):
+            raise TypeError(f"{type(denoiser).__name__} does not implement the Denoiser protocol (vocab_size, __call__)")
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        if path not in PATHS:
+            raise ValueError(f"unknown path {path!r}; choose one of {PATHS}")
+        for name, v in (("n", n), ("length", length)):
+            if int(v) != v or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        bs = int(n) if batch_size is None else batch_size
+        if int(bs) != bs or bs < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        language = _oracle_language(denoiser)
+        if path == "oracle" and language is None:
+            raise ValueError("path='oracle' needs an OracleDenoiser of an HMM/NGram or an IntervalOracle")
+        fast = language is not None and path != "generic"
+        sizes = self.step_sizes(length)
+        prio = tie_priority(length, self.tie_seed)
+        batches = _batches(int(n), int(bs))
+        uniforms = [rng.random((B, length)) for B in batches]
+        if fast:
+            tokens = np.zeros((int(n), length), dtype=np.int64)
+            steps, out = adaptive_run(language, self.rule, self.confidence, sizes, self.gamma_grid, prio, tokens,
+                                      np.concatenate(uniforms), sample=True)
+            per_seq = out[:, 0].astype(np.int64)
+            kind = "ngram" if isinstance(language, NGram) else "interval" if isinstance(language, IntervalLanguage) else "hmm"
+            where = "oracle-" + kind
+        else:
+            runs = [self._run_generic(denoiser, U, prio, sizes) for U in uniforms]
+            tokens = np.concatenate([r[0] for r in runs])
+            steps = np.concatenate([r[1] for r in runs])
+            per_seq = np.concatenate([r[2] for r in runs])
+            where = "generic"
+        edges = np.cumsum([0] + batches)
+        nfe = np.asarray([per_seq[a:b].max() for a, b in zip(edges[:-1], edges[1:])], dtype=np.int64)
+        return SampleResult(tokens, steps, nfe, np.asarray(batches, dtype=np.int64), int(per_seq.max()), False,
+                            "float64", f"adaptive-{self.rule}-{where}", per_seq)
+
+    def _run_generic(self, denoiser: Denoiser, U: np.ndarray, prio: np.ndarray, sizes: np.ndarray):
+        """One batch through ``denoiser`` calls: ``(tokens, steps, calls per sequence)``."""
+        B, L = U.shape
+        tokens = np.zeros((B, L), dtype=np.int64)
+        mask = np.ones((B, L), dtype=bool)
+        steps = np.zeros((B, L), dtype=np.int64)
+        calls = np.zeros(B, dtype=np.int64)
+        t = 0
+        while mask.any():
+            k = 0
+            if self.rule == "topk":
+                while sizes[t] == 0:
+                    t += 1
+                k, t = int(sizes[t]), t + 1
+            active = np.flatnonzero(mask.any(axis=1))
+            probs = _call(denoiser, tokens[active], mask[active])  # (B_active, L, V)
+            for i, b in enumerate(active):
+                chosen, rows = self.choose(probs[i], mask[b], prio, k)
+                tokens[b, chosen] = draw_inverse_cdf(rows[chosen], U[b, chosen])
+                calls[b] += 1
+                steps[b, chosen] = calls[b]
+                mask[b, chosen] = False
+        return tokens, steps, calls
+
+
+def make_sampler(name: str, *, schedule: Optional[Schedule] = None, gamma: Optional[float] = None,
+                 confidence: str = "maxprob", tie_seed: Optional[int] = 0) -> Sampler:
+    """The sampler called ``name`` (:data:`SAMPLER_NAMES`): ``random`` and ``topk`` take ``schedule``,
+    ``threshold`` and ``entropy-sum`` take ``gamma``; an option the sampler does not use is an error."""
+    if name == "random":
+        if gamma is not None or confidence != "maxprob":
+            raise ValueError("the random sampler takes a schedule only (no gamma, no confidence)")
+        if not isinstance(schedule, Schedule):
+            raise ValueError("the random sampler needs a schedule")
+        return RandomOrder(schedule)
+    if name not in RULES:
+        raise ValueError(f"unknown sampler {name!r}; choose one of {SAMPLER_NAMES}")
+    return AdaptiveSampler(name, schedule=schedule if name == "topk" else None, gamma=gamma, confidence=confidence,
+                           tie_seed=tie_seed)
+
+
+class ChainRuleScore(NamedTuple):
+    """Per sequence ``x``: ``terms = log q(x) - log p(x)`` by (I1) and the ``calls`` of the rule's path."""
+
+    terms: np.ndarray
+    calls: np.ndarray
+
+
+def chain_rule_terms(sampler: AdaptiveSampler, language, tokens: np.ndarray) -> ChainRuleScore:
+    """Replay ``sampler``'s oracle rule along given sequences ``x`` in ``supp q`` (the kernel's scoring mode).
+
+    ``log q(x) - log p(x) = sum_t [log q(x_{D_t} | x_{S_t}) - sum_{j in D_t} log q(x_j | x_{S_t})]``
+    with every conditional exact (:mod:`numerics.sampling._adaptive_numba`); ``E_{x~q}`` of it is
+    ``KL(q || p)`` of the sampler's true output law. A sequence outside ``supp q`` is a ``ValueError``.
+    """
+    if not isinstance(sampler, AdaptiveSampler):
+        raise TypeError("the chain-rule identity needs a deterministic adaptive rule (an AdaptiveSampler)")
+    x = np.array(tokens, dtype=np.int64)
+    if x.ndim != 2 or np.any((x < 0) | (x >= language.vocab_size)):
+        raise ValueError(f"tokens must be a (B, L) array of tokens in 0..{language.vocab_size - 1}")
+    L = x.shape[1]
+    _, out = adaptive_run(language, sampler.rule, sampler.confidence, sampler.step_sizes(L), sampler.gamma_grid,
+                          tie_priority(L, sampler.tie_seed), x,
+                          np.zeros(x.shape), sample=False)
+    if np.any(out[:, 2] > 0):
+        raise ValueError(f"sequence {int(np.argmax(out[:, 2] > 0))} is outside supp q: the identity needs x ~ q")
+    return ChainRuleScore(out[:, 1].copy(), out[:, 0].astype(np.int64))
+
+
+def _mean_estimate(values: np.ndarray, method: str, confidence: float) -> Estimate:
+    """The sample mean with its standard error (normal interval at ``confidence``, :class:`Estimate`)."""
+    n = values.size
+    if n < 2:
+        raise ValueError("need n >= 2 samples for a standard error")
+    return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(n)), method, n, confidence=confidence)
+
+
+def kl_chain_rule_mc(sampler: AdaptiveSampler, language, length: int, n: int, rng: np.random.Generator,
+                     confidence: float = CONFIDENCE) -> Estimate:
+    """Monte Carlo of ``KL(q || p)`` of the adaptive sampler's *true* output law by (I1) along ``x ~ q``.
+
+    Random stream: ``x = language.sample(n, length, rng)``. Normal interval on the mean of the
+    per-sequence terms (:func:`chain_rule_terms`).
+    """
+    score = chain_rule_terms(sampler, language, language.sample(n, length, rng))
+    return _mean_estimate(score.terms, "mc (x ~ q, chain-rule identity (I1), exact conditionals)", confidence)
+
+
+def nfe_mc(result: SampleResult, confidence: float = CONFIDENCE) -> Estimate:
+    """Mean denoiser calls per sequence of an adaptive run (``result.nfe_sequence``), with its interval."""
+    if result.nfe_sequence is None:
+        raise ValueError("this run has no per-sequence calls (not an adaptive sampler)")
+    return _mean_estimate(result.nfe_sequence.astype(np.float64), "mc (calls per sequence)", confidence)

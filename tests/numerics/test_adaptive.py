@@ -1,0 +1,288 @@
+"""The adaptive samplers (numerics.sampling.adaptive) against their twins and against hand-derived cases.
+
+* The fast oracle kernels (chain / segment / interval paths) against the generic path through
+  ``denoiser(tokens, mask)`` calls on the same random stream: identical samples, steps and calls.
+* The selection rules on hand-made confidence rows (ties by the seeded priority, the grid).
+* The ``random`` sampler through the :class:`Sampler` abstraction gives exactly today's numbers.
+* A learned-style denoiser (any object with ``vocab_size`` and ``__call__``) runs through the same
+  samplers and its calls are counted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numerics.exact.joint_table import all_sequences, joint_table
+from numerics.languages.hmm import HMM, NGram
+from numerics.languages.interval import IntervalLanguage
+from numerics.sampling._adaptive_numba import adaptive_run
+from numerics.sampling.adaptive import (
+    GRID_SCALE,
+    AdaptiveSampler,
+    IntervalOracle,
+    chain_rule_terms,
+    confidence_grid,
+    make_sampler,
+    nfe_mc,
+    on_grid,
+    select_positions,
+    tie_priority,
+    topk_sizes,
+)
+from numerics.sampling.denoiser import OracleDenoiser
+from numerics.inference.forward_backward import masked_forward_backward
+from numerics.sampling.samplers import RandomOrder, Sampler, sample_factorized
+from numerics.schedules import cosine, from_u, linear
+from tests.strategies import random_rows
+
+
+def _languages():
+    rng = np.random.default_rng(11)
+    return {
+        "2gram": NGram(2, random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3)),
+        "3gram": NGram(3, random_rows(rng, 1, 4)[0], random_rows(rng, 4, 2, zero=0.25)),
+        "hmm": HMM(random_rows(rng, 1, 3)[0], random_rows(rng, 3, 3, zero=0.3), random_rows(rng, 3, 3, zero=0.3)),
+    }
+
+
+LANGS = _languages()
+SAMPLERS = [
+    AdaptiveSampler("topk", schedule=linear(3)),
+    AdaptiveSampler("topk", schedule=cosine(4), confidence="margin", tie_seed=None),
+    AdaptiveSampler("threshold", gamma=0.6),
+    AdaptiveSampler("threshold", gamma=-0.5, confidence="neg-entropy", tie_seed=3),
+    AdaptiveSampler("entropy-sum", gamma=0.8),
+]
+
+
+@pytest.mark.parametrize("name", list(LANGS))
+@pytest.mark.parametrize("sampler", SAMPLERS, ids=lambda s: s.label)
+def test_fast_kernel_equals_generic_path_sample_by_sample(name, sampler):
+    d = OracleDenoiser(LANGS[name], strict=False)
+    fast = sampler.sample(d, 40, 9, np.random.default_rng(5), batch_size=16)
+    slow = sampler.sample(d, 40, 9, np.random.default_rng(5), batch_size=16, path="generic")
+    assert fast.path.endswith("oracle-" + ("hmm" if name == "hmm" else "ngram")) and slow.path.endswith("generic")
+    np.testing.assert_array_equal(fast.tokens, slow.tokens)
+    np.testing.assert_array_equal(fast.steps, slow.steps)
+    np.testing.assert_array_equal(fast.nfe_sequence, slow.nfe_sequence)
+    np.testing.assert_array_equal(fast.nfe, slow.nfe)
+    assert np.all(fast.nfe_sequence == fast.steps.max(axis=1))
+
+
+@pytest.mark.parametrize("sampler", [AdaptiveSampler("topk", schedule=linear(1)), AdaptiveSampler("topk", schedule=from_u([0.0, 0.85, 1.0])),
+                                     AdaptiveSampler("entropy-sum", gamma=1000.0), AdaptiveSampler("entropy-sum", gamma=45.0)],
+                         ids=lambda s: s.label)
+def test_selection_beyond_the_partial_pass(sampler):
+    """Steps revealing more than the kernel's 32-key partial selection (the full-order branch) at L = 40."""
+    d = OracleDenoiser(LANGS["2gram"], strict=False)
+    fast = sampler.sample(d, 6, 40, np.random.default_rng(8))
+    slow = sampler.sample(d, 6, 40, np.random.default_rng(8), path="generic")
+    np.testing.assert_array_equal(fast.tokens, slow.tokens)
+    np.testing.assert_array_equal(fast.steps, slow.steps)
+    assert np.bincount(fast.steps[0]).max() > 32  # some step did reveal more than 32 positions
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS[:3], ids=lambda s: s.label)
+def test_chain_path_equals_segment_path_on_a_two_gram(sampler):
+    """The 2-gram's power formula against the message path on the same language (and on its dense HMM form)."""
+    lang = LANGS["2gram"]
+    L, n = 12, 30
+    U = np.random.default_rng(2).random((n, L))
+    args = (sampler.rule, sampler.confidence, sampler.step_sizes(L), sampler.gamma_grid, tie_priority(L, 0))
+    outs = []
+    for language, path in ((lang, "auto"), (lang, "segment"), (lang.to_hmm(), "auto")):
+        x = np.zeros((n, L), dtype=np.int64)
+        steps, out = adaptive_run(language, *args, x, U, sample=True, path=path)
+        outs.append((x, steps, out))
+    for x, steps, out in outs[1:]:
+        np.testing.assert_array_equal(x, outs[0][0])
+        np.testing.assert_array_equal(steps, outs[0][1])
+        np.testing.assert_allclose(out, outs[0][2], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS, ids=lambda s: s.label)
+def test_interval_kernel_and_interval_oracle_equal_the_hmm_oracle(sampler):
+    """Three computations of the interval language's posterior: the kernel's closed form, the NumPy
+    IntervalOracle and the masked forward-backward of its minimal HMM."""
+    lang = IntervalLanguage(3)
+    dense = OracleDenoiser(lang.minimal_hmm().to_hmm(), strict=False)
+    runs = [sampler.sample(IntervalOracle(lang), 30, 7, np.random.default_rng(4)),
+            sampler.sample(IntervalOracle(lang), 30, 7, np.random.default_rng(4), path="generic"),
+            sampler.sample(dense, 30, 7, np.random.default_rng(4), path="generic")]
+    assert runs[0].path.endswith("oracle-interval")
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.tokens, runs[0].tokens)
+        np.testing.assert_array_equal(r.steps, runs[0].steps)
+
+
+def test_interval_oracle_marginals_equal_forward_backward():
+    lang = IntervalLanguage(3)
+    rng = np.random.default_rng(0)
+    x = lang.sample(20, 7, rng)
+    x[:3, 1] ^= 1  # make a few revealed sets inconsistent
+    mask = rng.random(x.shape) < 0.5
+    ours = IntervalOracle(lang)(x, mask)
+    ref = masked_forward_backward(lang.minimal_hmm().to_hmm(), x, mask).marginals
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(ours[ok], ref[ok], rtol=0, atol=1e-14)
+
+
+def test_pruned_language_leaves_the_support_and_both_paths_agree_there():
+    lang = LANGS["2gram"]
+    s = AdaptiveSampler("topk", schedule=linear(1))  # everything at once from the unconditional marginals
+    d = OracleDenoiser(lang, strict=False)
+    fast = s.sample(d, 200, 6, np.random.default_rng(1))
+    slow = s.sample(d, 200, 6, np.random.default_rng(1), path="generic")
+    np.testing.assert_array_equal(fast.tokens, slow.tokens)
+    assert np.any(np.isneginf(masked_forward_backward(lang, fast.tokens, np.zeros((200, 6), bool)).loglik))
+
+
+def test_selection_rules_by_hand():
+    """Confidence rows chosen so the answer is obvious; ties go by the priority rank."""
+    rows = np.array([[0.5, 0.5, 0.0],   # maxprob .5, margin 0, H = log 2
+                     [0.9, 0.1, 0.0],   # maxprob .9, margin .8
+                     [0.0, 1.0, 0.0],   # maxprob 1, H = 0 (position 2)
+                     [0.5, 0.5, 0.0],   # a tie with position 0
+                     [1 / 3, 1 / 3, 1 / 3]])
+    masked = np.array([True, True, True, True, True])
+    c = confidence_grid(rows, "maxprob")
+    left = tie_priority(5, None)
+    assert list(select_positions("topk", masked, c.conf, c.entropy, left, 2, 0)) == [1, 2]
+    assert list(select_positions("topk", masked, c.conf, c.entropy, left, 4, 0)) == [0, 1, 2, 3]
+    rank = np.array([4, 3, 2, 1, 0])  # position 3 before position 0 among ties
+    assert list(select_positions("topk", masked, c.conf, c.entropy, rank, 3, 0)) == [1, 2, 3]
+    assert list(select_positions("threshold", masked, c.conf, c.entropy, left, 0, int(on_grid(0.9)))) == [1, 2]
+    assert list(select_positions("threshold", masked, c.conf, c.entropy, left, 0, int(on_grid(1.1)))) == [2]
+    # entropy order 2 (0), then 0, 3 (log 2) by priority, then 1 (H(.9, .1)), then 4 (log 3)
+    h01 = -(0.9 * np.log(0.9) + 0.1 * np.log(0.1))
+    assert list(select_positions("entropy-sum", masked, c.conf, c.entropy, left, 0, int(on_grid(0.01)))) == [2]
+    assert list(select_positions("entropy-sum", masked, c.conf, c.entropy, left, 0, int(on_grid(h01)))) == [1, 2]
+    assert list(select_positions("entropy-sum", masked, c.conf, c.entropy, left, 0,
+                                 int(on_grid(h01 + np.log(2) + 1e-6)))) == [0, 1, 2]
+    margin = confidence_grid(rows, "margin").conf
+    assert list(margin) == list(on_grid([0.0, 0.8, 1.0, 0.0, 0.0]))
+    neg = confidence_grid(rows, "neg-entropy").conf
+    assert list(neg) == list(on_grid([-np.log(2), -h01, 0.0, -np.log(2), -np.log(3)]))
+    # revealed positions are never chosen; an undefined row counts as uniform
+    masked[2] = False
+    assert 2 not in select_positions("topk", masked, c.conf, c.entropy, left, 4, 0)
+    bad = confidence_grid(np.array([[np.nan, 1.0, 0.0], [0.0, 0.0, 0.0]]), "maxprob")
+    np.testing.assert_array_equal(bad.probs, np.full((2, 3), 1 / 3))
+
+
+def test_grid_makes_round_off_a_tie():
+    """Marginals that differ by round-off rank as ties (then by priority), real differences do not."""
+    rows = np.array([[0.25, 0.75], [0.25 + 1e-15, 0.75 - 1e-15], [0.25 + 5e-9, 0.75 - 5e-9]])
+    c = confidence_grid(rows, "maxprob")
+    assert c.conf[0] == c.conf[1] > c.conf[2]
+    assert GRID_SCALE == 1e9
+
+
+def test_tie_priority_and_topk_sizes():
+    assert list(tie_priority(4, None)) == [0, 1, 2, 3]
+    perm = np.random.default_rng(7).permutation(6)
+    rank = tie_priority(6, 7)
+    assert list(np.argsort(rank)) == list(perm)
+    assert list(topk_sizes(linear(4), 10)) == [3, 2, 3, 2]  # c_t = floor(10 t / 4 + 1/2) = 0, 3, 5, 8, 10
+    sizes = topk_sizes(from_u([0.0, 0.0, 0.5, 1.0]), 5)
+    assert list(sizes) == [0, 3, 2] and sizes.sum() == 5
+
+
+def test_topk_calls_skip_empty_steps_and_threshold_counts_steps():
+    lang = LANGS["2gram"]
+    d = OracleDenoiser(lang, strict=False)
+    res = AdaptiveSampler("topk", schedule=from_u([0.0, 0.0, 0.5, 1.0])).sample(d, 5, 6, np.random.default_rng(0))
+    assert np.all(res.nfe_sequence == 2) and res.n_steps == 2
+    assert sorted(np.bincount(res.steps[0])[1:]) == [3, 3]
+    one = AdaptiveSampler("threshold", gamma=1.5).sample(d, 5, 6, np.random.default_rng(0))  # never met: one per step
+    assert np.all(one.nfe_sequence == 6)
+    est = nfe_mc(one)
+    assert est.value == 6.0 and est.stderr == 0.0 and est.samples == 5
+
+
+class CountingDenoiser:
+    """A stand-in for a learned model: the oracle's marginals in float32, with its calls counted."""
+
+    def __init__(self, language):
+        self.inner = OracleDenoiser(language, strict=False)
+        self.vocab_size = language.vocab_size
+        self.calls = 0
+        self.rows = 0
+
+    def __call__(self, tokens, mask):
+        self.calls += 1
+        self.rows += tokens.shape[0]
+        return self.inner(tokens, mask).astype(np.float32)
+
+
+def test_a_learned_denoiser_plugs_in_and_its_calls_are_counted():
+    lang = LANGS["hmm"]
+    net = CountingDenoiser(lang)
+    s = AdaptiveSampler("threshold", gamma=0.5)
+    res = s.sample(net, 12, 7, np.random.default_rng(3), batch_size=4)
+    assert res.path.endswith("generic")
+    assert net.calls == int(res.nfe.sum())  # a batch calls until its slowest sequence is done
+    assert net.rows == int(res.nfe_sequence.sum())  # ... and sends only its unfinished sequences
+
+
+def test_random_sampler_through_the_abstraction_gives_todays_numbers():
+    lang = LANGS["3gram"]
+    sched = cosine(5)
+    r = make_sampler("random", schedule=sched)
+    assert isinstance(r, RandomOrder) and isinstance(r, Sampler) and r.label.startswith("random")
+    for path in ("auto", "generic"):
+        a = r.sample(OracleDenoiser(lang, strict=False), 30, 8, np.random.default_rng(9), batch_size=7, path=path)
+        b = sample_factorized(OracleDenoiser(lang, strict=False), sched, 30, 8, np.random.default_rng(9),
+                              batch_size=7, path=path)
+        np.testing.assert_array_equal(a.tokens, b.tokens)
+        np.testing.assert_array_equal(a.steps, b.steps)
+        np.testing.assert_array_equal(a.nfe, b.nfe)
+        assert a.path == b.path and a.nfe_sequence is None
+
+
+def test_chain_rule_terms_refuse_sequences_outside_the_support():
+    lang = LANGS["2gram"]
+    s = AdaptiveSampler("topk", schedule=linear(2))
+    xs = all_sequences(3, 5)
+    bad = xs[joint_table(lang, 5).ravel() == 0][:1]  # the fixture has structural zeros
+    ok = lang.sample(3, 5, np.random.default_rng(0))
+    assert chain_rule_terms(s, lang, ok).terms.shape == (3,)
+    with pytest.raises(ValueError, match="outside supp q"):
+        chain_rule_terms(s, lang, bad)
+    with pytest.raises(TypeError, match="deterministic adaptive rule"):
+        chain_rule_terms(RandomOrder(linear(2)), lang, ok)
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="unknown adaptive rule"):
+        AdaptiveSampler("greedy", gamma=1.0)
+    with pytest.raises(ValueError, match="needs a schedule"):
+        AdaptiveSampler("topk")
+    with pytest.raises(ValueError, match="gamma applies"):
+        AdaptiveSampler("topk", schedule=linear(2), gamma=0.5)
+    with pytest.raises(ValueError, match="needs a finite gamma"):
+        AdaptiveSampler("threshold")
+    with pytest.raises(ValueError, match=">= 0 nats"):
+        AdaptiveSampler("entropy-sum", gamma=-1.0)
+    with pytest.raises(ValueError, match="no confidence option"):
+        AdaptiveSampler("entropy-sum", gamma=1.0, confidence="margin")
+    with pytest.raises(ValueError, match="unknown confidence"):
+        AdaptiveSampler("threshold", gamma=0.5, confidence="logit")
+    with pytest.raises(ValueError, match="tie_seed"):
+        AdaptiveSampler("threshold", gamma=0.5, tie_seed=-1)
+    with pytest.raises(ValueError, match="random sampler takes a schedule only"):
+        make_sampler("random", schedule=linear(2), gamma=0.3)
+    with pytest.raises(ValueError, match="unknown sampler"):
+        make_sampler("llada", gamma=0.3)
+    s = AdaptiveSampler("threshold", gamma=0.5)
+    d = OracleDenoiser(LANGS["2gram"])
+    with pytest.raises(ValueError, match="path='oracle' needs"):
+        s.sample(CountingDenoiser(LANGS["2gram"]), 2, 3, np.random.default_rng(0), path="oracle")
+    with pytest.raises(ValueError, match="batch_size"):
+        s.sample(d, 2, 3, np.random.default_rng(0), batch_size=0)
+    with pytest.raises(TypeError, match="Generator"):
+        s.sample(d, 2, 3, 0)
+    with pytest.raises(TypeError, match="Denoiser protocol"):
+        s.sample(object(), 2, 3, np.random.default_rng(0))

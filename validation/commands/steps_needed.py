@@ -1,0 +1,192 @@
+"""``mdm-theory steps-needed``: the smallest N at which the sampler meets a SER, TER or KL target.
+
+Thin CLI over :mod:`validation.steps_needed` (the search and the metric at one ``N``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import click
+
+from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
+
+__all__ = ["steps_needed_cmd"]
+
+#: Samplers steps-needed can search; the random-order factorized sampler of the paper. Adaptive
+#: samplers join here (and as PointConfig.sampler) when numerics.sampling has them.
+SAMPLERS = ("random",)
+
+
+def _evaluation(ev) -> dict | None:
+    if ev is None:
+        return None
+    return {"n_steps": ev.n_steps, "quantity": ev.quantity, "meets": ev.meets, "estimate": ev.estimate}
+
+
+def _load_model(checkpoint: str, language: str | None, length: int | None, device: str | None):
+    """The checkpoint's denoiser, its language and length (``--language``/``-L`` must agree with it)."""
+    from neural.data import language_fingerprint, resolve_language
+    from neural.sample import TorchDenoiser
+    from neural.train import load_checkpoint, pick_device
+
+    ck = load_checkpoint(checkpoint)
+    if ck.config.model.kind != "mdm":
+        raise click.UsageError(f"--checkpoint {checkpoint} holds a {ck.config.model.kind} model; "
+                               "steps-needed searches the steps of a masked diffusion model")
+    lang = resolve_language(language or ck.config.language)
+    if ck.language_fingerprint not in (None, language_fingerprint(lang)):
+        raise click.UsageError(f"--language {language} is not the language the checkpoint was trained on "
+                               f"({ck.config.language})")
+    L = ck.config.model.length
+    if length not in (None, L):
+        raise click.UsageError(f"--length {length} differs from the checkpoint's sequence length {L}")
+    return TorchDenoiser(ck.build_model(pick_device(device))), lang, L, ck.config.language
+
+
+@click.command("steps-needed")
+@click.option("--language", default=None, metavar="NAME|FILE.npz",
+              help="Preset name or .npz language file (default with --checkpoint: the model's language).")
+@click.option("--length", "-L", type=click.IntRange(min=1), default=None,
+              help="Sequence length L (default with --checkpoint: the model's length).")
+@click.option("--metric", type=click.Choice(["ser", "ter", "kl"]), required=True,
+              help="ser: sequence error rate; ter: token error rate TER(p) (a perplexity); kl: KL(q || p).")
+@click.option("--target", type=float, required=True, help="Find the smallest N with metric <= TARGET.")
+@click.option("--sampler", type=click.Choice(list(SAMPLERS)), default="random", show_default=True,
+              help="Sampler: random = the factorized random-order sampler of the paper.")
+@click.option("--schedule", default="linear", show_default=True,
+              help="Schedule family (linear, cosine, loglinear, polynomial).")
+@click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
+              show_default=True, help="How each N is computed: auto = the fastest exact method that fits, else "
+                                      "Monte Carlo (a learned model: always Monte Carlo).")
+@click.option("--samples", type=click.IntRange(min=2), default=1000, show_default=True,
+              help="Monte Carlo samples per N evaluated.")
+@click.option("--confidence", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Monte Carlo: one-sided confidence that the metric at N is <= TARGET.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=1 << 16, show_default=True,
+              help="Give up (target not met) beyond this N.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Sequences per sampler batch (default: 1 for the oracle, all samples for a model).")
+@click.option("--checkpoint", type=click.Path(exists=True), default=None,
+              help="A trained MDM checkpoint: search the steps of the learned model (SER only).")
+@click.option("--device", default=None, help="With --checkpoint: cpu, cuda, ... (default: CUDA when available).")
+@progress_option
+@json_option
+def steps_needed_cmd(language, length, metric, target, sampler, schedule, method, samples, confidence, max_steps,
+                     seed, batch_size, checkpoint, device, progress, as_json):
+    """The smallest number of steps N at which the sampler's SER, TER or KL is at most TARGET.
+
+    Exponential search then bisection over N (about 2 log2 N evaluations, not a grid), assuming the
+    metric does not increase with N. Each N is computed exactly where an exact method exists
+    (the interval language's closed forms at any L, the DP or enumeration at small L), otherwise
+    by Monte Carlo, where "met" means the one-sided upper confidence bound is <= TARGET. Without
+    the exact law, kl and ter are compared through the Jensen bound (an upper bound: the N found
+    suffices). Reports N, the metric at N and at N - 1, and the method of each.
+    """
+    from validation.steps_needed import StepsNeeded, model_ser, oracle_metric, search_steps
+    from validation.sweep import PointConfig
+
+    t0 = time.perf_counter()
+    if not math.isfinite(target) or target < 0:
+        raise click.BadParameter(f"the target must be a finite number >= 0, got {target}", param_hint="--target")
+    verbose = show_progress(progress)
+    if checkpoint is not None:
+        if metric != "ser":
+            raise click.UsageError(f"--metric {metric} of a learned model needs its exact output law; "
+                                   "with --checkpoint only --metric ser (Monte Carlo) is available")
+        if method not in ("auto", "mc"):
+            raise click.UsageError(f"--method {method}: a learned model has no exact method; use auto or mc")
+        denoiser, lang, length, language = _load_model(checkpoint, language, length, device)
+        evaluate = model_ser(denoiser, lang, length, schedule, samples, seed, target, confidence, batch_size)
+    else:
+        if language is None or length is None:
+            raise click.UsageError("--language and --length are required (or --checkpoint)")
+        from numerics.languages.presets import load_language
+
+        try:  # the sampler joins this config (PointConfig.sampler) when numerics.sampling has more than one
+            cfg = PointConfig(language, length, 1, schedule, method, samples, seed, None, batch_size or 1)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        lang = load_language(language)
+        from numerics.schedules import make_schedule
+        from validation.methods import choose_method
+
+        # what evaluating N = 1 would refuse (a size no method can compute), refused before anything runs
+        choose_method(method, language, lang.vocab_size, length, make_schedule(schedule, 1), samples)
+        _check_reachable(metric, target, language, lang, length)
+        evaluate = oracle_metric(cfg, metric, target, lang, confidence)
+
+    def logged(n: int):
+        ev = evaluate(n)
+        if verbose:
+            click.echo(f"N = {n}: {ev.quantity} {format_estimate(_record(ev.estimate))} "
+                       f"-> {'meets' if ev.meets else 'misses'} {target}", err=True)
+        return ev
+
+    found: StepsNeeded = search_steps(logged, max_steps)
+    mc = any(not e.estimate.exact for e in found.evaluations)
+    bound = any(e.quantity.endswith("_bound") for e in found.evaluations)
+    result = {
+        "language": language, "length": length, "metric": metric, "target": target, "sampler": sampler,
+        "schedule": schedule, "method": method, "checkpoint": checkpoint,
+        "n_steps": found.n_steps, "met": found.met, "exact": found.exact,
+        "confidence": confidence if mc else None,
+        "at_n": _evaluation(found.at_n), "at_n_minus_1": _evaluation(found.at_n_minus_1),
+        "evaluations": [_evaluation(e) for e in found.evaluations],
+        "max_steps": max_steps,
+        "notes": _notes(found, mc, bound, confidence),
+        "elapsed_s": time.perf_counter() - t0,
+    }
+    if not found.met:
+        result["null_reason"] = {"n_steps": f"no N <= {max_steps} meets {metric} <= {target}"}
+    elif found.at_n_minus_1 is None:
+        result["null_reason"] = {"at_n_minus_1": "N = 1 is the smallest number of steps"}
+    emit(result, as_json, _human(result, found))
+
+
+def _record(estimate) -> dict:
+    from numerics.provenance import to_jsonable
+
+    return to_jsonable(estimate)
+
+
+def _check_reachable(metric: str, target: float, spec: str, language, length: int) -> None:
+    """TER(p) >= TER(q) = exp(H(q) / L) for every sampler: a target below the data's own TER is never met."""
+    if metric != "ter":
+        return
+    from validation.sweep import exact_entropy
+
+    H = exact_entropy(spec, language, length)
+    if H is not None and target <= math.exp(H.value / length):
+        raise click.BadParameter(f"TER(q) = {math.exp(H.value / length):.6g} for {spec} at L = {length} is the floor "
+                                 f"of every sampler's TER; a target of {target} is never met", param_hint="--target")
+
+
+def _notes(found, mc: bool, bound: bool, confidence: float) -> list[str]:
+    notes = ["bisection assumes the metric does not increase with N; N - 1 is evaluated to show the step"]
+    if mc:
+        notes.append(f"Monte Carlo points meet the target when their one-sided {confidence:.0%} upper confidence "
+                     "bound does (each N separately; no correction for the number of N evaluated)")
+    if bound:
+        notes.append("without the exact law the Jensen bound (an upper bound on KL, hence on TER) was compared: "
+                     "the N found suffices, the smallest N for the metric itself may be smaller")
+    return notes
+
+
+def _human(result: dict, found) -> str:
+    what = f"{result['metric'].upper()} <= {result['target']:g}"
+    where = (f"{result['language']} at L = {result['length']}, {result['schedule']} schedule, "
+             f"{result['sampler']} sampler" + (f", model {result['checkpoint']}" if result["checkpoint"] else ""))
+    if not found.met:
+        head = f"no N <= {result['max_steps']} gives {what} on {where}"
+    else:
+        head = f"N = {found.n_steps}: the smallest number of steps with {what} on {where}"
+    lines = [head]
+    for label, ev in (("at N", found.at_n), ("at N - 1", found.at_n_minus_1)):
+        if ev is not None:
+            lines.append(f"  {label} = {ev.n_steps}: {ev.quantity} {format_estimate(_record(ev.estimate))}")
+    lines.append(f"  {len(found.evaluations)} values of N evaluated, {result['elapsed_s']:.2f} s")
+    lines += [f"  note: {n}" for n in result["notes"]]
+    return "\n".join(lines)

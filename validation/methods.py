@@ -1,0 +1,207 @@
+"""Which method computes a point: what each exact method would cost, the fastest that fits, and
+refusals up front.
+
+The exact methods of the oracle sampler's metrics (``numerics.exact``) and their costs for a
+language of vocabulary ``V`` at length ``L`` with ``n`` steps of positive probability:
+
+* ``closed-form`` -- the interval language with ``l`` dividing ``L``
+  (:mod:`numerics.exact.interval_metrics`): ``O(n l^2)``, microseconds at any ``L``;
+* ``enumerate`` -- every one of the ``n^L`` step assignments (:mod:`numerics.exact.enumerate`),
+  each a Python step plus an update of the ``V^L`` table: about
+  ``n^L (ENUMERATE_INSTANCE_S + V^L ELEMENT_S)`` seconds, at most ``MAX_INSTANCES`` assignments
+  and ``ENUMERATE_MAX_BYTES`` of per-partition laws (one ``V^L`` table per ordered set partition);
+* ``dp`` -- the dynamic program over revealed words (:mod:`numerics.exact.dp`): ``(2V+1)^L``
+  products per step, about ``n (2V+1)^L DP_PRODUCT_S`` seconds plus the information curve's
+  ``2^L V^L`` table work, at most ``MAX_DP_WORDS`` words ``(V+1)^L``.
+
+``auto`` takes the fastest feasible exact method if its estimate is within
+:data:`AUTO_EXACT_BUDGET_S`, else Monte Carlo (``mc``). A method asked for by name that cannot
+run at this size (or should take more than :data:`MAX_REQUESTED_S`) is refused before anything
+is computed, with the size that rules it out and the estimated cost; the rates below are rough (measured on the shared 2-core development machine)
+and serve to order the methods and to refuse hopeless requests, not to promise a run time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from numerics.exact.dp import MAX_DP_WORDS
+from numerics.exact.enumerate import MAX_INSTANCES
+from numerics.exact.joint_table import MAX_TABLE_ENTRIES
+from numerics.schedules import Schedule
+
+__all__ = [
+    "EXACT_METHODS",
+    "METHODS",
+    "MethodCost",
+    "MethodChoice",
+    "choose_method",
+    "interval_length_of",
+    "method_costs",
+]
+
+EXACT_METHODS = ("closed-form", "dp", "enumerate")
+METHODS = ("auto", *EXACT_METHODS, "mc")
+
+ENUMERATE_INSTANCE_S = 1.2e-4  # per step assignment (Python loop + partition lookup): ~120 us measured
+ELEMENT_S = 1e-8  # per float64 element of a (V,)*L table operation (NumPy, ~1e8 elements/s)
+DP_PRODUCT_S = 1e-8  # per product of the DP's odometer (numerics/exact/dp.py: ~1e8 products/s)
+CLOSED_FORM_S = 1e-3  # the closed forms' O(n l^2) recursion
+AUTO_EXACT_BUDGET_S = 30.0  # auto computes exactly when the fastest exact method should take at most this
+MAX_REQUESTED_S = 86_400.0  # a method asked for by name that should take longer than a day is refused
+ENUMERATE_MAX_BYTES = 8 * 2**30  # enumeration keeps one (V,)*L float64 law per ordered set partition
+MC_MAX_BYTES = 8 * 2**30  # Monte Carlo's (samples, L) arrays above this are refused up front
+MC_BYTES_PER_TOKEN = 40  # steps (int64), uniforms (float64), tokens (int64), log q and slack per position
+
+
+@dataclass(frozen=True)
+class MethodCost:
+    """What one method would cost at a point.
+
+    Attributes
+    ----------
+    method : str
+    feasible : bool
+        Within the method's hard limits (table, words, instances) and applicable to the language.
+    log10_seconds : float
+        ``log10`` of the estimated seconds (``inf`` when not applicable); a log, since hopeless
+        sizes overflow a float.
+    note : str
+        What the estimate counts, or what rules the method out.
+    """
+
+    method: str
+    feasible: bool
+    log10_seconds: float
+    note: str
+
+    @property
+    def seconds(self) -> float:
+        return 10.0**self.log10_seconds if self.log10_seconds < 300 else math.inf
+
+    def describe(self) -> str:
+        if math.isinf(self.log10_seconds):
+            return self.note
+        s = self.log10_seconds
+        est = f"{10.0**s:.3g} s" if s < 6 else f"10^{s:.0f} s"
+        return f"{self.note}; estimated {est}"
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """The method a point is computed by, what was asked, and the cost of every exact method."""
+
+    method: str
+    requested: str
+    costs: dict
+
+    def as_dict(self) -> dict:
+        """JSON-ready: per exact method whether it fits, ``log10`` of its estimated seconds (``None``
+        when it does not apply to the language) and what the estimate counts."""
+        return {"method": self.method, "requested": self.requested,
+                "exact_methods": {m: {"feasible": c.feasible, "note": c.note,
+                                      "log10_estimated_s": c.log10_seconds if math.isfinite(c.log10_seconds) else None}
+                                  for m, c in self.costs.items()}}
+
+
+def _pow(base: int, exp: int) -> str:
+    """``base^exp``, its value when short, else its order of magnitude (``9^256 = 1.9e244``)."""
+    log10 = exp * math.log10(base) if base > 0 else -math.inf
+    if log10 < 15:
+        return f"{base}^{exp} = {base**exp}"
+    mantissa = 10 ** (log10 - math.floor(log10))
+    return f"{base}^{exp} = {mantissa:.2g}e{math.floor(log10)}"
+
+
+def _log10_sum(*logs: float) -> float:
+    top = max(logs)
+    return top + math.log10(sum(10.0 ** (x - top) for x in logs))
+
+
+def _ordered_partitions(L: int, n: int) -> int:
+    """Ordered set partitions of ``L`` positions into at most ``n`` blocks: ``sum_k k! S(L, k)``, ``k <= n``."""
+    row = [1] + [0] * L  # Stirling numbers of the second kind S(m, k), row m, by S(m, k) = k S(m-1, k) + S(m-1, k-1)
+    for _ in range(L):
+        row = [0] + [k * row[k] + row[k - 1] for k in range(1, L + 1)]
+    return sum(math.factorial(k) * row[k] for k in range(1, min(n, L) + 1))
+
+
+def interval_length_of(spec: str) -> int | None:
+    """The interval length ``l`` when ``spec`` names an interval-language preset, else ``None``."""
+    from numerics.languages.presets import get_preset
+
+    if not str(spec).startswith("interval"):
+        return None
+    try:
+        return int(get_preset(str(spec)).params["l"])
+    except (ValueError, KeyError):
+        return None
+
+
+def method_costs(spec: str, vocab: int, length: int, schedule: Schedule) -> dict[str, MethodCost]:
+    """The cost of each exact method for the language ``spec`` (vocabulary ``vocab``) at ``L = length``."""
+    V, L = int(vocab), int(length)
+    n = int(np.count_nonzero(schedule.pi > 0))
+    out = {}
+    l = interval_length_of(spec)
+    if l is None:
+        out["closed-form"] = MethodCost("closed-form", False, math.inf,
+                                        f"no closed form for {spec} (only the interval language has one)")
+    elif L % l:
+        out["closed-form"] = MethodCost("closed-form", False, math.inf,
+                                        f"the interval closed form needs l = {l} to divide L = {L}")
+    else:
+        out["closed-form"] = MethodCost("closed-form", True, math.log10(CLOSED_FORM_S), f"O(N l^2) with l = {l}")
+    log_table = L * math.log10(V)
+    table_ok = V**L <= MAX_TABLE_ENTRIES if log_table < 18 else False
+    table_note = f"table of V^L: {_pow(V, L)} sequences" + ("" if table_ok else f" > {MAX_TABLE_ENTRIES}")
+    log_instances = L * math.log10(n)
+    log_enum = log_instances + math.log10(ENUMERATE_INSTANCE_S + 10.0 ** min(log_table, 300) * ELEMENT_S)
+    instances_ok = log_instances <= math.log10(MAX_INSTANCES) + 1e-12
+    enum_note = f"N_eff^L: {_pow(n, L)} step assignments" + ("" if instances_ok else f" > {MAX_INSTANCES}")
+    if instances_ok and table_ok:
+        held = _ordered_partitions(L, n) * V**L * 8
+        enum_note += f"; {held / 2**30:.3g} GiB of per-instance laws" + (
+            "" if held <= ENUMERATE_MAX_BYTES else f" > {ENUMERATE_MAX_BYTES / 2**30:.0f} GiB")
+        instances_ok = held <= ENUMERATE_MAX_BYTES
+    out["enumerate"] = MethodCost("enumerate", table_ok and instances_ok, log_enum, f"{enum_note}; {table_note}")
+    log_words = L * math.log10(V + 1)
+    words_ok = log_words <= math.log10(MAX_DP_WORDS) + 1e-12
+    log_dp = _log10_sum(math.log10(n) + L * math.log10(2 * V + 1) + math.log10(DP_PRODUCT_S),
+                        L * math.log10(2) + log_table + math.log10(ELEMENT_S))
+    words_note = f"(V+1)^L: {_pow(V + 1, L)} words" + ("" if words_ok else f" > {MAX_DP_WORDS}")
+    out["dp"] = MethodCost("dp", table_ok and words_ok, log_dp, f"{words_note}; {table_note}")
+    return out
+
+
+def _mc_bytes(samples: int, length: int) -> int:
+    return int(samples) * int(length) * MC_BYTES_PER_TOKEN
+
+
+def choose_method(requested: str, spec: str, vocab: int, length: int, schedule: Schedule,
+                  samples: int) -> MethodChoice:
+    """The method a point is computed by (module docstring); ``ValueError`` when the requested
+    method cannot run at this size, naming that method, what rules it out and the estimated cost."""
+    if requested not in METHODS:
+        raise ValueError(f"unknown method {requested!r}; choose one of {METHODS}")
+    costs = method_costs(spec, vocab, length, schedule)
+    if requested in EXACT_METHODS:
+        cost = costs[requested]
+        if not cost.feasible or cost.seconds > MAX_REQUESTED_S:
+            raise ValueError(f"--method {requested} cannot compute {spec} at L = {length}, "
+                             f"N = {schedule.n_steps}: {cost.describe()}; use --method auto or mc")
+        return MethodChoice(requested, requested, costs)
+    if requested == "auto":
+        feasible = [c for c in costs.values() if c.feasible]
+        best = min(feasible, key=lambda c: c.log10_seconds, default=None)
+        if best is not None and best.seconds <= AUTO_EXACT_BUDGET_S:
+            return MethodChoice(best.method, requested, costs)
+    need = _mc_bytes(samples, length)
+    if need > MC_MAX_BYTES:
+        raise ValueError(f"--method {requested} would run Monte Carlo ({samples} samples x L = {length}), "
+                         f"which needs about {need / 2**30:.1f} GiB of arrays (limit {MC_MAX_BYTES / 2**30:.0f} GiB); "
+                         "use fewer --samples")
+    return MethodChoice("mc", requested, costs)

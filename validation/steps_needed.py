@@ -1,0 +1,193 @@
+"""The smallest number of steps ``N`` at which the sampler meets a target: SER, TER or KL at most ``T``.
+
+Search (:func:`search_steps`): exponential search ``N = 1, 2, 4, ...`` until the target is met
+(or ``max_steps`` is reached), then bisection between the last ``N`` that missed and the first
+that met, so about ``2 log2 N`` evaluations instead of a grid. It assumes the metric is
+non-increasing in ``N`` (true of the oracle's SER, KL and TER for the schedule families here in
+every case computed, not a theorem); the answer's neighbour ``N - 1`` is evaluated and reported.
+
+What is compared with ``T`` at each ``N`` (:func:`oracle_metric`), with the method stated:
+
+* exact where an exact method fits (:func:`validation.methods.choose_method`: the interval closed
+  forms at any ``L``, the DP or enumeration at small ``L``): the value itself;
+* otherwise Monte Carlo: SER from ``samples`` sampler runs with the exact support check; the
+  target counts as met when the one-sided upper confidence bound at ``confidence`` is at most
+  ``T`` (Clopper-Pearson for SER), so "met" holds with that confidence at each ``N`` evaluated;
+* ``kl`` and ``ter`` without the exact law (large ``L``): the Jensen bound ``E_tau KL(q || p(. |
+  tau))`` (Lemma B.2) -- exact for Markov chains and the interval language -- bounds ``KL`` from
+  above, and ``exp((H(q) + bound) / L)`` bounds ``TER``; an ``N`` found this way suffices (the
+  smallest ``N`` for the metric itself may be smaller), and the result says so.
+
+A learned model (:func:`model_ser`) is searched for SER only: its output law is not available
+exactly, so KL and TER are not defined here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from numerics.estimate import Estimate
+from validation.methods import choose_method
+from validation.sweep import PointConfig, exact_entropy, exact_metrics, jensen_estimate, mc_ser
+
+__all__ = ["METRICS", "Evaluation", "StepsNeeded", "search_steps", "oracle_metric", "model_ser", "DEFAULT_MAX_STEPS"]
+
+METRICS = ("ser", "ter", "kl")
+DEFAULT_MAX_STEPS = 1 << 16  # the search stops here (the paper's sweeps go to N = 2048)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The metric at one ``N``.
+
+    Attributes
+    ----------
+    n_steps : int
+    quantity : str
+        What was compared with the target: the metric (``"ser"``, ``"kl"``, ``"ter"``) or an
+        upper bound on it (``"kl_jensen_bound"``, ``"ter_jensen_bound"``).
+    estimate : Estimate
+        Its value, method and (Monte Carlo) interval.
+    meets : bool
+        Exact: ``value <= target``; Monte Carlo: the upper confidence bound ``ci_high <= target``.
+    """
+
+    n_steps: int
+    quantity: str
+    estimate: Estimate
+    meets: bool
+
+
+@dataclass(frozen=True)
+class StepsNeeded:
+    """The answer of :func:`search_steps`.
+
+    Attributes
+    ----------
+    n_steps : int or None
+        Smallest ``N`` meeting the target; ``None`` when no ``N <= max_steps`` does.
+    at_n : Evaluation
+        At ``n_steps`` (at ``max_steps`` when not met).
+    at_n_minus_1 : Evaluation or None
+        At ``n_steps - 1`` (``None`` when ``n_steps`` is 1 or the target was not met).
+    evaluations : tuple of Evaluation
+        Every ``N`` evaluated, in the order the search visited them.
+    max_steps : int
+    """
+
+    n_steps: int | None
+    at_n: Evaluation
+    at_n_minus_1: Evaluation | None
+    evaluations: tuple
+    max_steps: int
+
+    @property
+    def met(self) -> bool:
+        return self.n_steps is not None
+
+    @property
+    def exact(self) -> bool:
+        """Both neighbours were computed exactly (the metric itself, no bound, no Monte Carlo)."""
+        pair = [e for e in (self.at_n, self.at_n_minus_1) if e is not None]
+        return all(e.estimate.exact and not e.quantity.endswith("_bound") for e in pair)
+
+
+def search_steps(evaluate: Callable[[int], Evaluation], max_steps: int = DEFAULT_MAX_STEPS) -> StepsNeeded:
+    """Smallest ``N`` in ``1..max_steps`` with ``evaluate(N).meets``: exponential search, then bisection.
+
+    ``evaluate`` is called once per ``N`` visited (about ``2 log2 N`` times), never on a grid.
+    """
+    if int(max_steps) != max_steps or max_steps < 1:
+        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+    seen: dict[int, Evaluation] = {}
+    order: list[Evaluation] = []
+
+    def at(n: int) -> Evaluation:
+        if n not in seen:
+            seen[n] = evaluate(n)
+            order.append(seen[n])
+        return seen[n]
+
+    lo, hi = 0, 1  # invariant: lo misses (or is 0), hi is the candidate
+    while not at(hi).meets:
+        if hi >= max_steps:
+            return StepsNeeded(None, at(hi), None, tuple(order), int(max_steps))
+        lo, hi = hi, min(2 * hi, int(max_steps))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if at(mid).meets:
+            hi = mid
+        else:
+            lo = mid
+    return StepsNeeded(hi, at(hi), at(hi - 1) if hi > 1 else None, tuple(order), int(max_steps))
+
+
+def _meets(e: Estimate, target: float) -> bool:
+    if e.exact:
+        return e.value <= target
+    return e.interval()[1] <= target  # one-sided: the upper end of the interval at the search's level
+
+
+def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, confidence: float) -> Callable[[int], Evaluation]:
+    """``N -> Evaluation`` of the oracle sampler's ``metric`` at ``cfg`` with ``steps = N`` (module docstring).
+
+    ``confidence`` is one-sided: Monte Carlo intervals are computed at the two-sided level
+    ``2 confidence - 1``, whose upper end is the one-sided bound.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
+    level = 2.0 * confidence - 1.0
+    spec, L = cfg.language, cfg.length
+
+    def evaluate(n: int) -> Evaluation:
+        point = replace(cfg, steps=int(n))
+        schedule = point.make_schedule()
+        choice = choose_method(point.method, spec, language.vocab_size, L, schedule, point.samples)
+        if choice.method != "mc":
+            e = getattr(exact_metrics(choice.method, spec, language, L, schedule), metric)
+            return Evaluation(n, metric, e, _meets(e, target))
+        if metric == "ser":
+            e = mc_ser(point, language, schedule, confidence=level)
+            return Evaluation(n, metric, e, _meets(e, target))
+        bound = jensen_estimate(point, spec, language, schedule, confidence=level)
+        if metric == "kl":
+            return Evaluation(n, "kl_jensen_bound", bound, _meets(bound, target))
+        H = exact_entropy(spec, language, L)
+        if H is None:
+            raise ValueError(f"--metric ter at L = {L}: {spec} has no exact entropy H(q) and no exact method fits; "
+                             "use a smaller --length, an n-gram or interval language, or --metric kl")
+        lo, hi = bound.interval()
+        e = Estimate(math.exp((H.value + bound.value) / L), math.exp((H.value + bound.value) / L) * bound.stderr / L,
+                     f"exp((H(q) + Jensen bound) / L): H {H.method}, bound {bound.method}", bound.samples,
+                     None if bound.exact else math.exp((H.value + lo) / L),
+                     None if bound.exact else math.exp((H.value + hi) / L), bound.confidence)
+        return Evaluation(n, "ter_jensen_bound", e, _meets(e, target))
+
+    return evaluate
+
+
+def model_ser(model: Any, language: Any, length: int, schedule_name: str, samples: int, seed: int, target: float,
+              confidence: float, batch_size: int | None = None) -> Callable[[int], Evaluation]:
+    """``N -> Evaluation`` of a learned denoiser's SER (Monte Carlo through the shared factorized sampler).
+
+    ``model`` is any :class:`numerics.sampling.denoiser.Denoiser` (e.g. ``neural.sample.TorchDenoiser``);
+    the draws at ``N`` come from ``seed`` and ``N`` alone.
+    """
+    import numpy as np
+
+    from numerics.sampling.montecarlo import ser_mc
+    from numerics.sampling.samplers import sample_factorized
+    from numerics.schedules import make_schedule
+
+    level = 2.0 * confidence - 1.0
+
+    def evaluate(n: int) -> Evaluation:
+        rng = np.random.default_rng([int(seed), int(n)])
+        run = sample_factorized(model, make_schedule(schedule_name, int(n)), samples, length, rng, batch_size=batch_size)
+        e = ser_mc(language, run, level)
+        return Evaluation(n, "ser", e, _meets(e, target))
+
+    return evaluate
