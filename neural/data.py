@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.exact.entropy import language_log_likelihood
+from numerics.inference import log_q
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
 from numerics.languages.presets import load_language
 from numerics.provenance import atomic_write_bytes
@@ -83,7 +83,7 @@ def exact_loglik(language: Language, tokens: np.ndarray, batch: int = 4096) -> n
     tokens = np.asarray(tokens, dtype=np.int64)
     out = np.empty(tokens.shape[0])
     for s in range(0, tokens.shape[0], batch):
-        out[s : s + batch] = language_log_likelihood(language, tokens[s : s + batch])
+        out[s : s + batch] = log_q(language, tokens[s : s + batch])
     return out
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics.sampling.samplers import DRAWS, GUMBEL_EPS, draw_inverse_cdf, sample_factorized
+from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
+from numerics.sampling.samplers import DRAWS, sample_factorized
 from numerics.schedules import Schedule, make_schedule
 
 from .model import AutoregressiveTransformer, KVCache, MaskedDiffusionTransformer
@@ -117,9 +118,7 @@ def draw_categorical(probs: np.ndarray, rng: np.random.Generator, draw: str = "f
     if draw == "float64":
         return draw_inverse_cdf(probs, rng.random(probs.shape[0]))  # the shared sampler's exact draw
     if draw == "float32":
-        u = rng.random(probs.shape, dtype=np.float32)
-        e = GUMBEL_EPS - np.log(u + GUMBEL_EPS)
-        return np.argmax(probs.astype(np.float32) / e, axis=1)
+        return gumbel_argmax_float32(probs, rng)  # the shared float32 Gumbel-max draw (same random stream)
     raise ValueError(f"draw must be one of {DRAWS}, got {draw!r}")
 
 
