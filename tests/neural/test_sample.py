@@ -119,7 +119,7 @@ def test_revealed_tokens_never_change_and_reveal_steps_follow_schedule():
         assert np.all(m1 <= m0)  # nothing is re-masked
         assert np.array_equal(t1[~m0], t0[~m0])  # revealed tokens never change
     assert np.array_equal(seen[-1][0][~seen[-1][1]], res.tokens[~seen[-1][1]])
-    counts = np.bincount(res.steps.ravel() - 1, minlength=sched.n_steps)
+    counts = np.bincount(res.reveal_steps.ravel() - 1, minlength=sched.n_steps)
     keep = sched.pi > 0
     assert stats.chisquare(counts[keep], sched.pi[keep] * n * L).pvalue > FALSE_FAILURE
     assert np.all(counts[~keep] == 0)

@@ -135,7 +135,7 @@ def test_fast_path_equals_generic_path_sample_by_sample(name, N):
     a = sample_factorized(den, linear(N), n, L, np.random.default_rng(3), path="generic", batch_size=50)
     b = sample_factorized(den, linear(N), n, L, np.random.default_rng(3), batch_size=50)
     assert b.path.startswith("oracle")
-    np.testing.assert_array_equal(a.steps, b.steps)
+    np.testing.assert_array_equal(a.reveal_steps, b.reveal_steps)
     np.testing.assert_array_equal(a.tokens, b.tokens)
     np.testing.assert_array_equal(a.nfe, b.nfe)
 
@@ -174,7 +174,7 @@ def test_one_at_a_time_has_ser_zero_and_the_data_law(name):
     q = joint_table(lang, L)
     res = sample_one_at_a_time(OracleDenoiser(lang), 20_000, L, np.random.default_rng(6))
     assert res.path == "one-at-a-time-oracle"
-    assert np.all(np.sort(res.steps, axis=1) == np.arange(1, L + 1))  # one position per step
+    assert np.all(np.sort(res.reveal_steps, axis=1) == np.arange(1, L + 1))  # one position per step
     counts = np.bincount(np.ravel_multi_index(res.tokens.T, q.shape), minlength=q.size)
     assert counts[q.ravel() == 0].sum() == 0  # SER exactly 0
     assert chi2_pvalue(counts[q.ravel() > 0].astype(float), q.ravel()[q.ravel() > 0]) > ALPHA
@@ -222,7 +222,7 @@ def test_realized_nfe_matches_formula_and_call_count():
 def test_oracle_nfe_is_the_ddpm_cache_count_of_its_steps():
     res = sample_oracle(LANGS["2gram"], linear(50), 300, 4, np.random.default_rng(10), batch_size=3)
     for b in range(res.nfe.size):
-        s = res.steps[3 * b: 3 * b + 3]
+        s = res.reveal_steps[3 * b: 3 * b + 3]
         assert res.nfe[b] == 1 + len({int(i) for i in s.ravel() if i < 50})
 
 
@@ -238,7 +238,7 @@ def test_float32_gumbel_draw_has_the_right_law_at_few_steps():
     assert res.draw == "float32"
     tok = np.bincount(res.tokens.ravel(), minlength=3)
     assert chi2_pvalue(tok.astype(float), np.array([0.2, 0.3, 0.5])) > ALPHA
-    st = np.bincount(res.steps.ravel() - 1, minlength=3)
+    st = np.bincount(res.reveal_steps.ravel() - 1, minlength=3)
     assert chi2_pvalue(st.astype(float), schedule.pi) > ALPHA
 
 
@@ -279,9 +279,9 @@ def test_steps_follow_pi_per_position():
     schedule = from_u([0.0, 0.1, 0.15, 0.6, 1.0], "s")
     res = sample_oracle(LANGS["2gram"], schedule, 5000, 4, np.random.default_rng(12))
     for j in range(4):
-        counts = np.bincount(res.steps[:, j] - 1, minlength=4).astype(float)
+        counts = np.bincount(res.reveal_steps[:, j] - 1, minlength=4).astype(float)
         assert chi2_pvalue(counts, schedule.pi) > ALPHA
-    pairs = np.bincount((res.steps[:, 0] - 1) * 4 + res.steps[:, 1] - 1, minlength=16).astype(float)
+    pairs = np.bincount((res.reveal_steps[:, 0] - 1) * 4 + res.reveal_steps[:, 1] - 1, minlength=16).astype(float)
     assert chi2_pvalue(pairs, np.outer(schedule.pi, schedule.pi).ravel()) > ALPHA  # independent positions
 
 
