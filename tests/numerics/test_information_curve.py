@@ -13,8 +13,8 @@ from numerics.exact.information_curve import information_curve_table, jensen_bou
 from numerics.exact.joint_table import joint_table, subset_entropies
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
+from tests.tolerances import RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # exact methods on tiny cases
 ATOL_ZERO = 1e-14  # quantities that are exactly 0 reached through round-off of O(1) entropies
 
 

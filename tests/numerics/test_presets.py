@@ -29,9 +29,8 @@ from numerics.languages.presets import (
 )
 from tests.strategies import small_hmms
 from validation.cli import main
-
-RTOL_EXACT = 1e-12  # float64 re-derivation of the same arithmetic
-Z_MC = 4.5  # binomial estimate within Z_MC standard errors: false-failure rate about 7e-6
+from tests.gof import within_z
+from tests.tolerances import RTOL_EXACT
 
 
 def _expected_rows(g, temperature, threshold):
@@ -137,7 +136,7 @@ def test_one_step_ser_against_exact_value():
     assert 0.1 < exact < 0.9
     est, (lo, hi) = one_step_ser(ng, L, K, np.random.default_rng(4), confidence=0.99999)
     assert est.samples == K and est.method == "mc"
-    assert abs(est.value - exact) <= Z_MC * math.sqrt(exact * (1 - exact) / K)
+    assert within_z(est.value, exact, math.sqrt(exact * (1 - exact) / K))
     assert lo <= exact <= hi
 
 
