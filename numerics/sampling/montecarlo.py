@@ -1,6 +1,6 @@
 """Monte Carlo metrics of the factorized sampler, each an estimate with its error bar and sample count.
 
-* SER (MATH.md section 3): the fraction of samples with ``q(x) = 0``, decided exactly by the
+* SER (``docs/methods/exact.md``): the fraction of samples with ``q(x) = 0``, decided exactly by the
   forward pass; Clopper-Pearson interval.
 * Generative perplexity ``exp(E_{x~p}[-log q(x)] / L)`` with exact ``log q``: the sample mean of
   ``-log q(x) / L`` and its standard error, mapped through ``exp`` (delta method for the standard

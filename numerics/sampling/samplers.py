@@ -1,4 +1,4 @@
-"""Samplers of the factorized reverse process (MATH.md section 1), for any denoiser.
+"""Samplers of the factorized reverse process (``docs/methods/sampling.md``), for any denoiser.
 
 Every sampler here has one signature, ``(denoiser, schedule, n, length, rng, *, batch_size, ...)``,
 and returns a :class:`SampleResult`. The denoiser is anything implementing
@@ -20,7 +20,7 @@ Draws (``draw=``):
   The random stream is ``reveal_steps = schedule.sample_steps(rng, (B, L))`` then ``U = rng.random((B, L))``
   per batch, so the fast oracle path (:func:`sample_oracle`) reproduces the generic path
   sample by sample, not only in law.
-* ``"float32"``: MDLM's ``ddpm_cache`` update reproduced for the ablation of NEURAL.md: at each
+* ``"float32"``: MDLM's ``ddpm_cache`` update reproduced for the float32 ablation (``docs/methods/sampling.md``): at each
   step every masked position draws one class among ``V`` tokens and ``[m]`` with weights
   ``p(v) (m_t - m_s)`` and ``m_s`` (``m = 1 - u``, masking probabilities), by float32 Gumbel-max
   ``argmax(w / (1e-10 - log(U + 1e-10)))`` with float32 uniforms. Same law in exact arithmetic;
@@ -28,7 +28,7 @@ Draws (``draw=``):
 
 Network calls (``cache=``): with ``cache=True`` (``ddpm_cache``) the denoiser is called at step 1
 and again at a step only when the batch changed since the last call, so a batch costs
-``NFE = 1 + #{i < N : tau_i non-empty in the batch}`` calls (MATH.md section 1); with
+``NFE = 1 + #{i < N : tau_i non-empty in the batch}`` calls (``docs/methods/sampling.md``); with
 ``cache=False`` it is called at every step (``NFE = N``). ``SampleResult.nfe`` holds the realized
 count of every batch.
 
@@ -187,7 +187,7 @@ def _batches(n: int, batch_size: int) -> list[int]:
 def ddpm_cache_nfe(reveal_steps: np.ndarray, n_steps: int) -> int:
     """Network calls of ``ddpm_cache`` for one batch with reveal steps ``reveal_steps`` (any shape).
 
-    ``1 + #{i < N : some position of the batch is revealed at step i}`` (MATH.md section 1).
+    ``1 + #{i < N : some position of the batch is revealed at step i}`` (``docs/methods/sampling.md``).
     """
     revealing = np.unique(reveal_steps)
     return int(1 + np.count_nonzero(revealing < n_steps))

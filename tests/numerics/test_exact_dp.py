@@ -38,7 +38,7 @@ def test_dp_equals_enumeration(lang, schedule, length):
     for name in ("kl", "ser", "ter", "gen_ppl"):
         a, b = getattr(m_dp, name).value, getattr(m_en, name).value
         assert a == pytest.approx(b, rel=RTOL_EXACT, abs=ATOL_METRIC), name
-    # SER certificate (MATH.md section 7) on every exact case
+    # SER certificate (docs/methods/exact.md) on every exact case
     assert m_dp.ser.value <= m_dp.ser_kl_certificate.value + ATOL_ZERO
     assert m_dp.kl.method == "dp"
 

@@ -145,7 +145,7 @@ def test_invariants(lang, schedule):
     assert m.kl.value >= -ATOL_METRIC
     # Lemma B.2: KL of the mixture <= mean KL of the instances
     assert m.kl.value <= m.kl_jensen_bound.value + ATOL_METRIC
-    # SER certificate (MATH.md section 7): SER <= 1 - exp(-KL)
+    # SER certificate (docs/methods/exact.md): SER <= 1 - exp(-KL)
     assert m.ser.value <= m.ser_kl_certificate.value + 1e-12
     assert math.isfinite(m.kl.value)  # the oracle sampler never gives a supported x probability 0
 

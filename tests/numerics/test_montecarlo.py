@@ -61,7 +61,7 @@ def test_ser_mc_within_interval_of_exact(name, sched):
     assert est.samples == 20_000 and isinstance(est, IntervalEstimate)
     assert exact.ser.value > 0.01  # the case is not trivial
     assert within(est, exact.ser.value), (est, exact.ser)
-    # SER certificate (MATH.md section 7) on the exact numbers: SER <= 1 - exp(-KL(q || p))
+    # SER certificate (docs/methods/exact.md) on the exact numbers: SER <= 1 - exp(-KL(q || p))
     assert exact.ser.value <= 1.0 - math.exp(-exact.kl.value) + 1e-15
     # and the two KLs are kept apart and ordered (Lemma B.2)
     assert exact.kl.value <= exact.kl_jensen_bound.value + 1e-12

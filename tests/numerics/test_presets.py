@@ -34,7 +34,7 @@ from tests.tolerances import RTOL_EXACT
 
 
 def _expected_rows(g, temperature, threshold):
-    """Independent re-derivation of MATH.md section 2, one row at a time."""
+    """Independent re-derivation of docs/methods/languages.md, one row at a time."""
     g = np.atleast_2d(g)
     out = np.empty_like(g)
     for r, row in enumerate(g):
@@ -155,7 +155,7 @@ def test_summaries_of_the_presets():
 
 
 def test_hmm_pruned_paper_has_complete_support():
-    # A finding, not a wish: with MATH.md's generator and the paper's threshold 0.003 the pruned
+    # A finding, not a wish: with the documented generator (docs/methods/languages.md) and the paper's threshold 0.003 the pruned
     # 32-state HMM still reaches every token from every reachable set of hidden states (subset
     # construction), so every sequence is valid and the SER of every sampler is exactly 0.
     # Pinned here so that a change is noticed; the SER preset hmm-pruned uses HMM_SER_THRESHOLD.
