@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from numerics.inference import log_q
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.presets import load_language
 from numerics.provenance import atomic_write_bytes
 
 from .config import DataConfig
@@ -56,13 +58,9 @@ class Dataset:
 
 
 def resolve_language(spec: str) -> Language:
-    """A preset name (``numerics.languages.presets.load_language``) or a path to a language ``.npz``."""
+    """A preset name (:func:`numerics.languages.presets.load_language`) or a path to a language ``.npz``."""
     if spec.endswith(".npz") or Path(spec).is_file():
         return load_language_file(spec)
-    try:
-        from numerics.languages.presets import load_language
-    except ImportError as exc:  # presets are written in parallel; a file path always works
-        raise ValueError(f"language {spec!r} is not a file and numerics.languages.presets is unavailable ({exc})") from exc
     return load_language(spec)
 
 
@@ -81,21 +79,11 @@ def language_fingerprint(language: Language) -> str:
 
 
 def exact_loglik(language: Language, tokens: np.ndarray, batch: int = 4096) -> np.ndarray:
-    """Exact ``log q(x)`` of fully observed sequences (``(n,)`` float64, ``-inf`` outside the support)."""
+    """Exact ``log q(x)`` of fully observed sequences (``(n,)`` float64, ``-inf`` outside the support), in batches."""
     tokens = np.asarray(tokens, dtype=np.int64)
-    try:
-        from numerics.inference.forward_backward import log_likelihood  # the fast forward-only pass
-    except ImportError:
-        log_likelihood = None
     out = np.empty(tokens.shape[0])
     for s in range(0, tokens.shape[0], batch):
-        chunk = tokens[s : s + batch]
-        if log_likelihood is not None:
-            out[s : s + batch] = log_likelihood(language, chunk)
-        else:
-            from numerics.inference.forward_backward import masked_forward_backward
-
-            out[s : s + batch] = masked_forward_backward(language, chunk, np.zeros(chunk.shape, bool)).loglik
+        out[s : s + batch] = log_q(language, tokens[s : s + batch])
     return out
 
 

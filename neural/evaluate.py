@@ -3,12 +3,15 @@
 * :func:`measure_eps_learning` -- Assumption 4.1 empirically: at random masks of true sequences,
   ``KL(q(x_0^i | x_t) || p_theta(x_0^i | x_t))`` per masked position ``i``, the oracle posterior
   ``q`` from the masked forward-backward; mean (with standard error) and upper quantiles.
-* :func:`sample_quality` -- generative perplexity ``exp(-sum log q(x) / (n L))`` (exact ``log q``)
-  with a delta-method CI and the sequence error rate (exact support check, ``log q = -inf``) with
-  a Clopper-Pearson CI, for any array of samples.
-* :func:`evaluate_checkpoint` -- both, versus the number of steps ``N`` (MDM through the shared
-  ``ddpm_cache`` sampler, NFE reported) or for KV-cached AR decoding, next to the same numbers
-  for true samples from ``q``.
+* :func:`learning_part` -- the learning term of Lemma B.3's chain rule for the factorized sampler
+  with schedule ``pi``: ``(1/L) E_{x, tau} sum_j KL(q_j || p_theta,j | x revealed before j's step)``,
+  the part of the learned sampler's Jensen bound that the oracle does not pay (docs/neural.md).
+* :func:`sample_quality` -- generative perplexity (exact ``log q``, delta-method interval) and
+  sequence error rate (exact support check, Clopper-Pearson interval) of any array of samples,
+  by ``numerics.sampling.montecarlo``.
+* :func:`evaluate_checkpoint` -- all of these versus the number of steps ``N`` (MDM through the
+  shared factorized sampler with ``ddpm_cache``, realized NFE reported; the oracle through the same
+  sampler at the same seeds on request) or for KV-cached AR decoding, next to true samples of ``q``.
 """
 
 from __future__ import annotations
@@ -19,20 +22,46 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
+from numerics.estimate import CONFIDENCE
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.hmm import Language
+from numerics.sampling.denoiser import OracleDenoiser
+from numerics.sampling.montecarlo import IntervalEstimate, gen_ppl_from_loglik, ser_from_loglik
+from numerics.sampling.samplers import sample_factorized
+from numerics.schedules import Schedule
 
 from .data import exact_loglik, language_fingerprint, resolve_language
-from .model import Transformer
-from .sample import TorchDenoiser, sample_ar
+from .model import AutoregressiveTransformer, Transformer
+from .sample import TorchDenoiser, sample_ar, sampler_schedule
 
-__all__ = ["EpsLearning", "SampleQuality", "measure_eps_learning", "sample_quality", "evaluate_checkpoint",
-           "CI_LEVEL", "EPS_QUANTILES"]
+__all__ = ["EpsLearning", "LearningPart", "SampleQuality", "measure_eps_learning", "learning_part",
+           "position_kl", "sample_quality", "sampler_curve", "evaluate_checkpoint", "EPS_QUANTILES"]
 
-CI_LEVEL = 0.95
 EPS_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def _denoiser(model) -> TorchDenoiser:
+    return TorchDenoiser(model) if isinstance(model, Transformer) else model
+
+
+def position_kl(den, language: Language, tokens: np.ndarray, mask: np.ndarray, backend: str = "auto") -> np.ndarray:
+    """``KL(q(x_j | x_obs) || p(x_j | x_obs))`` at every masked position, ``(B, L)`` float64 (0 where unmasked).
+
+    ``q`` is the exact masked forward-backward of ``language``; ``den`` has
+    ``log_probs(tokens, mask) -> (B, L, V)`` float64 (:class:`TorchDenoiser`, or an oracle
+    wrapper). ``KL = sum_v q_v (log q_v - log p_v)`` over ``q_v > 0``; ``+inf`` when ``p_v = 0 < q_v``
+    (never clipped). ``tokens`` must be samples of the language (else the posterior is undefined).
+    """
+    q = masked_forward_backward(language, tokens, mask, backend=backend).marginals  # (B, L, V)
+    if not np.all(np.isfinite(q[mask])):
+        raise ValueError("oracle posterior undefined: the sequences are not samples of the language")
+    logp = den.log_probs(tokens, mask)  # (B, L, V)
+    pos = q > 0
+    with np.errstate(divide="ignore"):
+        logq = np.log(np.where(pos, q, 1.0))
+    terms = np.where(pos, q * (logq - np.where(pos, logp, 0.0)), 0.0)
+    return np.where(mask, terms.sum(axis=-1), 0.0)
 
 
 @dataclass(frozen=True)
@@ -71,13 +100,10 @@ def measure_eps_learning(
     """``KL(q(x_0^i | x_t) || p_theta(x_0^i | x_t))`` at masked positions of random masks of ``sequences``.
 
     ``sequences`` ``(n, L)`` are true samples of ``language``; each gets ``t ~ U(0, 1)`` and every
-    position is masked with probability ``t`` (at least one position). The oracle posterior is the
-    exact masked forward-backward; the model's law is its SUBS softmax in float64.
-    ``KL = sum_v q_v (log q_v - log p_v)`` over ``q_v > 0`` (``+inf`` if the model gives 0 where
-    ``q > 0``, never clipped). ``model`` is an MDM :class:`Transformer` or anything with a
-    ``log_probs(tokens, mask) -> (B, L, V)`` float64 method (e.g. :class:`TorchDenoiser`).
+    position is masked with probability ``t`` (at least one position). ``model`` is an MDM
+    :class:`Transformer` or anything with ``log_probs`` (:func:`position_kl`).
     """
-    den = TorchDenoiser(model) if isinstance(model, Transformer) else model
+    den = _denoiser(model)
     seqs = np.asarray(sequences, dtype=np.int64)
     n, L = seqs.shape
     kls = []
@@ -87,16 +113,7 @@ def measure_eps_learning(
         mask = rng.random(x.shape) < t[:, None]
         none = ~mask.any(axis=1)
         mask[none, rng.integers(0, L, size=int(none.sum()))] = True
-        q = masked_forward_backward(language, x, mask, backend=backend).marginals  # (b, L, V)
-        if not np.all(np.isfinite(q[mask])):
-            raise ValueError("oracle posterior undefined: the sequences are not samples of the language")
-        logp = den.log_probs(x, mask)  # (b, L, V)
-        qm, lpm = q[mask], logp[mask]  # (m, V)
-        pos = qm > 0
-        with np.errstate(divide="ignore"):
-            logq = np.where(pos, np.log(np.where(pos, qm, 1.0)), 0.0)
-        terms = np.where(pos, qm * (logq - np.where(pos, lpm, 0.0)), 0.0)
-        kls.append(terms.sum(axis=1))
+        kls.append(position_kl(den, language, x, mask, backend)[mask])
     kl = np.concatenate(kls)
     qs = np.quantile(kl, EPS_QUANTILES)
     return EpsLearning(
@@ -107,71 +124,133 @@ def measure_eps_learning(
 
 
 @dataclass(frozen=True)
+class LearningPart:
+    """The learning term of the learned sampler's Jensen bound, per token (nats).
+
+    Attributes
+    ----------
+    value, stderr : float
+        ``(1/L) E_{x ~ q, tau ~ pi} sum_j KL(q_j || p_theta,j)`` with position ``j``'s context the
+        tokens revealed before its step, and the standard error over sequences.
+    samples : int
+        Sequences (one ``(x, tau, j)`` draw each).
+    masked_fraction, step_kl : (samples,) float64
+        For each draw, the fraction of positions still masked when ``j``'s step was sampled
+        (``1 - u_{i-1}`` in law) and the mean KL over the positions revealed at that step: the
+        learning error step by step.
+    """
+
+    value: float
+    stderr: float
+    samples: int
+    masked_fraction: np.ndarray
+    step_kl: np.ndarray
+
+
+def learning_part(model, language: Language, sequences: np.ndarray, schedule: Schedule, rng: np.random.Generator,
+                  *, batch_size: int = 256, backend: str = "auto") -> LearningPart:
+    """Estimate ``(1/L) E sum_j KL(q_j || p_theta,j | x_{tau_{<i(j)}})`` for the factorized sampler (Lemma B.3).
+
+    Lemma B.3 splits each step's term of ``KL(q || p(.|tau))`` exactly into the oracle's
+    conditional total correlation (the factorization gap, independent of the model) plus
+    ``sum_{j in tau_i} KL(q_j || p_theta,j)``, both given the tokens revealed before step ``i``.
+    Unbiased estimator, one network call per sequence: draw ``tau ~ pi`` (i.i.d. steps), a uniform
+    position ``j`` and ``i = tau(j)``; mask the positions with step ``>= i``; average the KL over
+    ``tau_i`` (the positions revealed with ``j``). Since ``P(i) = |tau_i| / L`` this averages to
+    ``(1/L) sum_j KL_j``.
+    """
+    den = _denoiser(model)
+    seqs = np.asarray(sequences, dtype=np.int64)
+    n, L = seqs.shape
+    vals, fracs = np.empty(n), np.empty(n)
+    for s in range(0, n, batch_size):
+        x = seqs[s : s + batch_size]
+        b = x.shape[0]
+        reveal_steps = schedule.sample_steps(rng, (b, L))
+        pick = reveal_steps[np.arange(b), rng.integers(0, L, size=b)]  # (b,) the step of a uniform position
+        mask = reveal_steps >= pick[:, None]
+        same = reveal_steps == pick[:, None]
+        kl = position_kl(den, language, x, mask, backend)
+        vals[s : s + b] = (kl * same).sum(axis=1) / same.sum(axis=1)
+        fracs[s : s + b] = mask.mean(axis=1)
+    se = float(vals.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    return LearningPart(float(vals.mean()), se, int(n), fracs, vals)
+
+
+@dataclass(frozen=True)
 class SampleQuality:
     """Ground-truth scores of a set of samples.
 
     Attributes
     ----------
-    gen_ppl : float
-        ``exp(-sum log q(x) / (n L))`` over all samples; ``inf`` when a sample is outside the
-        support (then see ``gen_ppl_valid``).
-    gen_ppl_ci : (float, float)
-        Delta-method ``CI_LEVEL`` interval: ``exp(m -+ z s / sqrt(n))`` with ``m``, ``s`` the mean
-        and standard deviation of ``-log q(x) / L``.
+    gen_ppl : IntervalEstimate
+        ``exp(-sum log q(x) / (n L))`` over all samples with its delta-method interval; ``inf``
+        when a sample is outside the support (then see ``gen_ppl_valid``).
     gen_ppl_valid : float
-        The same over the samples inside the support only.
-    ser, ser_ci : float, (float, float)
-        Fraction of samples with ``q(x) = 0`` and its Clopper-Pearson interval.
+        The same over the samples inside the support only (NaN when there is none).
+    ser : IntervalEstimate
+        Fraction of samples with ``q(x) = 0`` (exact check) and its Clopper-Pearson interval.
     samples, length : int
     """
 
-    gen_ppl: float
-    gen_ppl_ci: tuple
+    gen_ppl: IntervalEstimate
     gen_ppl_valid: float
-    ser: float
-    ser_ci: tuple
-    invalid: int
+    ser: IntervalEstimate
     samples: int
     length: int
 
+    def to_json(self) -> dict:
+        """Flat JSON: ``gen_ppl``, ``gen_ppl_ci``, ``gen_ppl_valid``, ``ser``, ``ser_ci``, ``invalid``, ``samples``, ``length``."""
+        return {"gen_ppl": self.gen_ppl.value, "gen_ppl_ci": [self.gen_ppl.ci_low, self.gen_ppl.ci_high],
+                "gen_ppl_valid": self.gen_ppl_valid, "ser": self.ser.value, "ser_ci": [self.ser.ci_low, self.ser.ci_high],
+                "invalid": int(round(self.ser.value * self.samples)), "samples": self.samples, "length": self.length}
 
-def sample_quality(language: Language, tokens: np.ndarray) -> SampleQuality:
-    """Exact generative perplexity and SER of ``tokens`` ``(n, L)`` under ``language``."""
+
+def sample_quality(language: Language, tokens: np.ndarray, confidence: float = CONFIDENCE) -> SampleQuality:
+    """Exact generative perplexity and SER of ``tokens`` ``(n, L)`` under ``language`` (``n >= 2``)."""
     tokens = np.asarray(tokens, dtype=np.int64)
     n, L = tokens.shape
     ll = exact_loglik(language, tokens)
     valid = np.isfinite(ll)
-    k = int((~valid).sum())
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=CI_LEVEL, method="exact")
-    z = stats.norm.ppf(0.5 + CI_LEVEL / 2)
-
-    def ppl(v):
-        if v.size == 0:
-            return float("nan"), (float("nan"), float("nan"))
-        m = float(-v.mean() / L)
-        s = float((v / L).std(ddof=1)) if v.size > 1 else float("nan")
-        h = z * s / math.sqrt(v.size)
-        return math.exp(m), (math.exp(m - h), math.exp(m + h))
-
-    if k:
-        g, gci = float("inf"), (float("inf"), float("inf"))
-    else:
-        g, gci = ppl(ll)
-    gv, _ = ppl(ll[valid])
-    return SampleQuality(g, gci, gv, k / n, (float(ci.low), float(ci.high)), k, n, L)
+    gv = gen_ppl_from_loglik(ll[valid], L, confidence).value if valid.sum() >= 2 else float("nan")
+    return SampleQuality(gen_ppl_from_loglik(ll, L, confidence), gv, ser_from_loglik(ll, confidence), n, L)
 
 
-def _sampler_schedule(name: str, n_steps: int):
-    from numerics.schedules import make_schedule
+def _quality_row(language: Language, tokens: np.ndarray, prefixes: Sequence[int]) -> dict:
+    row = sample_quality(language, tokens).to_json()
+    if prefixes:
+        row["prefix_ser"] = {}
+        for p in prefixes:
+            q = sample_quality(language, tokens[:, :p]).to_json()
+            row["prefix_ser"][str(p)] = {"ser": q["ser"], "ser_ci": q["ser_ci"]}
+    return row
 
-    if name == "mdlm":  # MDLM's times: linear down to 1e-5, the rest in the last step
-        return make_schedule("loglinear", n_steps, t_min=1e-5)
-    return make_schedule(name, n_steps)
+
+def sampler_curve(den, language: Language, length: int, n_steps: Sequence[int], seeds: Sequence, *,
+                  samples: int, schedule: str = "mdlm", batch_size: int | None = None, draw: str = "float64",
+                  prefixes: Sequence[int] = (), label: str = "model") -> list[dict]:
+    """Generative perplexity, SER and realized NFE of the factorized sampler with denoiser ``den`` at each ``N``.
+
+    One row per ``N`` (``ddpm_cache``, ``schedule``), the sampler's random stream seeded by the
+    matching entry of ``seeds``: the learned model and the oracle run through this one function
+    with the same seeds, so their samples differ only by the denoiser.
+    """
+    rows = []
+    bs = batch_size or samples
+    for N, seed in zip(n_steps, seeds):
+        sched = sampler_schedule(schedule, int(N))
+        t0 = time.perf_counter()
+        res = sample_factorized(den, sched, samples, length, np.random.default_rng(seed), batch_size=bs,
+                                cache=True, draw=draw)
+        rows.append({"sampler": "ddpm_cache", "denoiser": label, "n_steps": int(N), "nfe": res.mean_nfe,
+                     "expected_nfe": sched.expected_nfe(length, min(bs, samples)),
+                     "seconds": time.perf_counter() - t0, **_quality_row(language, res.tokens, prefixes)})
+    return rows
 
 
 def evaluate_checkpoint(
     checkpoint,
-    steps: Sequence[int] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+    n_steps: Sequence[int] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048),
     *,
     samples: int = 256,
     seed: int = 0,
@@ -182,17 +261,23 @@ def evaluate_checkpoint(
     language: Language | None = None,
     device: str | None = None,
     oracle: bool = False,
+    learning: bool = False,
+    prefixes: Sequence[int] = (),
 ) -> dict:
-    """Generative perplexity and SER versus steps (MDM) or of KV-cached decoding (AR).
+    """Generative perplexity, SER and NFE versus steps (MDM) or of KV-cached decoding (AR).
 
     Returns a JSON-ready dict: the checkpoint's config and step, the true-sample reference
     (``samples`` fresh draws of ``q``), one row per ``N`` (MDM: realized mean NFE per batch and the
-    schedule's expected NFE; ``oracle=True`` adds the oracle denoiser through the same sampler),
-    and for an MDM the measured ``eps_learning``.
+    schedule's expected NFE; ``oracle=True`` adds the oracle denoiser through the same sampler with
+    the same random stream; ``learning=True`` adds :func:`learning_part` at that ``N`` on
+    ``eps_sequences`` true sequences), and for an MDM the measured ``eps_learning``.
+    ``prefixes``: also the SER of the first ``L'`` tokens of every sample, for each ``L'`` given
+    (the interval language's length-``L'`` sampler has exactly this law for the oracle, since its
+    intervals are independent).
     """
     from .train import load_checkpoint, pick_device
 
-    ck = checkpoint if not isinstance(checkpoint, (str, bytes)) and hasattr(checkpoint, "config") else load_checkpoint(checkpoint)
+    ck = checkpoint if hasattr(checkpoint, "config") else load_checkpoint(checkpoint)
     cfg = ck.config
     lang = language if language is not None else resolve_language(cfg.language)
     if ck.language_fingerprint not in (None, language_fingerprint(lang)):
@@ -200,42 +285,40 @@ def evaluate_checkpoint(
     dev = pick_device(device)
     model = ck.build_model(dev)
     L = cfg.model.length
-    root = np.random.SeedSequence(seed)
-    ref_seed, eps_seed, *step_seeds = root.spawn(2 + len(steps))
+    ref_seed, eps_seed, ar_seed, *step_seeds = np.random.SeedSequence(seed).spawn(3 + len(n_steps))
     truth = lang.sample(samples, L, np.random.default_rng(ref_seed))
     result: dict = {
         "checkpoint": str(getattr(ck, "path", "")), "model": cfg.model.kind, "language": cfg.language,
-        "config": cfg.to_dict(), "trained_steps": ck.step, "complete": ck.complete,
-        "samples": samples, "seed": seed, "draw": draw, "ci_level": CI_LEVEL, "device": str(dev),
-        "reference": {"true_samples": asdict(sample_quality(lang, truth))},
-        "rows": [],
+        "config": cfg.to_dict(), "trained_steps": ck.step, "complete": ck.complete, "length": L,
+        "samples": samples, "seed": seed, "draw": draw, "ci_level": CONFIDENCE, "device": str(dev),
+        "reference": {"true_samples": _quality_row(lang, truth, prefixes)}, "rows": [],
     }
     bs = batch_size or samples
-    if cfg.model.kind == "ar":
+    if isinstance(model, AutoregressiveTransformer):
         t0 = time.perf_counter()
-        res = sample_ar(model, samples, np.random.default_rng(step_seeds[0] if step_seeds else eps_seed),
-                        batch_size=bs, draw=draw)
-        result["rows"].append({"sampler": "ar-kv-cache", "steps": L, "nfe": float(res.decode_steps),
-                               "seconds": time.perf_counter() - t0, **asdict(sample_quality(lang, res.tokens))})
+        res = sample_ar(model, samples, np.random.default_rng(ar_seed), batch_size=bs, draw=draw)
+        result["rows"].append({"sampler": "ar-kv-cache", "n_steps": L, "nfe": float(res.decode_steps),
+                               "seconds": time.perf_counter() - t0, **_quality_row(lang, res.tokens, prefixes)})
         return result
-    from numerics.sampling.samplers import sample_factorized
-    from numerics.sampling.denoiser import OracleDenoiser
-
     result["schedule"] = schedule
-    for N, ss in zip(steps, step_seeds):
-        sched = _sampler_schedule(schedule, int(N))
-        runs = [("model", TorchDenoiser(model))] + ([("oracle", OracleDenoiser(lang))] if oracle else [])
-        for who, den in runs:
-            t0 = time.perf_counter()
-            res = sample_factorized(den, sched, samples, L, np.random.default_rng(ss), batch_size=bs,
-                                    cache=True, draw=draw)
-            nfe = np.asarray(res.nfe, dtype=np.float64)
-            result["rows"].append({
-                "sampler": "ddpm_cache", "denoiser": who, "steps": int(N), "nfe": float(nfe.mean()),
-                "expected_nfe": sched.expected_nfe(L, min(bs, samples)),
-                "seconds": time.perf_counter() - t0, **asdict(sample_quality(lang, res.tokens)),
-            })
+    den = TorchDenoiser(model)
+    sample_seeds, learn_seeds = zip(*(ss.spawn(2) for ss in step_seeds))
+    curve = sampler_curve(den, lang, L, n_steps, sample_seeds, samples=samples, schedule=schedule, batch_size=bs,
+                          draw=draw, prefixes=prefixes)
+    if learning:
+        for row, learn_seed in zip(curve, learn_seeds):
+            val = lang.sample(eps_sequences, L, np.random.default_rng(learn_seed))
+            part = learning_part(den, lang, val, sampler_schedule(schedule, row["n_steps"]),
+                                 np.random.default_rng(learn_seed))
+            row["learning_part"] = {"value": part.value, "stderr": part.stderr, "samples": part.samples,
+                                    "masked_fraction": part.masked_fraction.tolist(), "step_kl": part.step_kl.tolist()}
+    oracle_curve = (sampler_curve(OracleDenoiser(lang, strict=False), lang, L, n_steps, sample_seeds, samples=samples,
+                                  schedule=schedule, batch_size=bs, draw=draw, prefixes=prefixes, label="oracle")
+                    if oracle else [])
+    for k, row in enumerate(curve):
+        result["rows"].append(row)
+        if oracle_curve:
+            result["rows"].append(oracle_curve[k])
     val = lang.sample(eps_sequences, L, np.random.default_rng(eps_seed))
-    result["eps_learning"] = asdict(measure_eps_learning(model, lang, val, np.random.default_rng(eps_seed)))
+    result["eps_learning"] = asdict(measure_eps_learning(den, lang, val, np.random.default_rng(eps_seed)))
     return result
-

@@ -1,17 +1,19 @@
 """The transformer shared by the masked diffusion model (MDM) and the autoregressive baseline (AR).
 
-One block type serves both (NEURAL.md): pre-norm, LayerNorm without bias, rotary position
-embeddings (no absolute positions), multi-head attention, GELU MLP ``4d``, dropout.
+One block type serves both (docs/neural.md): pre-norm, LayerNorm without bias, rotary position
+embeddings (plus learned absolute ones only when the config asks), multi-head attention, GELU MLP ``4d``, dropout. The two
+kinds differ in three places, each resolved once by the class (:func:`build_model` picks it):
 
-* MDM (MDLM's DiT with time conditioning off): full bidirectional attention; every block is
-  modulated by adaLN-Zero whose conditioning is a learned constant vector (the denoiser of a
-  masked model needs no ``t``); the output layer is zero-initialised; ids ``0..V-1`` are tokens
-  and ``V`` is the mask. SUBS: the mask class gets logit ``-inf`` (probability 0).
-* AR: causal attention, no modulation, a BOS id ``V`` before the data; next-token logits over
-  ``V`` tokens; decoding with a :class:`KVCache` gives the same logits as the full causal forward.
+* :class:`MaskedDiffusionTransformer` (MDLM's DiT with time conditioning off): full
+  bidirectional attention; every block is modulated by adaLN-Zero whose conditioning is a learned
+  constant vector (the denoiser of a masked model needs no ``t``); zero-initialised output layer;
+  ids ``0..V-1`` are tokens and ``V`` is the mask. SUBS: the mask class gets logit ``-inf``.
+* :class:`AutoregressiveTransformer`: causal attention, no modulation, a BOS id ``V`` before the
+  data; next-token logits over ``V`` tokens; decoding with a :class:`KVCache` gives the same
+  logits as the full causal forward.
 
 The output layer (and the log-softmax that follows) always runs in float32, also under bf16
-autocast.
+autocast. The losses live in :mod:`neural.diffusion`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import torch.nn.functional as F
 
 from .config import ModelConfig
 
-__all__ = ["Transformer", "KVCache", "build_model"]
+__all__ = ["Transformer", "MaskedDiffusionTransformer", "AutoregressiveTransformer", "KVCache", "build_model"]
 
 
 # ---------------------------------------------------------------------------------- rotary
@@ -62,19 +64,20 @@ class KVCache:
 
 # ---------------------------------------------------------------------------------- blocks
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, causal: bool):
         super().__init__()
         self.n_heads = cfg.n_heads
+        self.causal = causal
         self.qkv = nn.Linear(cfg.width, 3 * cfg.width, bias=False)
         self.proj = nn.Linear(cfg.width, cfg.width, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, cos, sin, causal: bool, cache: KVCache | None = None, layer: int = 0):
+    def forward(self, x, cos, sin, cache: KVCache | None = None, layer: int = 0):
         B, T, C = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)  # (B, H, T, D)
         q, k = _apply_rotary(q, cos, sin), _apply_rotary(k, cos, sin)
         if cache is None:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         else:  # AR decoding: append this chunk's keys/values, attend to everything so far
             start = cache.length
             cache.k[layer][:, :, start : start + T] = k
@@ -107,46 +110,68 @@ def _modulate(x, shift, scale):
 class Block(nn.Module):
     """Pre-norm block; with ``adaln`` the norms are modulated and the branches gated (adaLN-Zero)."""
 
-    def __init__(self, cfg: ModelConfig, adaln: bool):
+    def __init__(self, cfg: ModelConfig, causal: bool, adaln: bool):
         super().__init__()
         self.norm1 = nn.LayerNorm(cfg.width, bias=False)
-        self.attn = Attention(cfg)
+        self.attn = Attention(cfg, causal)
         self.norm2 = nn.LayerNorm(cfg.width, bias=False)
         self.mlp = MLP(cfg)
         self.adaln = nn.Linear(cfg.cond_dim, 6 * cfg.width) if adaln else None
 
-    def forward(self, x, c, cos, sin, causal, cache=None, layer=0):
+    def forward(self, x, c, cos, sin, cache=None, layer=0):
         if self.adaln is None:
-            x = x + self.attn(self.norm1(x), cos, sin, causal, cache, layer)
+            x = x + self.attn(self.norm1(x), cos, sin, cache, layer)
             return x + self.mlp(self.norm2(x))
         shift1, scale1, gate1, shift2, scale2, gate2 = self.adaln(c)[:, None, :].chunk(6, dim=-1)  # (1, 1, C) each
-        x = x + gate1 * self.attn(_modulate(self.norm1(x), shift1, scale1), cos, sin, causal)
+        x = x + gate1 * self.attn(_modulate(self.norm1(x), shift1, scale1), cos, sin)
         return x + gate2 * self.mlp(_modulate(self.norm2(x), shift2, scale2))
 
 
+# ---------------------------------------------------------------------------------- models
 class Transformer(nn.Module):
-    """MDM or AR network (``cfg.kind``): ids ``(B, T)`` -> float32 logits ``(B, T, n_outputs)``."""
+    """The shared trunk: ids ``(B, T)`` -> float32 logits ``(B, T, n_outputs)``.
+
+    Subclasses set ``kind`` and ``causal`` and may add a constant conditioning vector
+    (:meth:`_conditioning`) and post-process the logits (:meth:`_head`).
+    """
+
+    kind: str = ""
+    causal: bool = False
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
+        if cfg.kind != self.kind:
+            raise ValueError(f"{type(self).__name__} needs a config of kind {self.kind!r}, got {cfg.kind!r}")
         self.cfg = cfg
-        self.is_mdm = cfg.kind == "mdm"
+        adaln = self._adaln()
         self.embed = nn.Embedding(cfg.n_inputs, cfg.width)
-        self.blocks = nn.ModuleList(Block(cfg, adaln=self.is_mdm) for _ in range(cfg.n_layers))
+        self.positions = nn.Embedding(cfg.length, cfg.width) if cfg.absolute_positions else None
+        self.blocks = nn.ModuleList(Block(cfg, self.causal, adaln) for _ in range(cfg.n_layers))
         self.norm_f = nn.LayerNorm(cfg.width, bias=False)
         self.head = nn.Linear(cfg.width, cfg.n_outputs)
-        if self.is_mdm:
-            self.cond = nn.Parameter(torch.randn(cfg.cond_dim) * 0.02)  # learned constant conditioning
-            self.adaln_f = nn.Linear(cfg.cond_dim, 2 * cfg.width)
+        self._extra_parameters()
         self.apply(self._init)
-        if self.is_mdm:  # adaLN-Zero: every block starts as the identity; zero-initialised output
-            for layer in [b.adaln for b in self.blocks] + [self.adaln_f, self.head]:
-                nn.init.zeros_(layer.weight)
-                nn.init.zeros_(layer.bias)
+        self._zero_init()
         hd = cfg.width // cfg.n_heads
         cos, sin = _rotary_tables(max(cfg.length + 1, 1), hd, device="cpu")
         self.register_buffer("rot_cos", cos, persistent=False)
         self.register_buffer("rot_sin", sin, persistent=False)
+
+    # hooks of the subclasses
+    def _adaln(self) -> bool:
+        return False
+
+    def _extra_parameters(self) -> None:
+        pass
+
+    def _zero_init(self) -> None:
+        pass
+
+    def _conditioning(self) -> torch.Tensor | None:
+        return None
+
+    def _head(self, x: torch.Tensor, c: torch.Tensor | None) -> torch.Tensor:
+        return self.head(x)
 
     @staticmethod
     def _init(m: nn.Module) -> None:
@@ -165,27 +190,53 @@ class Transformer(nn.Module):
         return self.rot_cos[start : start + T], self.rot_sin[start : start + T]
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        B, T = ids.shape
+        T = ids.shape[1]
         start = cache.length if cache is not None else 0
         cos, sin = self._tables(start, T)
         x = self.embed(ids)  # (B, T, C)
-        c = F.silu(self.cond)[None, :] if self.is_mdm else None  # (1, cond_dim)
+        if self.positions is not None:
+            if start + T > self.cfg.length:
+                raise ValueError(f"absolute position embeddings cover L = {self.cfg.length} positions, got {start + T}")
+            x = x + self.positions(torch.arange(start, start + T, device=ids.device))
+        c = self._conditioning()  # (1, cond_dim) or None
         for i, block in enumerate(self.blocks):
-            x = block(x, c, cos, sin, causal=not self.is_mdm, cache=cache, layer=i)
+            x = block(x, c, cos, sin, cache=cache, layer=i)
         if cache is not None:
             cache.length += T
         with torch.autocast(device_type=x.device.type, enabled=False):  # output layer in float32
-            x = self.norm_f(x.float())
-            if self.is_mdm:
-                shift, scale = self.adaln_f(c.float())[:, None, :].chunk(2, dim=-1)
-                x = _modulate(x, shift, scale)
-            logits = self.head(x)  # (B, T, n_outputs) float32
-        if self.is_mdm:  # SUBS: the mask class is never predicted
-            logits = logits.clone()
-            logits[..., self.cfg.special_id] = float("-inf")
+            return self._head(self.norm_f(x.float()), c)  # (B, T, n_outputs) float32
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class MaskedDiffusionTransformer(Transformer):
+    """The MDM: bidirectional, adaLN-Zero with a learned constant conditioning, SUBS output."""
+
+    kind = "mdm"
+    causal = False
+
+    def _adaln(self) -> bool:
+        return True
+
+    def _extra_parameters(self) -> None:
+        self.cond = nn.Parameter(torch.randn(self.cfg.cond_dim) * 0.02)  # learned constant conditioning
+        self.adaln_f = nn.Linear(self.cfg.cond_dim, 2 * self.cfg.width)
+
+    def _zero_init(self) -> None:  # adaLN-Zero: every block starts as the identity; zero-initialised output
+        for layer in [b.adaln for b in self.blocks] + [self.adaln_f, self.head]:
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def _conditioning(self) -> torch.Tensor:
+        return F.silu(self.cond)[None, :]
+
+    def _head(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        shift, scale = self.adaln_f(c.float())[:, None, :].chunk(2, dim=-1)
+        logits = self.head(_modulate(x, shift, scale)).clone()
+        logits[..., self.cfg.special_id] = float("-inf")  # SUBS: the mask class is never predicted
         return logits
 
-    # ------------------------------------------------------------------ MDM
     def denoise_logprobs(self, x_t: torch.Tensor) -> torch.Tensor:
         """SUBS log-probabilities ``log p_theta(x_0^i | x_t)``, ``(B, L, V+1)`` float32.
 
@@ -198,56 +249,22 @@ class Transformer(nn.Module):
         copy.scatter_(-1, x_t.unsqueeze(-1), 0.0)
         return torch.where(observed.unsqueeze(-1), copy, logp)
 
-    # ------------------------------------------------------------------ AR
-    def ar_inputs(self, x: torch.Tensor) -> torch.Tensor:
+
+class AutoregressiveTransformer(Transformer):
+    """The AR baseline: causal, no modulation, BOS input, next-token logits over ``V`` tokens."""
+
+    kind = "ar"
+    causal = True
+
+    def inputs_for(self, x: torch.Tensor) -> torch.Tensor:
         """BOS followed by ``x[:, :-1]``: the inputs whose next-token targets are ``x``."""
         bos = torch.full_like(x[:, :1], self.cfg.special_id)
         return torch.cat([bos, x[:, :-1]], dim=1)
 
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+
+_MODELS: dict[str, type[Transformer]] = {"mdm": MaskedDiffusionTransformer, "ar": AutoregressiveTransformer}
 
 
 def build_model(cfg: ModelConfig) -> Transformer:
-    return Transformer(cfg)
-
-
-def ar_nll(model: Transformer, x: torch.Tensor) -> torch.Tensor:
-    """Per-sequence AR negative log-likelihood ``-log p(x)`` (nats), ``(B,)`` float32."""
-    logp = torch.log_softmax(model(model.ar_inputs(x)), dim=-1)  # (B, L, V)
-    return -logp.gather(-1, x.unsqueeze(-1)).squeeze(-1).sum(dim=1)
-
-
-def mdm_nelbo(
-    model: Transformer,
-    x: torch.Tensor,
-    t: torch.Tensor,
-    mask: torch.Tensor,
-) -> torch.Tensor:
-    """Continuous-time NELBO per sequence and token, ``(B,)``: ``sum_{i masked} -log p(x_i | x_t) / t / L``.
-
-    ``t`` ``(B,)`` are the sequences' times and ``mask`` ``(B, L)`` their masks (drawn with
-    probability ``1 - alpha_t``); for the log-linear schedule ``-alpha'_t / (1 - alpha_t) = 1/t``
-    exactly (NEURAL.md). Dividing by ``L`` (not the masked count) makes ``exp`` of the mean an
-    upper bound on the perplexity.
-    """
-    x_t = torch.where(mask, model.cfg.special_id, x)
-    logp = model.denoise_logprobs(x_t)  # (B, L, V+1)
-    nll = -logp.gather(-1, x.unsqueeze(-1)).squeeze(-1)  # (B, L); 0 at unmasked positions
-    nll = torch.where(mask, nll, torch.zeros_like(nll))
-    return nll.sum(dim=1) / t / x.shape[1]
-
-
-def stratified_times(batch: int, generator: torch.Generator, t_min: float, device=None) -> torch.Tensor:
-    """``t_i = ((u_i + i) / B) mod 1`` mapped affinely to ``[t_min, 1)`` (MDLM's low-discrepancy times)."""
-    u = torch.rand(batch, generator=generator, dtype=torch.float64)
-    t = torch.remainder((u + torch.arange(batch, dtype=torch.float64)) / batch, 1.0)
-    t = (1.0 - t_min) * t + t_min
-    return t.to(device=device, dtype=torch.float32)
-
-
-def draw_masks(t: torch.Tensor, length: int, noise_eps: float, generator: torch.Generator) -> torch.Tensor:
-    """Mask each position independently with probability ``1 - alpha_t = (1 - eps) t``, ``(B, L)`` bool."""
-    u = torch.rand(t.shape[0], length, generator=generator, dtype=torch.float64)
-    return (u < ((1.0 - noise_eps) * t.double().cpu())[:, None]).to(t.device)
-
+    """The network of ``cfg.kind`` (the one place the kind picks a class)."""
+    return _MODELS[cfg.kind](cfg)

@@ -17,11 +17,24 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import KVCache, Transformer
+from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
+from numerics.sampling.samplers import DRAWS, sample_factorized
+from numerics.schedules import Schedule, make_schedule
 
-__all__ = ["TorchDenoiser", "ARSampleResult", "sample_ar", "sample_mdm", "draw_categorical", "DRAWS"]
+from .model import AutoregressiveTransformer, KVCache, MaskedDiffusionTransformer
 
-DRAWS = ("float64", "float32")
+__all__ = ["TorchDenoiser", "ARSampleResult", "sample_ar", "sample_mdm", "draw_categorical", "sampler_schedule",
+           "DRAWS", "MDLM_T_MIN"]
+
+MDLM_T_MIN = 1e-5  # MDLM samples at times linear from 1 down to 1e-5; the last step reveals the rest
+
+
+def sampler_schedule(name: str, n_steps: int) -> Schedule:
+    """The schedule the learned and oracle samplers use: ``"mdlm"`` (MDLM's times, linear down to
+    ``1e-5``, log-linear ``alpha``) or any ``numerics.schedules`` family by name."""
+    if name == "mdlm":
+        return make_schedule("loglinear", n_steps, t_min=MDLM_T_MIN)
+    return make_schedule(name, n_steps)
 
 
 def _autocast(device: torch.device):
@@ -33,8 +46,8 @@ class TorchDenoiser:
 
     Parameters
     ----------
-    model : Transformer
-        An MDM network (``cfg.kind == "mdm"``), e.g. ``Checkpoint.build_model()`` (EMA weights).
+    model : MaskedDiffusionTransformer
+        An MDM network, e.g. ``Checkpoint.build_model()`` (EMA weights).
     device : optional
         Defaults to the model's device.
     max_batch : optional
@@ -46,8 +59,9 @@ class TorchDenoiser:
     counts network evaluations (sequence batches), ``sequences`` the sequences passed.
     """
 
-    def __init__(self, model: Transformer, device: str | torch.device | None = None, max_batch: int | None = None):
-        if not model.is_mdm:
+    def __init__(self, model: MaskedDiffusionTransformer, device: str | torch.device | None = None,
+                 max_batch: int | None = None):
+        if not isinstance(model, MaskedDiffusionTransformer):
             raise ValueError("TorchDenoiser needs a masked diffusion model (kind 'mdm'), got an AR model")
         self.model = model.eval()
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -86,11 +100,9 @@ class TorchDenoiser:
         return np.exp(self.log_probs(tokens, mask))
 
 
-def sample_mdm(model: Transformer, schedule, n: int, rng: np.random.Generator, *, length: int | None = None,
-               batch_size: int | None = None, cache: bool = True, draw: str = "float64"):
+def sample_mdm(model: MaskedDiffusionTransformer, schedule: Schedule, n: int, rng: np.random.Generator, *,
+               length: int | None = None, batch_size: int | None = None, cache: bool = True, draw: str = "float64"):
     """``n`` samples of the MDM through ``numerics.sampling.samplers.sample_factorized`` (the shared sampler)."""
-    from numerics.sampling.samplers import sample_factorized
-
     den = TorchDenoiser(model)
     return sample_factorized(den, schedule, n, length or model.cfg.length, rng,
                              batch_size=batch_size, cache=cache, draw=draw)
@@ -101,16 +113,12 @@ def draw_categorical(probs: np.ndarray, rng: np.random.Generator, draw: str = "f
 
     ``"float64"``: exact inverse CDF, ``u * total`` against the cumulative sums (a zero-probability
     index is never drawn). ``"float32"``: MDLM's ``argmax(p / E)`` with ``E = 1e-10 - log(U + 1e-10)``
-    computed in float32 (the Gumbel-max trick at float32 resolution, the ablation of NEURAL.md).
+    computed in float32 (the Gumbel-max trick at float32 resolution, the ablation of docs/neural.md).
     """
     if draw == "float64":
-        from numerics.sampling.samplers import draw_inverse_cdf  # the shared sampler's exact draw
-
-        return draw_inverse_cdf(probs, rng.random(probs.shape[0]))
+        return draw_inverse_cdf(probs, rng.random(probs.shape[0]))  # the shared sampler's exact draw
     if draw == "float32":
-        u = rng.random(probs.shape, dtype=np.float32)
-        e = np.float32(1e-10) - np.log(u + np.float32(1e-10))
-        return np.argmax(probs.astype(np.float32) / e, axis=1)
+        return gumbel_argmax_float32(probs, rng)  # the shared float32 Gumbel-max draw (same random stream)
     raise ValueError(f"draw must be one of {DRAWS}, got {draw!r}")
 
 
@@ -132,7 +140,7 @@ class ARSampleResult:
 
 
 @torch.no_grad()
-def ar_step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+def ar_step_logits(model: AutoregressiveTransformer, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """Feed ``ids`` ``(B, T)`` on top of ``cache``; return the float32 logits of the last position ``(B, V)``."""
     dev = ids.device
     with _autocast(dev):
@@ -140,10 +148,10 @@ def ar_step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache) -> tor
 
 
 @torch.no_grad()
-def sample_ar(model: Transformer, n: int, rng: np.random.Generator, *, length: int | None = None,
+def sample_ar(model: AutoregressiveTransformer, n: int, rng: np.random.Generator, *, length: int | None = None,
               batch_size: int | None = None, draw: str = "float64") -> ARSampleResult:
     """Draw ``n`` sequences from an AR network by KV-cached decoding (one call per token)."""
-    if model.is_mdm:
+    if not isinstance(model, AutoregressiveTransformer):
         raise ValueError("sample_ar needs an autoregressive model (kind 'ar')")
     if draw not in DRAWS:
         raise ValueError(f"draw must be one of {DRAWS}, got {draw!r}")

@@ -1,6 +1,6 @@
 """Wall-clock of MDM sampling (``ddpm_cache``, ``N`` steps) against AR decoding (KV cache).
 
-The protocol of NEURAL.md: same device, batch size, dtype and attention backend for both;
+The protocol of docs/neural.md: same device, batch size, dtype and attention backend for both;
 warm-up runs excluded; the device synchronized around the timed region; the median of several
 repeats; seconds per batch and per sequence, NFE for the MDM and decode steps (``L``) for the AR.
 The analogue of the paper's Inference Time Comparison (batch 16, MDM at 512 steps vs AR).
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import Transformer
-from .sample import sample_ar, sample_mdm
+from .model import AutoregressiveTransformer, MaskedDiffusionTransformer
+from .sample import sample_ar, sample_mdm, sampler_schedule
 
 __all__ = ["TimingRow", "time_mdm", "time_ar", "compare_sampling"]
 
@@ -36,7 +36,7 @@ class TimingRow:
     ----------
     model : {"mdm", "ar"}
     length, batch : int
-    steps : int
+    n_steps : int
         ``N`` for the MDM, ``L`` decode steps for the AR.
     nfe : float
         Mean network calls per batch over the timed repeats (AR: ``L``).
@@ -45,12 +45,14 @@ class TimingRow:
     seconds_per_sequence : float
     times : list of float
     device, dtype : str
+    threads : int
+        ``torch.get_num_threads()`` while timing (the CPU regime).
     """
 
     model: str
     length: int
     batch: int
-    steps: int
+    n_steps: int
     nfe: float
     seconds_per_batch: float
     seconds_per_sequence: float
@@ -59,6 +61,7 @@ class TimingRow:
     warmup: int
     device: str
     dtype: str
+    threads: int
 
 
 def _timed(fn, device, repeats: int, warmup: int):
@@ -79,14 +82,12 @@ def _dtype(device: torch.device) -> str:
     return "bf16-autocast (output layer float32)" if device.type == "cuda" else "float32"
 
 
-def time_mdm(model: Transformer, *, batch: int, steps: int, length: int | None = None, repeats: int = 5,
-             warmup: int = 1, seed: int = 0, schedule: str = "mdlm", draw: str = "float64") -> TimingRow:
-    """Time ``ddpm_cache`` sampling of one batch with ``steps`` steps."""
-    from .evaluate import _sampler_schedule
-
+def time_mdm(model: MaskedDiffusionTransformer, *, batch: int, n_steps: int, length: int | None = None,
+             repeats: int = 5, warmup: int = 1, seed: int = 0, schedule: str = "mdlm", draw: str = "float64") -> TimingRow:
+    """Time ``ddpm_cache`` sampling of one batch with ``n_steps`` steps."""
     dev = next(model.parameters()).device
     L = length or model.cfg.length
-    sched = _sampler_schedule(schedule, steps)
+    sched = sampler_schedule(schedule, n_steps)
     rng = np.random.default_rng(seed)
 
     def run():
@@ -95,11 +96,11 @@ def time_mdm(model: Transformer, *, batch: int, steps: int, length: int | None =
 
     times, nfes = _timed(run, dev, repeats, warmup)
     med = statistics.median(times)
-    return TimingRow("mdm", L, batch, steps, float(np.mean(nfes)), med, med / batch, times, repeats, warmup,
-                     str(dev), _dtype(dev))
+    return TimingRow("mdm", L, batch, n_steps, float(np.mean(nfes)), med, med / batch, times, repeats, warmup,
+                     str(dev), _dtype(dev), torch.get_num_threads())
 
 
-def time_ar(model: Transformer, *, batch: int, length: int | None = None, repeats: int = 5, warmup: int = 1,
+def time_ar(model: AutoregressiveTransformer, *, batch: int, length: int | None = None, repeats: int = 5, warmup: int = 1,
             seed: int = 0, draw: str = "float64") -> TimingRow:
     """Time KV-cached AR decoding of one batch of ``length`` tokens."""
     dev = next(model.parameters()).device
@@ -112,19 +113,19 @@ def time_ar(model: Transformer, *, batch: int, length: int | None = None, repeat
     times, nfes = _timed(run, dev, repeats, warmup)
     med = statistics.median(times)
     return TimingRow("ar", L, batch, L, float(np.mean(nfes)), med, med / batch, times, repeats, warmup,
-                     str(dev), _dtype(dev))
+                     str(dev), _dtype(dev), torch.get_num_threads())
 
 
-def compare_sampling(mdm: Transformer, ar: Transformer, *, batch: int = 16, steps=(512,), length: int | None = None,
-                     repeats: int = 5, warmup: int = 1, seed: int = 0) -> dict:
-    """MDM at each of ``steps`` and the AR model, same batch and length; ratios ``mdm / ar``."""
-    if not mdm.is_mdm or ar.is_mdm:
+def compare_sampling(mdm: MaskedDiffusionTransformer, ar: AutoregressiveTransformer, *, batch: int = 16,
+                     n_steps=(512,), length: int | None = None, repeats: int = 5, warmup: int = 1, seed: int = 0) -> dict:
+    """MDM at each of ``n_steps`` and the AR model, same batch and length; ``speedup_vs_ar`` is AR time / MDM time."""
+    if not isinstance(mdm, MaskedDiffusionTransformer) or not isinstance(ar, AutoregressiveTransformer):
         raise ValueError("compare_sampling needs an MDM first and an AR model second")
     ar_row = time_ar(ar, batch=batch, length=length, repeats=repeats, warmup=warmup, seed=seed)
-    rows = [time_mdm(mdm, batch=batch, steps=int(n), length=length, repeats=repeats, warmup=warmup, seed=seed)
-            for n in steps]
+    rows = [time_mdm(mdm, batch=batch, n_steps=int(n), length=length, repeats=repeats, warmup=warmup, seed=seed)
+            for n in n_steps]
     return {
         "ar": ar_row,
         "mdm": rows,
-        "speedup_vs_ar": {str(r.steps): ar_row.seconds_per_batch / r.seconds_per_batch for r in rows},
+        "speedup_vs_ar": {str(r.n_steps): ar_row.seconds_per_batch / r.seconds_per_batch for r in rows},
     }

@@ -1,18 +1,24 @@
 """Training loop of the MDM and the AR baseline (single process, or DDP under ``torchrun``).
 
-The recipe is MDLM's (NEURAL.md): AdamW, linear warm-up then cosine, gradient clipping, EMA of
-the weights (used for evaluation and sampling), bf16 autocast for the trunk on CUDA only (the
-output layer and the log-softmax stay float32), stratified training times, continuous-time NELBO.
+The recipe is MDLM's (docs/neural.md): AdamW, linear warm-up then cosine, gradient clipping, EMA
+of the weights (used for evaluation and sampling), bf16 autocast for the trunk on CUDA only (the
+output layer and the log-softmax stay float32), the continuous-time NELBO of
+:mod:`neural.diffusion`.
 
 Determinism and resumption: the batch order of epoch ``e`` is a permutation seeded by
-``(seed, e)`` and the noise (times, masks, dropout) of step ``s`` by ``(seed, s)``, generated for
-the *global* batch and sliced per rank, so an interrupted run resumed from its checkpoint and a
-DDP run over ``k`` processes follow the same trajectory as one uninterrupted single-process run
-(up to the floating-point order of the gradient all-reduce).
+``(seed, e)`` and the noise (times or counts, masks, dropout) of step ``s`` by ``(seed, s)``,
+generated for the *global* batch and sliced per rank, so an interrupted run resumed from its
+checkpoint and a DDP run over ``k`` processes follow the same trajectory as one uninterrupted
+single-process run (up to the floating-point order of the gradient all-reduce).
 
-Checkpoints (``OUT/checkpoint.pt``) hold the config, model, EMA and optimizer states, the step and
-the validation history; they are written atomically (temporary file + rename), so an interruption
-never leaves a half-written file. ``OUT/metrics.json`` is the small, human-readable summary.
+Checkpoints (``OUT/checkpoint.pt``) hold the config, model, EMA and optimizer states, the step,
+the learning-rate segments and the validation history; they are written atomically (temporary
+file + rename), so an interruption never leaves a half-written file. ``OUT/metrics.json`` is the
+small, human-readable summary. Re-running into ``OUT`` with another config is refused with the
+differing fields named, except a larger ``train.train_steps`` on a finished run, which extends it.
+
+The loop reads as nanoGPT's ``train.py``: set up (devices, data, state), then one short function
+per concern -- the batch, the step, the EMA, validation, saving.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from numerics.exact.entropy import entropy_rate
 from numerics.languages.hmm import Language
 from numerics.provenance import atomic_write_bytes, atomic_write_json, provenance
 
-from .config import RunConfig, run_config_from_dict
+from .config import RunConfig, TrainConfig, config_differences, run_config_from_dict
 from .data import Dataset, language_fingerprint, load_or_make_dataset, resolve_language
-from .model import Transformer, ar_nll, draw_masks, mdm_nelbo, stratified_times
+from .diffusion import Objective, objective_for
+from .model import Transformer, build_model
 
 __all__ = [
     "CheckpointError",
@@ -53,7 +61,7 @@ __all__ = [
 ]
 
 CHECKPOINT_NAME = "checkpoint.pt"
-_FORMAT = "mdm-theory-checkpoint/1"
+_FORMAT = "mdm-theory-checkpoint/2"  # 2: train_steps (was steps), LR segments, two model classes
 _VAL_SEED = 2_718_281  # validation noise is fixed so that evaluations at different steps compare
 
 
@@ -70,18 +78,30 @@ def pick_device(requested: str | None = None) -> torch.device:
     return torch.device("cpu")
 
 
-def lr_at(step: int, cfg) -> float:
-    """Learning rate of optimizer step ``step`` (0-based): linear warm-up from ``lr_min`` over
-    ``ceil(warmup_frac * steps)`` steps, then cosine from ``lr`` down to ``lr_min`` at ``steps``."""
-    warm = math.ceil(cfg.warmup_frac * cfg.steps)
-    if step < warm:
-        return cfg.lr_min + (cfg.lr - cfg.lr_min) * (step + 1) / warm
-    progress = min(1.0, (step - warm) / max(1, cfg.steps - warm))
+def lr_at(step: int, cfg: TrainConfig, start: int = 0) -> float:
+    """Learning rate of optimizer step ``step`` (0-based) in the segment that began at ``start``.
+
+    Linear warm-up from ``lr_min`` over ``ceil(warmup_frac * n)`` steps, then a cosine from ``lr``
+    down to ``lr_min`` at ``train_steps``, where ``n = train_steps - start`` is the segment's
+    length. A straight run has one segment (``start = 0``); extending a finished run to more
+    steps opens a new segment at its old end (a warm restart over the added steps).
+    """
+    n = cfg.train_steps - start
+    k = step - start
+    warm = math.ceil(cfg.warmup_frac * n)
+    if k < warm:
+        return cfg.lr_min + (cfg.lr - cfg.lr_min) * (k + 1) / warm
+    progress = min(1.0, (k - warm) / max(1, n - warm))
     return cfg.lr_min + 0.5 * (cfg.lr - cfg.lr_min) * (1.0 + math.cos(math.pi * progress))
 
 
 def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence(list(parts)).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def _autocast(device: torch.device):
+    """bf16 autocast on CUDA only (CPU runs in float32)."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 # ------------------------------------------------------------------------------ checkpoints
@@ -98,11 +118,12 @@ class Checkpoint:
     history: list[dict]
     ema_updates: int
     language_fingerprint: str | None
+    segments: list[int] = field(default_factory=lambda: [0])
     path: Path | None = None
 
     def build_model(self, device: str | torch.device = "cpu", use_ema: bool = True) -> Transformer:
         """The network with EMA weights (if kept and ``use_ema``), in eval mode."""
-        model = Transformer(self.config.model)
+        model = build_model(self.config.model)
         state = self.ema_state if (use_ema and self.ema_state is not None) else self.model_state
         _load_state(model, state, self.path)
         return model.to(device).eval()
@@ -143,6 +164,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             history=list(raw.get("history", [])),
             ema_updates=int(raw.get("ema_updates", 0)),
             language_fingerprint=raw.get("language_fingerprint"),
+            segments=[int(s) for s in raw.get("segments", [0])],
             path=path,
         )
     except (KeyError, ValueError, TypeError) as exc:
@@ -155,64 +177,301 @@ def _save_checkpoint(path: Path, payload: dict) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _resume_segments(ck: Checkpoint, cfg: RunConfig, path: Path) -> list[int]:
+    """The LR segments to continue ``ck`` under ``cfg``; :class:`CheckpointError` naming any other difference.
+
+    The same config resumes (or finds finished) the run; a larger ``train.train_steps`` on a
+    finished run opens a new segment at its end. Anything else would silently mix two runs.
+    """
+    diffs = config_differences(ck.config, cfg)
+    if not diffs:
+        return list(ck.segments)
+    names = [d[0] for d in diffs]
+    old_n, new_n = ck.config.train.train_steps, cfg.train.train_steps
+    if names == ["train.train_steps"] and new_n > old_n:
+        if not ck.complete:
+            raise CheckpointError(
+                f"{str(path)!r} is a run in progress at step {ck.step} of {old_n}; finish it "
+                f"(train_steps={old_n}) before extending it to {new_n} steps")
+        return [*ck.segments, old_n]
+    listed = "; ".join(f"{name}: {old!r} in the run, {new!r} asked" for name, old, new in diffs)
+    hint = (" (a run can only be extended: train_steps larger than the finished run's)"
+            if names == ["train.train_steps"] else "")
+    raise CheckpointError(f"{str(path)!r} belongs to a run with another config ({listed}){hint}; "
+                          "use another output folder or the run's own config")
+
+
 # ------------------------------------------------------------------------------ validation
 @torch.no_grad()
-def validate(model: Transformer, data: np.ndarray, cfg: RunConfig, device, *, rank: int = 0, world: int = 1,
-             batch_size: int = 256) -> dict[str, float]:
-    """Validation loss per token on ``data`` ``(n, L)``: the NELBO (MDM) or exact NLL (AR).
+def validate(model: Transformer, data: np.ndarray, loglik: np.ndarray, device, *, rank: int = 0, world: int = 1,
+             tokens_per_batch: int = 16_384) -> dict[str, float]:
+    """Validation loss per token on ``data`` ``(n, L)`` and its paired gap to the exact ``-log q(x) / L``.
 
-    The MDM's times and masks for the whole set come from one fixed generator (independent of the
-    step and the number of ranks), stratified over the set. Returns the mean, its standard error
-    over sequences, and the count. Under DDP each rank takes a slice and the sums are all-reduced.
+    MDM: the NELBO by one random order per sequence with all ``L`` terms
+    (:func:`neural.diffusion.order_nelbo`; the orders of the whole set come from one fixed
+    generator, independent of the step and the number of ranks). AR: the exact
+    ``-log p_theta(x) / L``. ``loglik`` ``(n,)`` holds the exact ``log q(x)``. Returns the mean
+    loss and its standard error, the mean gap ``loss - (-log q(x) / L)`` (an estimate of
+    ``KL(q || p_theta) / L``, plus the NELBO's looseness for an MDM) and its standard error over
+    sequences, and the count. Under DDP each rank takes a slice and the sums are all-reduced.
     """
+    was_training = model.training
     model.eval()
     n, L = data.shape
-    if model.is_mdm:
-        g = torch.Generator().manual_seed(_VAL_SEED)
-        t_all = stratified_times(n, g, cfg.train.t_min)
-        mask_all = draw_masks(t_all, L, cfg.train.noise_eps, g)
+    objective = objective_for(model.kind)
+    noise = objective.validation_draw(n, L, torch.Generator().manual_seed(_VAL_SEED))
+    ref = torch.as_tensor(-np.asarray(loglik, dtype=np.float64) / L)
+    batch = max(1, tokens_per_batch // (L * objective.copies(L)))
     lo, hi = rank * n // world, (rank + 1) * n // world
-    total = torch.zeros(3, dtype=torch.float64, device=device)  # sum, sum of squares, count
-    for s in range(lo, hi, batch_size):
-        e = min(hi, s + batch_size)
+    total = torch.zeros(5, dtype=torch.float64, device=device)  # sums of loss, loss^2, gap, gap^2, count
+    for s in range(lo, hi, batch):
+        e = min(hi, s + batch)
         x = torch.as_tensor(data[s:e], dtype=torch.long, device=device)
         with _autocast(device):
-            if model.is_mdm:
-                per = mdm_nelbo(model, x, t_all[s:e].to(device), mask_all[s:e].to(device))
-            else:
-                per = ar_nll(model, x) / L
-        per = per.double()
-        total += torch.stack([per.sum(), (per**2).sum(), torch.tensor(float(e - s), device=device, dtype=torch.float64)])
+            per = objective.validation_loss(model, x, None if noise is None else noise[s:e]).double()
+        gap = per - ref[s:e].to(device)
+        total += torch.stack([per.sum(), (per**2).sum(), gap.sum(), (gap**2).sum(),
+                              torch.tensor(float(e - s), device=device, dtype=torch.float64)])
     if world > 1:
         dist.all_reduce(total)
-    s1, s2, cnt = total.tolist()
-    mean = s1 / cnt
-    var = max(0.0, s2 / cnt - mean**2)
-    return {"loss": mean, "stderr": math.sqrt(var / max(1.0, cnt - 1)), "sequences": int(cnt)}
+    s1, s2, g1, g2, cnt = total.tolist()
+    model.train(was_training)
+
+    def stderr(a, b):
+        mean = a / cnt
+        return math.sqrt(max(0.0, b / cnt - mean**2) / max(1.0, cnt - 1))
+
+    return {"loss": s1 / cnt, "stderr": stderr(s1, s2), "gap": g1 / cnt, "gap_stderr": stderr(g1, g2),
+            "sequences": int(cnt)}
 
 
-def _autocast(device: torch.device):
-    """bf16 autocast on CUDA only (CPU runs in float32)."""
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+# ------------------------------------------------------------------------------ set-up
+@dataclass(frozen=True)
+class _Processes:
+    """This process's place in a (possibly DDP) run."""
+
+    world: int
+    rank: int
+    device: torch.device
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
 
 
-class _Objective(nn.Module):
+def _setup_processes(device: str | None) -> _Processes:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    dev = pick_device(device)
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    return _Processes(world, rank, dev)
+
+
+def _load_data(cfg: RunConfig, language: Language, procs: _Processes, root: Path) -> Dataset:
+    """The run's data set: drawn and stored by rank 0, then read by the others."""
+    if procs.main:
+        ds = load_or_make_dataset(language, cfg.model.length, cfg.data, root)
+    if procs.world > 1:
+        dist.barrier()
+    if not procs.main:
+        ds = load_or_make_dataset(language, cfg.model.length, cfg.data, root)
+    if ds.train.shape[0] < cfg.train.batch_size:
+        raise ValueError(f"n_train = {ds.train.shape[0]} is smaller than the batch size {cfg.train.batch_size}")
+    return ds
+
+
+def _reference(language: Language, ds: Dataset, L: int) -> dict[str, Any]:
+    """The language's own figures: the exact NLL per token of the validation sequences, and the
+    exact entropy rate over ``L`` tokens where the language has one (n-grams)."""
+    ref: dict[str, Any] = {"data_nll": ds.val_nll_per_token, "data_ppl": math.exp(ds.val_nll_per_token)}
+    try:
+        est = entropy_rate(language, L)
+    except ValueError:  # no exact entropy (an HMM): the validation sequences' exact NLL is the reference
+        return ref
+    ref.update(entropy_rate=est.value, true_ppl=math.exp(est.value), entropy_method=est.method)
+    return ref
+
+
+@dataclass
+class _State:
+    """Everything that changes during training (and is saved in the checkpoint)."""
+
+    model: Transformer
+    ema: Transformer | None
+    opt: torch.optim.Optimizer
+    step: int = 0
+    history: list = field(default_factory=list)
+    ema_updates: int = 0
+    segments: list = field(default_factory=lambda: [0])
+    tokens: int = 0  # tokens trained on by this call
+    loop_seconds: float = 0.0  # wall-clock of this call's optimizer steps (validation excluded)
+    loop_cpu_seconds: float = 0.0
+
+
+def _initial_state(cfg: RunConfig, dev: torch.device, ckpt_path: Path, fingerprint: str) -> _State:
+    """A fresh model, EMA and optimizer, or the checkpoint's when ``ckpt_path`` exists."""
+    tc = cfg.train
+    torch.manual_seed(tc.seed)
+    model = build_model(cfg.model).to(dev)
+    ema = copy.deepcopy(model).eval().requires_grad_(False) if tc.ema_decay > 0 else None
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=tc.betas, weight_decay=tc.weight_decay)
+    state = _State(model, ema, opt)
+    if not ckpt_path.exists():
+        return state
+    ck = load_checkpoint(ckpt_path, map_location=dev)
+    state.segments = _resume_segments(ck, cfg, ckpt_path)
+    if ck.language_fingerprint not in (None, fingerprint):
+        raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
+    _load_state(model, ck.model_state, ckpt_path)
+    if ema is not None and ck.ema_state is not None:
+        _load_state(ema, ck.ema_state, ckpt_path)
+    if ck.optimizer_state is not None:
+        _load_state(opt, ck.optimizer_state, ckpt_path)
+    state.step, state.history, state.ema_updates = ck.step, ck.history, ck.ema_updates
+    return state
+
+
+class _Loss(nn.Module):
     """The training loss as a module, so that DDP wraps (and synchronises) exactly what runs."""
 
-    def __init__(self, model: Transformer):
+    def __init__(self, model: Transformer, objective: Objective):
         super().__init__()
         self.model = model
+        self.objective = objective
 
-    def forward(self, x, t=None, mask=None):
-        if self.model.is_mdm:
-            return mdm_nelbo(self.model, x, t, mask).mean()
-        return ar_nll(self.model, x).mean() / x.shape[1]
+    def forward(self, x, noise=None):
+        return self.objective.loss(self.model, x, noise).mean()
+
+
+# ------------------------------------------------------------------------------ one step
+class _Batches:
+    """Global batch ``step`` of the seeded epoch permutations, this rank's slice, on the device."""
+
+    def __init__(self, ds: Dataset, cfg: RunConfig, procs: _Processes):
+        self.train, self.cfg, self.procs = ds.train, cfg, procs
+        self.per_epoch = ds.train.shape[0] // cfg.train.batch_size
+        self._perm: tuple[int, torch.Tensor] | None = None
+
+    def rows(self, step: int) -> slice:
+        b = self.cfg.train.batch_size // self.procs.world
+        return slice(self.procs.rank * b, (self.procs.rank + 1) * b)
+
+    def __call__(self, step: int) -> torch.Tensor:
+        B = self.cfg.train.batch_size
+        epoch, k = divmod(step, self.per_epoch)
+        if self._perm is None or self._perm[0] != epoch:
+            g = torch.Generator().manual_seed(_seed(self.cfg.train.seed, 1, epoch))
+            self._perm = (epoch, torch.randperm(self.train.shape[0], generator=g))
+        idx = self._perm[1][k * B : (k + 1) * B][self.rows(step)]
+        return torch.as_tensor(self.train[idx.numpy()], dtype=torch.long).to(self.procs.device, non_blocking=True)
+
+
+def _noise(objective: Objective, cfg: RunConfig, step: int, rows: slice):
+    """The noise of global batch ``step`` (seeded by ``(seed, step)``), this rank's rows."""
+    noise = objective.draw(cfg.train.batch_size, cfg.model.length, torch.Generator().manual_seed(_seed(cfg.train.seed, 2, step)))
+    return None if noise is None else type(noise)(noise.mask[rows], noise.weight[rows])
+
+
+def _optimizer_step(state: _State, loss_fn: nn.Module, x: torch.Tensor, noise, cfg: RunConfig, dev) -> tuple:
+    """One AdamW step at the scheduled learning rate, with gradient clipping; returns (loss, lr, grad norm)."""
+    lr = lr_at(state.step, cfg.train, state.segments[-1])
+    for group in state.opt.param_groups:
+        group["lr"] = lr
+    with _autocast(dev):
+        loss = loss_fn(x, noise)
+    state.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    gnorm = torch.nn.utils.clip_grad_norm_(state.model.parameters(), cfg.train.grad_clip)
+    state.opt.step()
+    state.step += 1
+    return loss, lr, gnorm
+
+
+@torch.no_grad()
+def _ema_update(state: _State, decay_max: float) -> None:
+    """EMA with MDLM's warm-up: ``decay = min(decay_max, (1 + n) / (10 + n))``."""
+    if state.ema is None:
+        return
+    state.ema_updates += 1
+    decay = min(decay_max, (1 + state.ema_updates) / (10 + state.ema_updates))
+    torch._foreach_lerp_(list(state.ema.parameters()), list(state.model.parameters()), 1.0 - decay)
+
+
+# ------------------------------------------------------------------------------ reporting
+def _evaluate(state: _State, ds: Dataset, cfg: RunConfig, procs: _Processes, final: bool, started: float) -> dict:
+    """One row of the validation history (EMA weights when kept)."""
+    tc = cfg.train
+    net = state.ema if state.ema is not None else state.model
+    n_eval = ds.val.shape[0] if final else tc.eval_sequences
+    v = validate(net, ds.val[:n_eval], ds.val_loglik[:n_eval], procs.device, rank=procs.rank, world=procs.world)
+    data_nll = float(-ds.val_loglik[:n_eval].mean() / cfg.model.length)
+    return {"step": state.step, "val_loss": v["loss"], "val_stderr": v["stderr"], "val_sequences": v["sequences"],
+            "val_ppl": math.exp(v["loss"]), "data_nll": data_nll, "data_ppl": math.exp(data_nll),
+            "gap": v["gap"], "gap_stderr": v["gap_stderr"], "ppl_ratio": math.exp(v["gap"]),
+            "ppl_ratio_ci": [math.exp(v["gap"] - 1.96 * v["gap_stderr"]), math.exp(v["gap"] + 1.96 * v["gap_stderr"])],
+            "seconds": time.monotonic() - started, "final": final,
+            "bound": {"mdm": "nelbo", "ar": "exact-nll"}[cfg.model.kind],
+            "tokens_per_second": state.tokens / state.loop_seconds if state.loop_seconds > 0 else None,
+            "cpu_seconds": state.loop_cpu_seconds}
+
+
+def _payload(state: _State, cfg: RunConfig, complete: bool, fingerprint: str) -> dict:
+    return {"format": _FORMAT, "config": cfg.to_dict(), "step": state.step, "complete": complete,
+            "model": state.model.state_dict(), "ema": state.ema.state_dict() if state.ema is not None else None,
+            "ema_updates": state.ema_updates, "optimizer": state.opt.state_dict(), "history": state.history,
+            "segments": state.segments, "language_fingerprint": fingerprint, "provenance": provenance()}
+
+
+def _save(out_dir: Path, state: _State, cfg: RunConfig, procs: _Processes, complete: bool, fingerprint: str,
+          reference: dict) -> None:
+    if not procs.main:
+        return
+    _save_checkpoint(out_dir / CHECKPOINT_NAME, _payload(state, cfg, complete, fingerprint))
+    atomic_write_json(out_dir / "metrics.json", {
+        "config": cfg.to_dict(), "step": state.step, "complete": complete, "world_size": procs.world,
+        "device": str(procs.device), "threads": torch.get_num_threads(), "parameters": state.model.num_params(),
+        "segments": state.segments, "reference": reference, "history": state.history, "provenance": provenance(),
+    })
+
+
+def _progress_bar(enabled: bool, cfg: RunConfig, state: _State):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=cfg.train.train_steps, initial=state.step, desc=f"train {cfg.model.kind}", dynamic_ncols=True)
+
+
+def _report(bar, row: dict) -> None:
+    if bar is not None:
+        tps = row.get("tokens_per_second")
+        bar.write(f"step {row['step']}: val {row['val_loss']:.4f} ppl {row['val_ppl']:.4f} vs data {row['data_ppl']:.4f} "
+                  f"(ratio {row['ppl_ratio']:.4f})" + (f", {tps:,.0f} tokens/s" if tps else ""))
+
+
+def _out_of_time(started: float, max_minutes: float | None, procs: _Processes) -> bool:
+    """Whether the wall-clock budget is spent (every DDP rank agrees, so all stop at the same step)."""
+    if max_minutes is None:
+        return False
+    over = (time.monotonic() - started) > 60.0 * max_minutes
+    if procs.world > 1:
+        flag = torch.tensor([float(over)], device=procs.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        over = bool(flag.item())
+    return over
 
 
 # ------------------------------------------------------------------------------ training
 @dataclass
 class TrainResult:
-    """What a call to :func:`train` left behind."""
+    """What a call to :func:`train` left behind.
+
+    ``tokens_per_second`` and ``cpu_seconds`` cover this call's optimizer steps only (validation
+    and data preparation excluded); ``cpu_seconds`` is the process CPU time (all threads).
+    """
 
     out_dir: Path
     checkpoint: Path
@@ -220,24 +479,12 @@ class TrainResult:
     complete: bool
     seconds: float
     history: list[dict] = field(default_factory=list)
+    tokens_per_second: float | None = None
+    cpu_seconds: float = 0.0
 
     @property
     def final(self) -> dict[str, Any] | None:
         return self.history[-1] if self.history else None
-
-
-def _reference(language: Language, ds: Dataset, L: int) -> dict[str, float]:
-    """The language's own figures: exact entropy rate over ``L`` tokens when available, and the
-    exact NLL per token of the validation sequences."""
-    ref = {"data_nll": ds.val_nll_per_token, "data_ppl": math.exp(ds.val_nll_per_token)}
-    try:
-        from numerics.exact.entropy import entropy_rate
-
-        est = entropy_rate(language, L)  # exact for n-grams; an HMM would need Monte Carlo (skipped)
-        ref.update(entropy_rate=est.value, true_ppl=math.exp(est.value), entropy_method=est.method)
-    except (ImportError, ValueError):
-        pass
-    return ref
 
 
 def train(
@@ -251,7 +498,7 @@ def train(
     progress: bool = True,
     data_root: str | Path | None = None,
 ) -> TrainResult:
-    """Train (or resume) the run ``cfg`` in ``out_dir``.
+    """Train (or resume, or extend) the run ``cfg`` in ``out_dir``.
 
     Parameters
     ----------
@@ -268,166 +515,76 @@ def train(
     Under ``torchrun`` (``WORLD_SIZE > 1``) it trains with DDP (NCCL on CUDA, gloo on CPU);
     rank 0 writes the files.
     """
-    t_start = time.monotonic()
+    started = time.monotonic()
     out_dir = Path(out_dir)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    dev = pick_device(device)
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
+    procs = _setup_processes(device)
     tc = cfg.train
-    if tc.batch_size % world:
-        raise ValueError(f"batch size {tc.batch_size} is not divisible by the {world} DDP processes")
+    if tc.batch_size % procs.world:
+        raise ValueError(f"batch size {tc.batch_size} is not divisible by the {procs.world} DDP processes")
     language = language if language is not None else resolve_language(cfg.language)
     if language.vocab_size != cfg.model.vocab_size:
         raise ValueError(f"config vocab_size {cfg.model.vocab_size} != language vocabulary {language.vocab_size}")
     fingerprint = language_fingerprint(language)
-    data_root = Path(data_root) if data_root is not None else out_dir.parent / "data"
     # Drawing the data set runs numba's OpenMP kernels, which reset the process's OpenMP thread
     # count (torch's too): keep torch's, or a run that drew its data and one that loaded it (a
     # resumed run) would sum float32 in different orders and not resume to the same weights.
     threads = torch.get_num_threads()
-    if rank == 0:
-        ds = load_or_make_dataset(language, cfg.model.length, cfg.data, data_root)
-    if world > 1:
-        dist.barrier()
-    if rank != 0:
-        ds = load_or_make_dataset(language, cfg.model.length, cfg.data, data_root)
-    if ds.train.shape[0] < tc.batch_size:
-        raise ValueError(f"n_train = {ds.train.shape[0]} is smaller than the batch size {tc.batch_size}")
+    ds = _load_data(cfg, language, procs, Path(data_root) if data_root is not None else out_dir.parent / "data")
     reference = _reference(language, ds, cfg.model.length)
     torch.set_num_threads(threads)
-
-    torch.manual_seed(tc.seed)
-    model = Transformer(cfg.model).to(dev)
-    ema = copy.deepcopy(model).eval().requires_grad_(False) if tc.ema_decay > 0 else None
-    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=tc.betas, weight_decay=tc.weight_decay)
-    step, history, ema_updates = 0, [], 0
-    ckpt_path = out_dir / CHECKPOINT_NAME
-    if ckpt_path.exists():
-        ck = load_checkpoint(ckpt_path, map_location=dev)
-        if ck.config != cfg:
-            raise CheckpointError(
-                f"{str(ckpt_path)!r} belongs to a run with a different config; use another output folder "
-                f"(found {ck.config.to_dict()}, asked {cfg.to_dict()})"
-            )
-        if ck.language_fingerprint not in (None, fingerprint):
-            raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
-        _load_state(model, ck.model_state, ckpt_path)
-        if ema is not None and ck.ema_state is not None:
-            _load_state(ema, ck.ema_state, ckpt_path)
-        if ck.optimizer_state is not None:
-            _load_state(opt, ck.optimizer_state, ckpt_path)
-        step, history, ema_updates = ck.step, ck.history, ck.ema_updates
-    objective = _Objective(model)
-    if world > 1:
-        objective = nn.parallel.DistributedDataParallel(objective, device_ids=[dev.index] if dev.type == "cuda" else None)
+    state = _initial_state(cfg, procs.device, out_dir / CHECKPOINT_NAME, fingerprint)
+    objective = objective_for(cfg.model.kind, tc)
+    loss_fn: nn.Module = _Loss(state.model, objective)
+    if procs.world > 1:
+        loss_fn = nn.parallel.DistributedDataParallel(
+            loss_fn, device_ids=[procs.device.index] if procs.device.type == "cuda" else None)
+    batches = _Batches(ds, cfg, procs)
+    bar = _progress_bar(progress and procs.main, cfg, state)
 
     def save(complete: bool) -> None:
-        if rank != 0:
-            return
-        _save_checkpoint(ckpt_path, {
-            "format": _FORMAT, "config": cfg.to_dict(), "step": step, "complete": complete,
-            "model": model.state_dict(), "ema": ema.state_dict() if ema is not None else None,
-            "ema_updates": ema_updates, "optimizer": opt.state_dict(), "history": history,
-            "language_fingerprint": fingerprint, "provenance": provenance(),
-        })
-        atomic_write_json(out_dir / "metrics.json", {
-            "config": cfg.to_dict(), "step": step, "complete": complete, "world_size": world,
-            "device": str(dev), "parameters": model.num_params(), "reference": reference,
-            "history": history, "provenance": provenance(),
-        })
+        _save(out_dir, state, cfg, procs, complete, fingerprint, reference)
 
-    def evaluate(final: bool) -> dict:
-        net = ema if ema is not None else model
-        n_eval = ds.val.shape[0] if final else tc.eval_sequences
-        v = validate(net, ds.val[:n_eval], cfg, dev, rank=rank, world=world, batch_size=max(64, 2 * tc.batch_size // world))
-        data_nll = float(-ds.val_loglik[:n_eval].mean() / cfg.model.length)
-        row = {"step": step, "val_loss": v["loss"], "val_stderr": v["stderr"], "val_sequences": v["sequences"],
-               "val_ppl": math.exp(v["loss"]), "data_nll": data_nll, "data_ppl": math.exp(data_nll),
-               "ppl_ratio": math.exp(v["loss"] - data_nll), "seconds": time.monotonic() - t_start,
-               "final": final, "bound": "nelbo" if model.is_mdm else "exact-nll"}
-        if "true_ppl" in reference:
-            row["ppl_ratio_entropy"] = math.exp(v["loss"] - reference["entropy_rate"])
-        model.train()
-        return row
-
-    B, b = tc.batch_size, tc.batch_size // world
-    L, n_train = cfg.model.length, ds.train.shape[0]
-    per_epoch = n_train // B
-    perm_cache: dict[int, torch.Tensor] = {}
-    bar = None
-    if progress and rank == 0:
-        from tqdm import tqdm
-
-        bar = tqdm(total=tc.steps, initial=step, desc=f"train {cfg.model.kind}", dynamic_ncols=True)
-    complete = step >= tc.steps
-    model.train()
+    resumed_at = (state.step, len(state.history))
+    state.model.train()
     try:
-        while step < tc.steps:
-            epoch, k = divmod(step, per_epoch)
-            if epoch not in perm_cache:
-                perm_cache.clear()
-                perm_cache[epoch] = torch.randperm(n_train, generator=torch.Generator().manual_seed(_seed(tc.seed, 1, epoch)))
-            idx = perm_cache[epoch][k * B : (k + 1) * B][rank * b : (rank + 1) * b]
-            x = torch.as_tensor(ds.train[idx.numpy()], dtype=torch.long).to(dev, non_blocking=True)
-            g = torch.Generator().manual_seed(_seed(tc.seed, 2, step))
-            torch.manual_seed(_seed(tc.seed, 3, step, rank))  # dropout
-            if model.is_mdm:
-                t = stratified_times(B, g, tc.t_min)
-                mask = draw_masks(t, L, tc.noise_eps, g)
-                args = (t[rank * b : (rank + 1) * b].to(dev), mask[rank * b : (rank + 1) * b].to(dev))
-            else:
-                args = ()
-            lr = lr_at(step, tc)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            with _autocast(dev):
-                loss = objective(x, *args)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-            opt.step()
-            step += 1
-            if ema is not None:
-                ema_updates += 1
-                decay = min(tc.ema_decay, (1 + ema_updates) / (10 + ema_updates))
-                with torch.no_grad():
-                    for pe, pm in zip(ema.parameters(), model.parameters()):
-                        pe.lerp_(pm, 1.0 - decay)
-            if step % 10 == 0 or step == tc.steps:  # a host sync: not every step on a GPU
+        while state.step < tc.train_steps:
+            t0, c0 = time.perf_counter(), time.process_time()
+            x = batches(state.step)
+            noise = _noise(objective, cfg, state.step, batches.rows(state.step))
+            torch.manual_seed(_seed(tc.seed, 3, state.step, procs.rank))  # dropout
+            loss, lr, gnorm = _optimizer_step(state, loss_fn, x, noise, cfg, procs.device)
+            _ema_update(state, tc.ema_decay)
+            if state.step % 10 == 0 or state.step == tc.train_steps:  # a host sync: not every step on a GPU
                 lv = loss.item()
                 if not math.isfinite(lv):
-                    raise FloatingPointError(f"training loss became {lv} at step {step}")
+                    raise FloatingPointError(f"training loss became {lv} at step {state.step}")
                 if bar is not None:
                     bar.set_postfix(loss=f"{lv:.4f}", lr=f"{lr:.2e}", gnorm=f"{float(gnorm):.2f}", refresh=False)
+            state.tokens += cfg.model.length * tc.batch_size
+            state.loop_seconds += time.perf_counter() - t0
+            state.loop_cpu_seconds += time.process_time() - c0
             if bar is not None:
                 bar.update(1)
-            if step % tc.eval_every == 0 and step < tc.steps:
-                history.append(evaluate(final=False))
-                if bar is not None:
-                    r = history[-1]
-                    bar.write(f"step {step}: val {r['val_loss']:.4f} ppl {r['val_ppl']:.4f} vs data {r['data_ppl']:.4f} "
-                              f"(ratio {r['ppl_ratio']:.4f})")
-            if step % tc.checkpoint_every == 0 and step < tc.steps:
+            if state.step % tc.eval_every == 0 and state.step < tc.train_steps:
+                state.history.append(_evaluate(state, ds, cfg, procs, False, started))
+                _report(bar, state.history[-1])
+            if state.step % tc.checkpoint_every == 0 and state.step < tc.train_steps:
                 save(False)
-            over = max_minutes is not None and (time.monotonic() - t_start) > 60.0 * max_minutes
-            if world > 1 and max_minutes is not None:  # every rank stops at the same step
-                flag = torch.tensor([float(over)], device=dev)
-                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-                over = bool(flag.item())
-            if over or (stop_after is not None and step >= stop_after):
+            if _out_of_time(started, max_minutes, procs) or (stop_after is not None and state.step >= stop_after):
                 break
-        complete = step >= tc.steps
-        if complete and not (history and history[-1].get("final")):
-            history.append(evaluate(final=True))
-        save(complete)
+        complete = state.step >= tc.train_steps
+        if complete and not (state.history and state.history[-1].get("final")
+                             and state.history[-1]["step"] == state.step):
+            state.history.append(_evaluate(state, ds, cfg, procs, True, started))
+            _report(bar, state.history[-1])
+        if (state.step, len(state.history)) != resumed_at or not (out_dir / CHECKPOINT_NAME).exists():
+            save(complete)  # a finished run found again is left untouched (its file hash keys caches)
     except KeyboardInterrupt:
         save(False)
         raise
     finally:
         if bar is not None:
             bar.close()
-    return TrainResult(out_dir, ckpt_path, step, complete, time.monotonic() - t_start, history)
+    tps = state.tokens / state.loop_seconds if state.loop_seconds > 0 else None
+    return TrainResult(out_dir, out_dir / CHECKPOINT_NAME, state.step, complete, time.monotonic() - started,
+                       state.history, tps, state.loop_cpu_seconds)

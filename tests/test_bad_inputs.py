@@ -107,9 +107,9 @@ CASES = [
     ("unknown preset to export", ["languages", "export", "hmm-2", "{d}/x.npz"], r"unknown language preset 'hmm-2'"),
     ("unknown preset to summarize", ["languages", "--language", "4-gram"], r"'4-gram' is neither a language preset"),
     ("unknown schedule", ["exact", "--language", "2gram", *L3N2, "--schedule", "cosinus"],
-     r"unknown schedule 'cosinus'; known: \['cosine', 'linear', 'loglinear', 'polynomial'\]"),
+     r"unknown schedule 'cosinus'; known: \['cosine', 'linear', 'loglinear', 'mdlm', 'polynomial'\]"),
     ("unknown schedule for bounds", ["bounds", "--lemma", "C.5.jensen", "--N", "4", "--l", "5", "--schedule", "log"],
-     r"'log' is not one of 'cosine', 'linear', 'loglinear', 'polynomial'"),
+     r"'log' is not one of 'cosine', 'linear', 'loglinear', 'mdlm', 'polynomial'"),
     ("unknown method", ["exact", "--language", "2gram", *L3N2, "--method", "exact"], r"'exact' is not one of 'auto'"),
     # --- sizes: L, N <= 0, and too large for the method ---------------------------------------------------
     ("L = 0", ["exact", "--language", "2gram", "-L", "0", "-N", "2"], r"length must be an integer >= 1, got 0"),
@@ -194,7 +194,7 @@ CASES = [
                                                   "--out", "{d}/counterexamples_dir"], r"is a directory"),
     ("counterexamples under a regular file", ["counterexamples", "--lemma", "A.1", "--budget", "1",
                                               "--out", "{d}/a_file/ce.json"], r"a_file is a file, not a folder"),
-    ("train folder under a regular file", ["train", "--language", "2gram", "--config", "tiny", "--steps", "1",
+    ("train folder under a regular file", ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "1",
                                            "--no-progress", "--out", "{d}/a_file/run"], r"a_file is a file, not a folder"),
     # --- sweep grids -------------------------------------------------------------------------------------------
     ("empty sweep grid", ["sweep", "--languages", ",", "--lengths", "3", "-N", "2", "--out", "{d}/t.jsonl"],
@@ -205,7 +205,7 @@ CASES = [
                                           "--out", "{d}/t.jsonl"], r"neither a doubling nor an arithmetic pattern"),
     ("--scheduler without dask", ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "2", "--out", "{d}/t.jsonl",
                                   "--scheduler", "tcp://127.0.0.1:1"], r"--scheduler needs --executor dask"),
-    ("training steps 0", ["train", "--language", "2gram", "--config", "tiny", "--steps", "0", "--out", "{d}/run"],
+    ("training steps 0", ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "0", "--out", "{d}/run"],
      r"steps must be an integer >= 1, got 0"),
 ]
 

@@ -16,7 +16,7 @@ import torch
 from neural.train import CHECKPOINT_NAME
 from tests.bad_inputs._helpers import invoke, refused
 
-TRAIN = ["train", "--language", "2gram", "--config", "tiny", "--steps", "1", "--no-progress"]
+TRAIN = ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "1", "--no-progress"]
 
 
 @pytest.fixture(scope="module")

@@ -78,7 +78,7 @@ def one_torch_thread():
 
 def test_a_killed_training_run_resumes_to_the_uninterrupted_weights(tmp_path, one_torch_thread):
     # tiny config: a checkpoint every 10 of 40 steps; the kill lands after the first one
-    train = ["train", "--language", "2gram", "--config", "tiny", "--steps", "40", "--no-progress"]
+    train = ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "40", "--no-progress"]
     killed, log = tmp_path / "killed", tmp_path / "train.log"
     proc = cli_process([*train, "--out", killed], log)
     kill_when(proc, lambda: (killed / CHECKPOINT_NAME).exists(), log)

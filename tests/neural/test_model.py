@@ -10,7 +10,8 @@ import torch
 from scipy import stats
 
 from neural.config import DataConfig, ModelConfig, RunConfig, TrainConfig, make_config, run_config_from_dict
-from neural.model import KVCache, Transformer, ar_nll, draw_masks, mdm_nelbo, stratified_times
+from neural.diffusion import ar_nll, draw_masks, masked_nll, stratified_times
+from neural.model import KVCache, Transformer, build_model
 
 torch.set_num_threads(1)
 
@@ -20,7 +21,7 @@ FALSE_FAILURE = 1e-3  # per chi-squared / binomial test, at the fixed seeds used
 
 def _model(kind: str, V: int = 5, L: int = 7, seed: int = 0, scramble: bool = True) -> Transformer:
     torch.manual_seed(seed)
-    m = Transformer(ModelConfig(kind=kind, vocab_size=V, length=L, width=32, n_layers=2, n_heads=2, cond_dim=8))
+    m = build_model(ModelConfig(kind=kind, vocab_size=V, length=L, width=32, n_layers=2, n_heads=2, cond_dim=8))
     if scramble:  # leave the zero init so that outputs depend on the input
         with torch.no_grad():
             for p in m.parameters():
@@ -76,7 +77,7 @@ def test_presets_match_the_recipe_and_round_trip():
     assert paper.train.warmup_frac == 0.1 and paper.train.ema_decay == 0.9999 and paper.train.grad_clip == 1.0
     assert make_config("paper", language="4gram", kind="ar", vocab_size=8).model.n_layers == 10
     small = make_config("cpu-small", language="2gram", kind="mdm", vocab_size=8, seed=3)
-    assert (small.model.length, small.model.width, small.model.n_layers) == (64, 128, 4)
+    assert (small.model.length, small.model.width, small.model.n_layers) == (32, 64, 3)
     assert small.train.seed == 3
     for cfg in (paper, small):
         assert run_config_from_dict(cfg.to_dict()) == cfg
@@ -125,16 +126,15 @@ def test_nelbo_weight_is_one_over_t():
     mask = torch.rand(6, L, generator=g) < 0.6
     mask[:, 0] = True
     t = torch.tensor([0.01, 0.1, 0.3, 0.5, 0.7, 0.99])
-    got = mdm_nelbo(m, x, t, mask)
+    got = masked_nll(m, x, mask) / t / L
     logp = m.denoise_logprobs(torch.where(mask, V, x)).gather(-1, x[..., None])[..., 0]
     want = torch.stack([-(logp[b][mask[b]]).sum() / t[b] / L for b in range(6)])
     assert torch.allclose(got, want, rtol=1e-6)
-    assert torch.allclose(mdm_nelbo(m, x, 2 * t, mask) * 2, got, rtol=1e-6)  # scales exactly as 1/t
 
 
 def test_stratified_times_one_per_stratum():
     B, t_min = 64, 1e-3
-    t = stratified_times(B, torch.Generator().manual_seed(0), t_min).double()
+    t = stratified_times(B, torch.Generator().manual_seed(0), t_min)
     assert torch.all((t >= t_min) & (t < 1))
     strata = torch.floor((t - t_min) / (1 - t_min) * B).long()
     assert sorted(strata.tolist()) == list(range(B))
@@ -154,11 +154,11 @@ def test_mdm_bidirectional_and_ar_causal():
     y = x.clone()
     y[:, -1] = (y[:, -1] + 1) % V
     ar = _model("ar", V, L)
-    la, lb = ar(ar.ar_inputs(x)), ar(ar.ar_inputs(y))
+    la, lb = ar(ar.inputs_for(x)), ar(ar.inputs_for(y))
     assert torch.allclose(la[:, :-1], lb[:, :-1], atol=ATOL_F32)  # the future does not leak
     x2 = x.clone()
     x2[:, 1] = (x2[:, 1] + 1) % V
-    assert not torch.allclose(ar(ar.ar_inputs(x))[:, 3], ar(ar.ar_inputs(x2))[:, 3], atol=1e-4)
+    assert not torch.allclose(ar(ar.inputs_for(x))[:, 3], ar(ar.inputs_for(x2))[:, 3], atol=1e-4)
     md = _model("mdm", V, L)
     assert not torch.allclose(md(x)[:, 0], md(y)[:, 0], atol=1e-4)  # the last token informs the first
 
@@ -167,7 +167,7 @@ def test_kv_cache_matches_full_causal_forward():
     V, L, B = 5, 9, 3
     m = _model("ar", V, L, seed=5)
     x = torch.randint(0, V, (B, L), generator=torch.Generator().manual_seed(5))
-    ids = m.ar_inputs(x)
+    ids = m.inputs_for(x)
     with torch.no_grad():
         full = m(ids)  # (B, L, V)
         cache = KVCache.empty(m.cfg, B, L, "cpu", torch.float32)
@@ -200,10 +200,28 @@ def test_rotary_extends_past_training_length():
 @pytest.mark.parametrize("kind", ["mdm", "ar"])
 def test_paper_config_builds_and_runs_one_sequence(kind):
     cfg = make_config("paper", language="2gram", kind=kind, vocab_size=8).model
-    m = Transformer(cfg).eval()
+    m = build_model(cfg).eval()
     d = cfg.width
     per_block = 12 * d * d + 5 * d + (6 * d * (cfg.cond_dim + 1) if kind == "mdm" else 0)  # attn, MLP (+bias), norms, adaLN
     assert abs(m.num_params() - cfg.n_layers * per_block) / m.num_params() < 0.01  # ~25-29M parameters
     with torch.no_grad():
         out = m(torch.randint(0, 8, (1, cfg.length)))
     assert out.shape == (1, 512, 9 if kind == "mdm" else 8)
+
+
+def test_absolute_positions_break_shift_invariance_and_are_bounded():
+    cfg = ModelConfig(kind="mdm", vocab_size=5, length=6, width=16, n_layers=1, n_heads=2, cond_dim=4,
+                      absolute_positions=True)
+    torch.manual_seed(0)
+    m = build_model(cfg).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+        x = torch.randint(0, 5, (2, 6), generator=torch.Generator().manual_seed(1))
+        out = m(x)
+        m.positions.weight.zero_()  # without them the network is the rotary-only one
+        assert not torch.allclose(m(x)[..., :5], out[..., :5], atol=1e-4)
+    with pytest.raises(ValueError, match="absolute position"):
+        m(torch.full((1, 7), 5))
+    with pytest.raises(ValueError, match="absolute_positions"):
+        ModelConfig(kind="mdm", vocab_size=5, length=6, absolute_positions=1)

@@ -10,7 +10,8 @@ import torch
 
 from neural.config import ModelConfig
 from neural.evaluate import measure_eps_learning, sample_quality
-from neural.model import Transformer, ar_nll
+from neural.diffusion import ar_nll
+from neural.model import Transformer, build_model
 from neural.sample import TorchDenoiser, draw_categorical, sample_ar
 from neural.timing import compare_sampling
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
@@ -27,7 +28,7 @@ RTOL_EXACT = 1e-12  # float64 identities
 
 def _model(kind: str, V: int, L: int, seed: int = 0, scale: float = 0.5) -> Transformer:
     torch.manual_seed(seed)
-    m = Transformer(ModelConfig(kind=kind, vocab_size=V, length=L, width=16, n_layers=1, n_heads=2, cond_dim=8))
+    m = build_model(ModelConfig(kind=kind, vocab_size=V, length=L, width=16, n_layers=1, n_heads=2, cond_dim=8))
     with torch.no_grad():  # move away from the (uniform) zero init: a peaked, input-dependent law
         for p in m.parameters():
             p.add_(scale * torch.randn_like(p))
@@ -212,19 +213,20 @@ def test_sample_quality_exact_support_and_perplexity():
     good = lang.sample(30, L, np.random.default_rng(10))
     bad = np.array([[0, 2, 1, 1], [1, 1, 0, 2]])  # 0 -> 2 is forbidden
     sq = sample_quality(lang, np.concatenate([good, bad]))
-    assert sq.invalid == 2 and sq.ser == pytest.approx(2 / 32) and sq.gen_ppl == np.inf
-    assert sq.ser_ci[0] < 2 / 32 < sq.ser_ci[1]
+    assert sq.to_json()["invalid"] == 2 and sq.ser.value == pytest.approx(2 / 32) and sq.gen_ppl.value == np.inf
+    assert sq.ser.ci_low < 2 / 32 < sq.ser.ci_high
     ll = masked_forward_backward(lang, good, np.zeros(good.shape, bool)).loglik
     assert sq.gen_ppl_valid == pytest.approx(np.exp(-ll.mean() / L), rel=RTOL_EXACT)
     ok = sample_quality(lang, good)
-    assert ok.ser == 0 and ok.gen_ppl == pytest.approx(sq.gen_ppl_valid) and ok.gen_ppl_ci[0] < ok.gen_ppl < ok.gen_ppl_ci[1]
+    assert ok.ser.value == 0 and ok.gen_ppl.value == pytest.approx(sq.gen_ppl_valid)
+    assert ok.gen_ppl.ci_low < ok.gen_ppl.value < ok.gen_ppl.ci_high
 
 
 def test_timing_reports_nfe_and_medians():
     V, L = 4, 8
-    res = compare_sampling(_model("mdm", V, L), _model("ar", V, L), batch=3, steps=(2, 16), repeats=3, warmup=1)
-    assert res["ar"].nfe == L and res["ar"].steps == L and len(res["ar"].times) == 3
-    assert [r.steps for r in res["mdm"]] == [2, 16]
+    res = compare_sampling(_model("mdm", V, L), _model("ar", V, L), batch=3, n_steps=(2, 16), repeats=3, warmup=1)
+    assert res["ar"].nfe == L and res["ar"].n_steps == L and len(res["ar"].times) == 3
+    assert [r.n_steps for r in res["mdm"]] == [2, 16]
     assert 1 <= res["mdm"][0].nfe <= 2 and 1 <= res["mdm"][1].nfe <= 16
     for r in [res["ar"], *res["mdm"]]:
         assert r.seconds_per_batch == pytest.approx(float(np.median(r.times)))

@@ -39,7 +39,7 @@ def _run(cfg, out, **kw):
 
 
 def test_lr_schedule_warmup_then_cosine():
-    cfg = tiny_config(steps=100, lr=1e-3, lr_min=1e-6).train
+    cfg = tiny_config(train_steps=100, lr=1e-3, lr_min=1e-6).train
     lrs = [lr_at(s, cfg) for s in range(100)]
     assert lrs[0] == pytest.approx(1e-6 + (1e-3 - 1e-6) / 10)
     assert lrs[9] == pytest.approx(1e-3)  # end of the 10 % warm-up
@@ -65,7 +65,7 @@ def test_dataset_is_seeded_split_and_stored(tmp_path):
 
 @pytest.mark.parametrize("kind", ["mdm", "ar"])
 def test_loss_decreases(tmp_path, kind):
-    cfg = tiny_config(kind, steps=60, eval_every=5, lr=1e-2, ema_decay=0.0)
+    cfg = tiny_config(kind, train_steps=60, eval_every=5, lr=1e-2, ema_decay=0.0)
     res = _run(cfg, tmp_path / "run")
     first, last = res.history[0], res.history[-1]
     assert res.complete and last["final"] and first["step"] == 5
@@ -75,7 +75,7 @@ def test_loss_decreases(tmp_path, kind):
 
 
 def test_checkpoint_round_trip_and_exact_resume(tmp_path):
-    cfg = tiny_config(steps=12, checkpoint_every=4, eval_every=6)
+    cfg = tiny_config(train_steps=12, checkpoint_every=4, eval_every=6)
     straight = _run(cfg, tmp_path / "a")
     part = _run(cfg, tmp_path / "b", stop_after=5)
     assert not part.complete and part.step == 5
@@ -97,12 +97,12 @@ def test_checkpoint_round_trip_and_exact_resume(tmp_path):
 
 
 def test_damaged_or_foreign_checkpoint_is_a_clear_error(tmp_path):
-    cfg = tiny_config(steps=3)
+    cfg = tiny_config(train_steps=3)
     _run(cfg, tmp_path / "run")
     path = tmp_path / "run" / "checkpoint.pt"
     data = path.read_bytes()
-    with pytest.raises(CheckpointError, match="different config"):
-        _run(tiny_config(steps=4), tmp_path / "run")
+    with pytest.raises(CheckpointError, match=r"another config \(train\.lr: 0\.003 in the run, 0\.002 asked\)"):
+        _run(tiny_config(train_steps=3, lr=2e-3), tmp_path / "run")
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
         load_checkpoint(path)
@@ -115,6 +115,24 @@ def test_damaged_or_foreign_checkpoint_is_a_clear_error(tmp_path):
         load_checkpoint(tmp_path / "nowhere.pt")
 
 
+def test_finished_run_extends_to_more_steps_with_a_new_lr_segment(tmp_path):
+    short = _run(tiny_config(train_steps=6, eval_every=100), tmp_path / "run")
+    assert short.complete and short.step == 6
+    with pytest.raises(CheckpointError, match="can only be extended"):
+        _run(tiny_config(train_steps=4, eval_every=100), tmp_path / "run")
+    longer = _run(tiny_config(train_steps=10, eval_every=100), tmp_path / "run")
+    assert longer.complete and longer.step == 10
+    ck = load_checkpoint(tmp_path / "run")
+    assert ck.segments == [0, 6] and ck.config.train.train_steps == 10
+    assert [h["step"] for h in ck.history if h["final"]] == [6, 10]
+    # the added steps follow a fresh warm-up + cosine over steps 6..10
+    assert lr_at(6, ck.config.train, 6) == pytest.approx(lr_at(0, tiny_config(train_steps=4).train))
+    # a run in progress cannot be stretched
+    _run(tiny_config(train_steps=8, eval_every=100), tmp_path / "part", stop_after=3)
+    with pytest.raises(CheckpointError, match="in progress at step 3 of 8"):
+        _run(tiny_config(train_steps=12, eval_every=100), tmp_path / "part")
+
+
 def test_vocabulary_mismatch_rejected(tmp_path):
     cfg = make_config("tiny", language="tiny", kind="mdm", vocab_size=4)
     with pytest.raises(ValueError, match="vocab"):
@@ -125,13 +143,13 @@ def test_ddp_two_processes_on_gloo_match_one_process(tmp_path):
     lang = tiny_language()
     lang_path = tmp_path / "tiny.npz"
     lang.save(lang_path)
-    cfg = make_config("tiny", language=str(lang_path), kind="mdm", vocab_size=3, overrides={"train": {"steps": 4}})
+    cfg = make_config("tiny", language=str(lang_path), kind="mdm", vocab_size=3, overrides={"train": {"train_steps": 4}})
     single = train(cfg, tmp_path / "single", language=lang, progress=False)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     ddp = tmp_path / "ddp"
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "-m", "validation.cli", "train", "--language", str(lang_path), "--config", "tiny", "--steps", "4",
+         "-m", "validation.cli", "train", "--language", str(lang_path), "--config", "tiny", "--train-steps", "4",
          "--no-progress", "--out", str(ddp)],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
     )
@@ -145,7 +163,7 @@ def test_ddp_two_processes_on_gloo_match_one_process(tmp_path):
 
 
 def test_time_budget_stops_with_a_resumable_checkpoint(tmp_path):
-    cfg = tiny_config(steps=8)
+    cfg = tiny_config(train_steps=8)
     part = _run(cfg, tmp_path / "run", max_minutes=0.0)  # budget spent after the first step
     assert part.step == 1 and not part.complete
     assert load_checkpoint(tmp_path / "run").step == 1

@@ -108,7 +108,7 @@ def test_a_learned_model_is_searched_for_ser(tmp_path):
     path = tmp_path / "tiny.npz"
     lang.save(path)
     runner = CliRunner()
-    res = runner.invoke(main, ["train", "--language", str(path), "--config", "tiny", "--steps", "4", "--out",
+    res = runner.invoke(main, ["train", "--language", str(path), "--config", "tiny", "--train-steps", "4", "--out",
                                str(tmp_path / "run"), "--no-progress", "--json"])
     assert res.exit_code == 0, res.output
     ckpt = str(tmp_path / "run" / "checkpoint.pt")

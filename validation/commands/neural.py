@@ -22,53 +22,90 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+# ``train`` options that override one field of the preset: option name -> (section, field)
+_OVERRIDES = {
+    "length": ("model", "length"),
+    "width": ("model", "width"),
+    "depth": ("model", "n_layers"),
+    "heads": ("model", "n_heads"),
+    "lr": ("train", "lr"),
+    "train_steps": ("train", "train_steps"),
+    "batch_size": ("train", "batch_size"),
+    "n_train": ("data", "n_train"),
+}
+
+
+def _overrides(values: dict) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for option, (section, name) in _OVERRIDES.items():
+        if values.get(option) is not None:
+            out.setdefault(section, {})[name] = values[option]
+    return out
+
+
 @click.command("train")
 @click.option("--language", required=True, help="Preset name (e.g. 2gram) or a language .npz file.")
-@click.option("--model", "kind", type=click.Choice(["mdm", "ar"]), default="mdm", show_default=True)
+@click.option("--model", "kind", type=click.Choice(["mdm", "ar"]), default="mdm", show_default=True,
+              help="Masked diffusion model or its autoregressive baseline.")
 @click.option("--config", "preset", type=click.Choice(["cpu-small", "paper", "tiny"]), default="cpu-small",
-              show_default=True)
+              show_default=True, help="Named sizes the overrides below start from.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run folder (checkpoint.pt, metrics.json); default runs/LANGUAGE-MODEL-CONFIG-sSEED.")
 @click.option("--max-minutes", type=float, default=None, help="Stop (checkpointed, resumable) after this long.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--steps", type=int, default=None, help="Override the config's number of optimizer steps.")
-@click.option("--batch-size", type=int, default=None, help="Override the config's global batch size.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Initialisation and noise seed.")
+@click.option("-L", "--length", type=int, default=None, help="Override the sequence length L.")
+@click.option("--width", type=int, default=None, help="Override the hidden size d.")
+@click.option("--depth", type=int, default=None, help="Override the number of transformer blocks.")
+@click.option("--heads", type=int, default=None, help="Override the number of attention heads.")
+@click.option("--lr", type=float, default=None, help="Override the peak learning rate.")
+@click.option("--train-steps", type=int, default=None,
+              help="Override the number of optimizer steps; larger than a finished run's, it extends the run.")
+@click.option("--batch-size", type=int, default=None, help="Override the global batch size.")
+@click.option("--n-train", type=int, default=None, help="Override the number of training sequences.")
+@click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when available).")
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @json_option
-def train_cmd(language, kind, preset, out, max_minutes, seed, steps, batch_size, device, progress, as_json):
-    """Train (or resume) an MDLM-style MDM or its AR baseline on a language.
+def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, progress, as_json, **sizes):
+    """Train (or resume, or extend) an MDLM-style MDM or its AR baseline on a language.
 
-    Re-running the same command resumes from OUT/checkpoint.pt. Under torchrun
+    The overrides are stored in the checkpoint's config. Re-running the same command resumes from
+    OUT/checkpoint.pt; a different config is refused with the differing fields named, except a
+    larger --train-steps on a finished run, which extends it. Under torchrun
     (``torchrun --nproc_per_node K -m validation.cli train ...``) it trains with DDP.
     """
     import os
 
+    import torch
+
     from neural.config import make_config
     from neural.data import resolve_language
-    from neural.train import train
+    from neural.train import CheckpointError, train
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     lang = resolve_language(language)
-    overrides = {"train": {}}
-    if steps is not None:
-        overrides["train"]["steps"] = steps
-    if batch_size is not None:
-        overrides["train"]["batch_size"] = batch_size
     try:
         cfg = make_config(preset, language=language, kind=kind, vocab_size=lang.vocab_size, seed=seed,
-                          overrides=overrides)
+                          overrides=_overrides(sizes))
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
     name = Path(language).stem if language.endswith(".npz") else language
     out = Path(out) if out else Path("runs") / f"{name}-{kind}-{preset}-s{seed}"
-    result = train(cfg, out, language=lang, max_minutes=max_minutes, device=device, progress=progress)
+    try:
+        result = train(cfg, out, language=lang, max_minutes=max_minutes, device=device, progress=progress)
+    except CheckpointError as exc:
+        raise click.ClickException(str(exc)) from None
     if int(os.environ.get("RANK", "0")) != 0:
         return
     final = result.final or {}
     summary = {"out": str(result.out_dir), "checkpoint": str(result.checkpoint), "step": result.step,
-               "complete": result.complete, "seconds": result.seconds, "final": final}
+               "complete": result.complete, "seconds": result.seconds, "tokens_per_second": result.tokens_per_second,
+               "cpu_seconds": result.cpu_seconds, "config": cfg.to_dict(), "final": final}
     human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {result.seconds:.0f} s; "
              f"checkpoint {result.checkpoint}")
+    if result.tokens_per_second:
+        human += f"\n{result.tokens_per_second:,.0f} tokens/s, {result.cpu_seconds:.0f} CPU-seconds in optimizer steps"
     if final:
         human += (f"\nvalidation {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
                   f"perplexity {final['val_ppl']:.4f} vs data {final['data_ppl']:.4f} (ratio {final['ppl_ratio']:.4f})")
@@ -77,31 +114,34 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, steps, batch_size,
 
 @click.command("evaluate")
 @click.argument("checkpoint", type=click.Path(exists=True))
-@click.option("--steps", default="8,16,32,64,128,256,512,1024,2048", show_default=True,
+@click.option("-N", "--steps", "n_steps", default="8,16,32,64,128,256,512,1024,2048", show_default=True,
               help="Comma-separated sampling step counts N (ignored for an AR checkpoint).")
-@click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True, help="Sequences sampled per point.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--schedule", default="mdlm", show_default=True,
               help="mdlm (log-linear times down to 1e-5, as MDLM samples) or a numerics schedule name.")
-@click.option("--draw", type=click.Choice(["float64", "float32"]), default="float64", show_default=True)
+@click.option("--draw", type=click.Choice(["float64", "float32"]), default="float64", show_default=True,
+              help="Exact float64 inverse-CDF draws, or MDLM's float32 Gumbel-max (ablation).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Sampling batch (default: all samples at once).")
 @click.option("--eps-sequences", type=click.IntRange(min=1), default=256, show_default=True,
               help="True sequences whose random masks measure eps_learning (MDM).")
 @click.option("--oracle", is_flag=True, help="Also run the oracle denoiser through the same sampler.")
-@click.option("--device", default=None)
+@click.option("--learning", is_flag=True,
+              help="Also measure the learning part of the Jensen bound at every N (MDM).")
+@click.option("--device", default=None, help="cpu, cuda, ... (default: CUDA when available).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the result JSON here.")
 @json_option
-def evaluate_cmd(checkpoint, steps, samples, seed, schedule, draw, batch_size, eps_sequences, oracle, device, out,
-                 as_json):
+def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size, eps_sequences, oracle, learning,
+                 device, out, as_json):
     """Generative perplexity and SER vs steps (exact ground truth), NFE, and eps_learning of a checkpoint."""
     from neural.evaluate import evaluate_checkpoint
     from numerics.provenance import atomic_write_json, check_writable_file, provenance
 
     if out:
         check_writable_file(out)  # before the evaluation, not after it
-    result = evaluate_checkpoint(checkpoint, _int_list(steps), samples=samples, seed=seed, schedule=schedule,
+    result = evaluate_checkpoint(checkpoint, _int_list(n_steps), samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
-                                 oracle=oracle)
+                                 oracle=oracle, learning=learning)
     result["provenance"] = provenance()
     if out:
         atomic_write_json(out, result)
@@ -109,9 +149,10 @@ def evaluate_cmd(checkpoint, steps, samples, seed, schedule, draw, batch_size, e
              f"true samples: gen ppl {result['reference']['true_samples']['gen_ppl']:.4f}"]
     for r in result["rows"]:
         who = r.get("denoiser", "ar")
-        lines.append(f"  {who:6s} N={r['steps']:5d} NFE={r['nfe']:8.1f}  gen ppl {r['gen_ppl']:.4f} "
+        lines.append(f"  {who:6s} N={r['n_steps']:5d} NFE={r['nfe']:8.1f}  gen ppl {r['gen_ppl']:.4f} "
                      f"[{r['gen_ppl_ci'][0]:.4f}, {r['gen_ppl_ci'][1]:.4f}]  SER {r['ser']:.4f} "
-                     f"[{r['ser_ci'][0]:.4f}, {r['ser_ci'][1]:.4f}]")
+                     f"[{r['ser_ci'][0]:.4f}, {r['ser_ci'][1]:.4f}]"
+                     + (f"  learning part {r['learning_part']['value']:.2e}" if "learning_part" in r else ""))
     if "eps_learning" in result:
         e = result["eps_learning"]
         lines.append(f"eps_learning: mean {e['mean']:.3e} (+- {e['stderr']:.1e}), q90 {e['quantiles']['q90']:.3e}, "
@@ -124,21 +165,21 @@ def evaluate_cmd(checkpoint, steps, samples, seed, schedule, draw, batch_size, e
 @click.option("--ar", "ar_ckpt", type=click.Path(exists=True), default=None, help="AR checkpoint.")
 @click.option("--config", "preset", type=click.Choice(["cpu-small", "paper", "tiny"]), default="cpu-small",
               show_default=True, help="Network shapes when no checkpoints are given (untrained weights).")
-@click.option("--vocab", type=int, default=8, show_default=True)
-@click.option("--length", type=int, default=None, help="Sequence length (default: the config's).")
-@click.option("--batch", type=int, default=16, show_default=True)
-@click.option("--steps", default="512", show_default=True, help="Comma-separated MDM step counts.")
-@click.option("--repeats", type=int, default=3, show_default=True)
-@click.option("--warmup", type=int, default=1, show_default=True)
-@click.option("--device", default=None)
+@click.option("--vocab", type=int, default=8, show_default=True, help="Vocabulary of the untrained networks.")
+@click.option("-L", "--length", type=int, default=None, help="Sequence length (default: the config's).")
+@click.option("--batch", type=int, default=16, show_default=True, help="Sequences per sampled batch.")
+@click.option("-N", "--steps", "n_steps", default="512", show_default=True, help="Comma-separated MDM step counts.")
+@click.option("--repeats", type=int, default=3, show_default=True, help="Timed repeats (the median is reported).")
+@click.option("--warmup", type=int, default=1, show_default=True, help="Untimed warm-up runs.")
+@click.option("--device", default=None, help="cpu, cuda, ... (default: CUDA when available).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the result JSON here.")
 @json_option
-def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, steps, repeats, warmup, device, out, as_json):
+def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps, repeats, warmup, device, out, as_json):
     """Wall-clock of MDM ddpm_cache sampling vs KV-cached AR decoding (median of repeats, NFE)."""
     import torch
 
     from neural.config import make_config
-    from neural.model import Transformer
+    from neural.model import build_model
     from neural.timing import compare_sampling
     from neural.train import load_checkpoint, pick_device
     from numerics.provenance import atomic_write_json, provenance
@@ -154,18 +195,18 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, steps, r
         else:
             cfg = make_config(preset, language="untrained", kind=kind, vocab_size=vocab)
             torch.manual_seed(0)
-            models[kind], source[kind] = Transformer(cfg.model).to(dev).eval(), f"untrained {preset}"
-    res = compare_sampling(models["mdm"], models["ar"], batch=batch, steps=_int_list(steps), length=length,
+            models[kind], source[kind] = build_model(cfg.model).to(dev).eval(), f"untrained {preset}"
+    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=_int_list(n_steps), length=length,
                            repeats=repeats, warmup=warmup)
     result = {**res, "weights": source, "provenance": provenance()}
     if out:
         atomic_write_json(out, result)
     a = res["ar"]
     lines = [f"device {a.device}, batch {batch}, length {a.length}, {a.dtype}",
-             f"  AR  (KV cache, {a.steps} decode steps): {a.seconds_per_batch:.3f} s/batch"]
+             f"  AR  (KV cache, {a.n_steps} decode steps): {a.seconds_per_batch:.3f} s/batch"]
     for r in res["mdm"]:
         ratio = a.seconds_per_batch / r.seconds_per_batch if r.seconds_per_batch > 0 else math.inf
-        lines.append(f"  MDM (ddpm_cache, N={r.steps}, NFE {r.nfe:.1f}): {r.seconds_per_batch:.3f} s/batch "
+        lines.append(f"  MDM (ddpm_cache, N={r.n_steps}, NFE {r.nfe:.1f}): {r.seconds_per_batch:.3f} s/batch "
                      f"(AR/MDM = {ratio:.2f}x)")
     emit(result, as_json, "\n".join(lines))
 

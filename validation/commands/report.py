@@ -35,12 +35,14 @@ same and shows the traceback).
               help="Run only this experiment (repeatable).")
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
-@click.option("--train", is_flag=True, help="Train the cpu-small MDM first (time-capped and resumable; `make report` does).")
+@click.option("--train", type=click.Choice(["default", "all"]), is_flag=False, flag_value="default", default=None,
+              help="Train MDMs and AR baselines first (cached): --train for 2gram, 2gram-pruned and interval, "
+                   "--train all for every paper language.")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
 @progress_option
 @json_option
 def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
-               checkpoints: tuple[str, ...], train: bool, strict: bool, progress: bool | None, as_json: bool) -> None:
+               checkpoints: tuple[str, ...], train: str | None, strict: bool, progress: bool | None, as_json: bool) -> None:
     """``mdm-theory report`` (help text: ``_REPORT_HELP``)."""
     from validation.report import build_report
 
@@ -50,7 +52,7 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     overrides: dict[str, dict] = {}
     if checkpoints or train:
         paths = tuple(str(Path(c).resolve()) for c in checkpoints)
-        overrides["learned"] = {"checkpoints": paths, "train": train}
+        overrides["learned"] = {"checkpoints": paths, "train": train or ""}
         if paths:
             from validation.experiments._engine import checkpoint_kind
 

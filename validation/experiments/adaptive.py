@@ -23,7 +23,6 @@ the realized steps of an adaptive rule).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 

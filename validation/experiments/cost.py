@@ -1,7 +1,7 @@
 """Experiment 5 -- cost: expected vs measured network calls (NFE) under caching; MDM vs AR timing.
 
 With the ``ddpm_cache`` sampler a network call happens at step 1 and after every step ``i < N``
-that revealed something (``numerics/sampling/samplers.py``), so for one sequence of length ``L``
+that revealed something (MATH.md section 1), so for one sequence of length ``L``
 ``E[NFE] = 1 + sum_{i<N} (1 - (1 - pi_i)^L)`` (:meth:`numerics.schedules.Schedule.expected_nfe`).
 
 Two independent measurements are set against the formula:
@@ -13,17 +13,25 @@ Two independent measurements are set against the formula:
   denoiser) really made while generating sequences of a language, counted by a wrapper around
   the denoiser, and checked against the NFE the sampler reports.
 
-When checkpoints of an MDM and an AR model are given, their wall-clock sampling times are
-measured with ``neural``'s timing protocol (warm-up excluded, median of repeats).
+The MDM-vs-AR timing table (the paper's Inference Time Comparison, on this machine): MDM
+``ddpm_cache`` at several ``N`` against AR decoding with a KV cache, same architecture (the
+report's trained ``cpu-small`` shape), same batch, float32 on the CPU, warm-up excluded, median of
+repeats, with the thread count stated. Sampling time does not depend on the weights (NFE depends
+only on the schedule, ``L`` and the batch), so untrained networks of the trained shape are timed
+unless checkpoints are given. The GPU command at the paper's config is in
+``neural/results/README.md``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
+
+import platform
 
 from numerics.languages.presets import load_language
 from numerics.sampling.denoiser import OracleDenoiser
@@ -51,13 +59,15 @@ class Config:
     sampler_language, sampler_length, sampler_samples, sampler_steps :
         the oracle sampler run whose counted NFE is compared with the formula (batch of one
         sequence per call, ``sampler_samples`` sequences).
-    mdm_checkpoint, ar_checkpoint : optional checkpoint paths for the MDM vs AR timing.
-    timing_steps, timing_batch, timing_repeats : the MDM's steps, the batch size and the timed
-        repeats of the timing comparison.
+    mdm_checkpoint, ar_checkpoint : optional checkpoint paths for the MDM vs AR timing (default:
+        untrained networks of the ``timing_preset`` shape).
+    timing_preset, timing_lengths, timing_steps, timing_batch, timing_repeats, timing_threads :
+        the networks' shape, the lengths ``L``, the MDM's ``N``, the batch size, the timed repeats
+        and the torch threads of the timing table.
     seed : seed of every random draw.
     """
 
-    lengths: tuple[int, ...] = (64, 256, 1024)
+    lengths: tuple[int, ...] = (32, 64, 256, 1024)  # includes sampler_length: its measured stars get a curve
     steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
     schedules: tuple[str, ...] = ("linear", "cosine")
     runs: int = 400
@@ -67,20 +77,25 @@ class Config:
     sampler_steps: tuple[int, ...] = (4, 16, 64)
     mdm_checkpoint: str | None = None
     ar_checkpoint: str | None = None
-    timing_steps: int = 64
+    timing_preset: str = "cpu-small"
+    timing_lengths: tuple[int, ...] = (32, 128)
+    timing_steps: tuple[int, ...] = (16, 64, 256)
     timing_batch: int = 16
-    timing_repeats: int = 3
+    timing_repeats: int = 5
+    timing_threads: int = 2
     seed: int = 0
 
     @classmethod
     def tiny(cls) -> "Config":
-        return cls(lengths=(8, 16), steps=(1, 2, 4, 8), schedules=("linear",), runs=50,
-                   sampler_length=6, sampler_samples=2, sampler_steps=(2, 4))
+        return cls(lengths=(6, 16), steps=(1, 2, 4, 8), schedules=("linear",), runs=50,
+                   sampler_length=6, sampler_samples=2, sampler_steps=(2, 4), timing_preset="tiny",
+                   timing_lengths=(8,), timing_steps=(2, 8), timing_batch=2, timing_repeats=2, timing_threads=1)
 
     @classmethod
     def full(cls) -> "Config":
         return cls(lengths=(64, 256, 512, 1024, 2048), runs=2000, sampler_length=64,
-                   sampler_samples=32, sampler_steps=(8, 32, 128, 512))
+                   sampler_samples=32, sampler_steps=(8, 32, 128, 512), timing_lengths=(64, 256, 512),
+                   timing_steps=(64, 256, 512))
 
 
 def _simulated_point(schedule_name: str, length: int, n_steps: int, runs: int, seed: int) -> dict:
@@ -134,18 +149,65 @@ def _sampler_point(cfg: Config, n_steps: int) -> dict:
     }
 
 
-def _timing(cfg: Config) -> dict:
-    """MDM vs AR sampling wall-clock (``neural.timing``: warm-up excluded, median of repeats)."""
-    from . import _engine as eng
+def _machine() -> dict:
+    """What a timing depends on besides the config: the CPU, the torch version and threads."""
+    import torch
 
-    res = eng.time_sampling(cfg.mdm_checkpoint, cfg.ar_checkpoint, cfg.timing_steps, cfg.timing_batch,
-                            cfg.timing_repeats)
+    return {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "torch": str(torch.__version__)}
+
+
+def _timing_models(cfg: Config, length: int):
+    """The MDM and AR networks to time: the given checkpoints, or untrained ones of the preset's shape."""
+    import torch
+
+    from neural.config import make_config
+    from neural.model import build_model
+    from neural.train import load_checkpoint
+
+    if cfg.mdm_checkpoint and cfg.ar_checkpoint:
+        return (load_checkpoint(cfg.mdm_checkpoint).build_model("cpu"), load_checkpoint(cfg.ar_checkpoint).build_model("cpu"),
+                "trained checkpoints")
+    models = []
+    for kind in ("mdm", "ar"):
+        torch.manual_seed(cfg.seed)
+        mc = make_config(cfg.timing_preset, language="2gram", kind=kind, vocab_size=8, overrides={"model": {"length": length}})
+        models.append(build_model(mc.model).eval())
+    return models[0], models[1], f"untrained {cfg.timing_preset} networks (timing does not depend on the weights)"
+
+
+def _timing_point(cfg: Config, length: int) -> dict:
+    """MDM vs AR sampling wall-clock at one length (``neural.timing``: warm-up excluded, median of repeats)."""
+    import torch
+
+    from neural.timing import compare_sampling
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.timing_threads)
+    try:
+        mdm, ar, weights = _timing_models(cfg, length)
+        res = compare_sampling(mdm, ar, batch=cfg.timing_batch, n_steps=cfg.timing_steps, length=length,
+                               repeats=cfg.timing_repeats, seed=cfg.seed)
+    finally:
+        torch.set_num_threads(threads)
     rows = []
     for r in [res["ar"], *res["mdm"]]:
-        d = dict(r) if isinstance(r, dict) else {k: getattr(r, k) for k in r.__dataclass_fields__}
-        d.pop("times", None)
+        d = {k: getattr(r, k) for k in r.__dataclass_fields__ if k != "times"}
+        d["ratio_to_ar"] = r.seconds_per_batch / res["ar"].seconds_per_batch
+        d["weights"] = weights
         rows.append(d)
-    return {"rows": rows, "speedup_vs_ar": res.get("speedup_vs_ar")}
+    return {"rows": rows}
+
+
+def _timing(cfg: Config, cache: ResultCache, progress: bool) -> list[dict]:
+    key_base = {"v": VERSION, "preset": cfg.timing_preset, "steps": list(cfg.timing_steps), "batch": cfg.timing_batch,
+                "repeats": cfg.timing_repeats, "threads": cfg.timing_threads, "seed": cfg.seed,
+                "mdm": cfg.mdm_checkpoint, "ar": cfg.ar_checkpoint, **_machine()}
+    rows = []
+    for L in progress_iter(cfg.timing_lengths, progress, "cost: timing"):
+        rows.extend(cache.get_or_compute("cost-timing", {**key_base, "length": L},
+                                         lambda L=L: _timing_point(cfg, L))["rows"])
+    return rows
 
 
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
@@ -154,7 +216,8 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     cache = point_cache(cache)
     out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
     parts = Parts(strict)
-    grid = [(s, L, N) for s in cfg.schedules for L in cfg.lengths for N in cfg.steps]
+    lengths = sorted(set(cfg.lengths) | {cfg.sampler_length})  # the sampler's stars always have their curve
+    grid = [(s, L, N) for s in cfg.schedules for L in lengths for N in cfg.steps]
     rows = []
     for s, L, N in progress_iter(grid, progress, "cost: NFE"):
         key = {"v": VERSION, "schedule": s, "length": L, "steps": N, "runs": cfg.runs, "seed": cfg.seed}
@@ -184,23 +247,21 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             + "; ".join(f"N={r['steps']}: {r['sampler_nfe']:.2f} counted vs {r['expected_nfe']:.2f} expected"
                         for r in srows) + ".")
 
-    if cfg.mdm_checkpoint and cfg.ar_checkpoint:
-        timing = parts.attempt("MDM vs AR timing", lambda: _timing(cfg))
-        if timing is not None:
-            out.data["timing"] = timing
-            if isinstance(timing, dict) and isinstance(timing.get("rows"), list):
-                out.tables["timing"] = timing["rows"]
-                ar = [r for r in timing["rows"] if r.get("model") == "ar"]
-                for r in (r for r in timing["rows"] if r.get("model") == "mdm"):
-                    if ar:
-                        out.notes.append(
-                            f"Timing (batch {r['batch']}, L = {r['length']}, {r['device']}): MDM at N = {r['steps']} "
-                            f"({r['nfe']:.1f} network calls) {r['seconds_per_batch']:.3g} s per batch vs AR with KV cache "
-                            f"({ar[0]['nfe']:.0f} calls) {ar[0]['seconds_per_batch']:.3g} s: ratio MDM / AR = "
-                            f"{r['seconds_per_batch'] / ar[0]['seconds_per_batch']:.3g} (median of {r['repeats']} repeats, "
-                            "warm-up excluded).")
-    else:
-        out.missing.append("MDM vs AR timing: not measured (no MDM and AR checkpoints given).")
+    timing = parts.attempt("MDM vs AR timing", lambda: _timing(cfg, cache, progress))
+    if timing:
+        out.tables["timing"] = timing
+        ar = {r["length"]: r for r in timing if r["model"] == "ar"}
+        first = timing[0]
+        out.notes.append(
+            f"Timing regime: {first['device']} ({first['dtype']}), {first['threads']} torch thread(s), batch "
+            f"{first['batch']}, {first['weights']}; median of {first['repeats']} repeats after {first['warmup']} "
+            "warm-up run(s). MDM = ddpm_cache with the MDLM schedule, AR = KV-cached decoding, same architecture.")
+        for r in (r for r in timing if r["model"] == "mdm"):
+            a = ar[r["length"]]
+            out.notes.append(
+                f"L = {r['length']}: MDM at N = {r['n_steps']} ({r['nfe']:.1f} network calls) "
+                f"{r['seconds_per_batch']:.3g} s per batch vs AR ({a['nfe']:.0f} calls) {a['seconds_per_batch']:.3g} s: "
+                f"MDM / AR = {r['ratio_to_ar']:.3g}.")
     parts.record(out)
     return out.finish(started)
 
@@ -241,4 +302,32 @@ def plot(result: ExperimentResult) -> list[Plot]:
                "(markers, 95% error bars); black stars: NFE counted by the oracle sampler "
                f"(L = {result.config.get('sampler_length')}). NFE saturates near L: a step that "
                "reveals nothing costs no call.")
-    return [Plot("nfe_vs_steps", fig, caption)]
+    plots = [Plot("nfe_vs_steps", fig, caption)]
+    timing = result.tables.get("timing", [])
+    if timing:
+        plots.append(_timing_plot(timing))
+    return plots
+
+
+def _timing_plot(rows: list[dict]) -> Plot:
+    """Seconds per batch vs N for the MDM (markers), the AR baseline as a horizontal line, per L."""
+    from ._style import legend, new_figure
+
+    fig, axes = new_figure(width=4.6)
+    ax = axes[0, 0]
+    for k, L in enumerate(sorted({r["length"] for r in rows})):
+        mdm = sorted((r for r in rows if r["length"] == L and r["model"] == "mdm"), key=lambda r: r["n_steps"])
+        ar = next(r for r in rows if r["length"] == L and r["model"] == "ar")
+        ax.plot([r["n_steps"] for r in mdm], [r["seconds_per_batch"] for r in mdm], "o-", color=f"C{k}",
+                label=f"MDM ddpm_cache, L={L}")
+        ax.axhline(ar["seconds_per_batch"], color=f"C{k}", linestyle="--", linewidth=1, label=f"AR KV cache, L={L}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("MDM steps N")
+    ax.set_ylabel("seconds per batch (median)")
+    legend(ax, fontsize=6)
+    r0 = rows[0]
+    cap = (f"Sampling wall-clock on this machine ({r0['device']}, {r0['dtype']}, {r0['threads']} thread(s), batch "
+           f"{r0['batch']}; {r0['weights']}): MDM ddpm_cache at N steps (markers) against KV-cached AR decoding of the "
+           f"same architecture (dashed); median of {r0['repeats']} repeats, warm-up excluded.")
+    return Plot("timing_mdm_vs_ar", fig, cap)

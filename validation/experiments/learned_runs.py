@@ -1,0 +1,245 @@
+"""The trained models of the report: which runs, where their checkpoints live, training them in parallel.
+
+A run is a ``neural`` :class:`~neural.config.RunConfig` built from the ``cpu-small`` preset plus the
+per-language budget of :data:`TRAIN_STEPS`; its folder is ``CACHE/train/<language>-<kind>-<hash>``
+with ``<hash>`` the hash of the full config, so a second report finds the finished checkpoint and
+does not retrain, and a changed config never reuses an old run. Runs are trained in a pool of
+``workers`` processes with one torch thread each: these networks are small, so two single-thread
+processes on two cores train about twice as fast as one two-thread process.
+
+Each finished run is judged against its language: validation NELBO-perplexity (MDM) or
+perplexity (AR) over the exact perplexity of the same validation sequences must be within
+:data:`TARGET_RATIO` (3% / 1%); a run that misses is flagged in the report, not silently used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from neural.config import RunConfig, make_config, run_config_from_dict
+from numerics.languages.presets import load_language
+
+from ..cache import ResultCache, key_hash
+from ._base import progress_iter
+
+__all__ = ["LANGUAGE_SETS", "TER_LANGUAGES", "SER_LANGUAGES", "TRAIN_STEPS", "TARGET_RATIO", "PRESET",
+           "TrainedRun", "run_config", "train_runs", "summarize", "describe", "as_row", "runs_root", "file_digest"]
+
+#: Languages trained by ``report --train`` (default) and ``report --train all``.
+LANGUAGE_SETS: dict[str, tuple[str, ...]] = {
+    "default": ("2gram", "2gram-pruned", "interval"),
+    "all": ("2gram", "3gram", "4gram", "hmm", "2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned",
+            "interval"),
+}
+TER_LANGUAGES = ("2gram", "3gram", "4gram", "hmm", "interval")  # figure panels, TER metric (unpruned)
+SER_LANGUAGES = ("2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned", "interval")  # SER metric
+
+PRESET = "cpu-small"
+#: Optimizer steps per (language family, kind): the budget that reaches the targets on the CPU.
+TRAIN_STEPS: dict[tuple[str, str], int] = {
+    ("2gram", "mdm"): 800, ("3gram", "mdm"): 1200, ("4gram", "mdm"): 1500, ("hmm", "mdm"): 1200,
+    ("interval", "mdm"): 1500,
+    ("2gram", "ar"): 300, ("3gram", "ar"): 400, ("4gram", "ar"): 600, ("hmm", "ar"): 500, ("interval", "ar"): 600,
+}
+#: Interval language: L a multiple of l = 5 (Definition C.4), per preset.
+INTERVAL_LENGTHS = {"cpu-small": 20, "tiny": 10, "paper": 510}
+TARGET_RATIO = {"mdm": 1.03, "ar": 1.01}  # validation (NELBO-)perplexity / exact perplexity
+
+
+def _family(language: str) -> str:
+    return language.removesuffix("-pruned")
+
+
+def run_config(language: str, kind: str, seed: int = 0, preset: str = PRESET) -> RunConfig:
+    """The report's run for ``(language, kind)``: ``preset`` with the language's steps and length."""
+    vocab = load_language(language).vocab_size
+    fam = _family(language)
+    model = {"length": INTERVAL_LENGTHS[preset]} if fam == "interval" else {}
+    if preset != PRESET:  # tests (``tiny``) and the paper scale take the preset's budget
+        return make_config(preset, language=language, kind=kind, vocab_size=vocab, seed=seed,
+                           overrides={"model": model})
+    steps = TRAIN_STEPS[(fam, kind)]
+    batch = make_config(preset, language=language, kind=kind, vocab_size=vocab).train.batch_size
+    return make_config(preset, language=language, kind=kind, vocab_size=vocab, seed=seed, overrides={
+        "model": model, "train": {"train_steps": steps, "eval_every": steps, "checkpoint_every": max(100, steps // 4)},
+        "data": {"n_train": steps * batch}})
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """A finished (or stopped) training run and how it compares with its language.
+
+    Attributes
+    ----------
+    language, kind : str
+    checkpoint : str
+        Path of ``checkpoint.pt``.
+    config_hash : str
+    complete : bool
+    train_steps : int
+    ratio, ratio_ci : float, [float, float]
+        Validation (NELBO-)perplexity over the exact perplexity of the same sequences, with its 95%
+        interval (paired over sequences).
+    target : float
+        :data:`TARGET_RATIO` of the kind; ``meets_target`` is ``ratio <= target``.
+    val_ppl, data_ppl, true_ppl : float
+        Validation (NELBO-)perplexity, exact perplexity of the validation sequences, exact entropy
+        rate's perplexity (NaN where the language has none).
+    tokens_per_second, cpu_seconds, wall_seconds : float
+        Of the optimizer steps (validation excluded; wall: the whole call), in the process that
+        trained the run, recorded in the cache with the run; NaN for a checkpoint found without
+        its record.
+    threads : int
+    checkpoint_sha256 : str
+        Content hash of the checkpoint the figures belong to.
+    """
+
+    language: str
+    kind: str
+    checkpoint: str
+    config_hash: str
+    complete: bool
+    train_steps: int
+    ratio: float
+    ratio_ci: list
+    target: float
+    meets_target: bool
+    val_ppl: float
+    data_ppl: float
+    true_ppl: float
+    tokens_per_second: float
+    cpu_seconds: float
+    wall_seconds: float
+    threads: int
+    checkpoint_sha256: str
+
+
+def _train_one(cfg_dict: dict, out_dir: str, data_root: str, threads: int) -> dict:
+    """Worker: train one run with ``threads`` torch threads; its figures as plain data."""
+    import torch
+
+    from neural.train import train
+
+    if threads > 0:  # 0: keep this process's setting
+        torch.set_num_threads(threads)
+    cfg = run_config_from_dict(cfg_dict)
+    started = time.perf_counter()
+    res = train(cfg, out_dir, progress=False, data_root=data_root)
+    return {"tokens_per_second": res.tokens_per_second, "cpu_seconds": res.cpu_seconds,
+            "wall_seconds": time.perf_counter() - started, "threads": torch.get_num_threads()}
+
+
+def file_digest(path: str | Path) -> str:
+    """The first 16 hex digits of a file's SHA-256."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def summarize(language: str, kind: str, cfg: RunConfig, path: Path, figures: dict | None) -> TrainedRun:
+    """The :class:`TrainedRun` of the checkpoint at ``path`` (``figures``: the training process's speed, if known)."""
+    from neural.train import load_checkpoint
+
+    ck = load_checkpoint(path)
+    final = ck.history[-1] if ck.history else {}
+    figures = figures or {}
+    nan = float("nan")
+    ratio = final.get("ppl_ratio", nan)
+    target = TARGET_RATIO[kind]
+    true = nan
+    metrics = path.parent / "metrics.json"
+    if metrics.exists():
+        true = json.loads(metrics.read_text()).get("reference", {}).get("true_ppl", nan)
+    return TrainedRun(language, kind, str(path), key_hash("run", cfg.to_dict()), ck.complete, ck.step, ratio,
+                      final.get("ppl_ratio_ci", [nan, nan]), target, bool(ratio <= target),
+                      final.get("val_ppl", nan), final.get("data_ppl", nan), true,
+                      figures.get("tokens_per_second") or nan, figures.get("cpu_seconds", nan),
+                      figures.get("wall_seconds", nan), figures.get("threads", 0), file_digest(path))
+
+
+def _finished(path: Path) -> bool:
+    from neural.train import CheckpointError, load_checkpoint
+
+    try:
+        return path.exists() and load_checkpoint(path).complete
+    except CheckpointError:
+        return False
+
+
+def runs_root(cache: ResultCache) -> Path:
+    """``CACHE/train``, or a fresh temporary folder when the cache keeps nothing."""
+    if cache.root is not None:
+        return Path(cache.root) / "train"
+    return Path(tempfile.mkdtemp(prefix="mdm-theory-train-"))
+
+
+def _record_key(cfg: RunConfig) -> dict:
+    return {"v": 1, "config": cfg.to_dict()}
+
+
+def train_runs(pairs: list[tuple[str, str]], cache: ResultCache, *, seed: int = 0, preset: str = PRESET,
+               workers: int = 2, progress: bool = False) -> dict[tuple[str, str], TrainedRun]:
+    """Train (or find finished) every ``(language, kind)`` of ``pairs``; ``workers`` processes, one thread each.
+
+    A finished checkpoint is reused with the record (:class:`TrainedRun`) stored in the cache when
+    it trained it; ``workers <= 1`` trains in this process (tests). Longest runs start first.
+    """
+    root = runs_root(cache)
+    plan, found, recorded = [], {}, set()
+    for language, kind in pairs:
+        cfg = run_config(language, kind, seed, preset)
+        out = root / f"{language}-{kind}-{key_hash('run', cfg.to_dict())}"
+        plan.append((language, kind, cfg, out))
+        ckpt = out / "checkpoint.pt"
+        if _finished(ckpt):
+            ok, row = cache.load("learned-run", _record_key(cfg))
+            if ok and row["checkpoint_sha256"] == file_digest(ckpt):
+                found[(language, kind)] = TrainedRun(**row)
+                recorded.add((language, kind))
+            else:
+                found[(language, kind)] = summarize(language, kind, cfg, ckpt, None)
+    todo = [p for p in plan if (p[0], p[1]) not in found]
+    todo.sort(key=lambda p: -p[2].train.train_steps * p[2].model.length)
+    figures: dict[tuple[str, str], dict] = {}
+    data_root = str(root / "data")
+    if todo and workers > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn")) as pool:
+            futures = {(lang, kind): pool.submit(_train_one, cfg.to_dict(), str(out), data_root, 1)
+                       for lang, kind, cfg, out in todo}
+            for key in progress_iter(list(futures), progress, "learned: training"):
+                figures[key] = futures[key].result()
+    else:
+        for lang, kind, cfg, out in progress_iter(todo, progress, "learned: training"):
+            figures[(lang, kind)] = _train_one(cfg.to_dict(), str(out), data_root, 0)
+    out_runs = {}
+    for lang, kind, cfg, out in plan:
+        run = found.get((lang, kind)) or summarize(lang, kind, cfg, out / "checkpoint.pt", figures[(lang, kind)])
+        if (lang, kind) not in recorded:
+            cache.store("learned-run", _record_key(cfg), as_row(run))
+        out_runs[(lang, kind)] = run
+    return out_runs
+
+
+def describe(run: TrainedRun) -> str:
+    """One line for the report: the ratio against the target, and the training speed."""
+    status = "meets" if run.meets_target else "MISSES"
+    speed = (f"; {run.tokens_per_second:,.0f} tokens/s on {run.threads} thread(s), {run.cpu_seconds:.0f} CPU-s"
+             if math.isfinite(run.tokens_per_second) else "; checkpoint found without its training record")
+    return (f"{run.language} {run.kind.upper()}: validation {'NELBO-' if run.kind == 'mdm' else ''}perplexity / "
+            f"exact = {run.ratio:.4f} [{run.ratio_ci[0]:.4f}, {run.ratio_ci[1]:.4f}] after {run.train_steps} steps "
+            f"({status} the {100 * (run.target - 1):.0f}% target){speed}.")
+
+
+def as_row(run: TrainedRun) -> dict[str, Any]:
+    return {k: getattr(run, k) for k in run.__dataclass_fields__}
