@@ -1,6 +1,6 @@
 """Masking schedules reduced to what every result depends on: the per-step unmask probabilities.
 
-MATH.md section 1: with ``N`` steps at times ``1 = t_0 > t_1 > .. > t_N = 0`` and a schedule
+``docs/methods/sampling.md``: with ``N`` steps at times ``1 = t_0 > t_1 > .. > t_N = 0`` and a schedule
 ``alpha`` (probability a token is unmasked at time ``t``), ``u_i = alpha(t_i)`` is the probability
 that a position is unmasked by the end of step ``i`` (``u_0 = 0``, ``u_N = 1``) and
 ``pi_i = u_i - u_{i-1}`` the probability it is unmasked *at* step ``i``, independently of the
@@ -90,7 +90,7 @@ class Schedule:
         """``E[NFE] = 1 + sum_{i<N} (1 - (1 - pi_i)^(B L))`` under the ``ddpm_cache`` sampler.
 
         A network call happens at step 1 and again after every step ``i < N`` that revealed
-        something in the batch (MATH.md section 1).
+        something in the batch (``docs/methods/sampling.md``).
         """
         if length < 1 or batch < 1:
             raise ValueError(f"need length >= 1 and batch >= 1, got {length}, {batch}")

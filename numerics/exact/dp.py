@@ -4,7 +4,7 @@ State space. A *word* ``w`` in ``{0..V-1, m}^L`` records the revealed set ``R = 
 and the revealed values; there are ``(V+1)^L`` of them (index ``V`` plays ``m``, as in
 :func:`numerics.exact.joint_table.masked_marginal_table`, whose ``Q[w] = q(x_R = w_R)``).
 
-Recursion (MATH.md section 1; the instance law of :mod:`numerics.exact.enumerate` summed over all
+Recursion (``docs/methods/exact.md``; the instance law of :mod:`numerics.exact.enumerate` summed over all
 instances step by step). Write ``P(tau) = prod_j pi_{step(j)}`` and give a position the factor
 ``pi_i`` when it is revealed at step ``i`` and ``1`` while it waits. With ``f_0 = 1[all masked]``,
 

@@ -1,6 +1,6 @@
 """Entropy of a language's sequences: ``H(X_1..X_L)``, the entropy rate and the data's perplexity.
 
-``TER(q) = exp(H(X_1..X_L) / L)`` is the perplexity of the data under itself (MATH.md section 3:
+``TER(q) = exp(H(X_1..X_L) / L)`` is the perplexity of the data under itself (``docs/methods/exact.md``:
 ``log TER(p) - log TER(q) = KL(q || p) / L``), so every TER result needs ``H``.
 
 * n-gram languages (:class:`~numerics.languages.hmm.NGram`): exact, by the chain rule

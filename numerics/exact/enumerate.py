@@ -1,6 +1,6 @@
 """Brute force: the exact output law of the factorized oracle sampler by enumerating every instance.
 
-An *instance* (Definition B.1, MATH.md section 1) is an assignment of the ``L`` positions to steps
+An *instance* (Definition B.1, ``docs/methods/sampling.md``) is an assignment of the ``L`` positions to steps
 ``1..N``, each position independently at step ``i`` with probability ``pi_i``; so there are
 ``N^L`` of them and instance ``tau`` has probability ``prod_j pi_{step(j)}``. Given ``tau``, the
 tokens revealed at step ``i`` (the set ``tau_i``) are drawn independently from the oracle

@@ -1,6 +1,6 @@
 """The information curve ``Z`` and the exact Jensen bound ``E_tau KL(q || p(. | tau))`` it gives.
 
-Information curve (Chen, Cong, Li 2025; MATH.md section 7). For a uniformly random order ``sigma``
+Information curve (Chen, Cong, Li 2025; ``docs/methods/exact.md``). For a uniformly random order ``sigma``
 of the ``L`` positions,
 
     Z_j = E[ I(X_sigma(j) ; X_sigma(1..j-1)) ],   j = 1..L,

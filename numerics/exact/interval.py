@@ -1,4 +1,4 @@
-"""Closed forms for the Theorem 4.4 language and step collisions (MATH.md sections 5 and 6).
+"""Closed forms for the Theorem 4.4 language and step collisions (``docs/methods/exact.md``).
 
 All quantities depend only on how ``n`` positions fall on the ``N`` steps: the counts
 ``(k_1..k_N) ~ Multinomial(n, pi)``.

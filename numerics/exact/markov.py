@@ -1,12 +1,12 @@
 """The exact Jensen bound ``E_tau KL(q || p(. | tau))`` of first-order Markov chains by the chain rule.
 
-Chain rule (Lemma B.3 with the oracle; MATH.md section 7). For one instance ``tau``,
+Chain rule (Lemma B.3 with the oracle; ``docs/methods/exact.md``). For one instance ``tau``,
 ``KL(q || p(. | tau)) = sum_i TC(tau_i | tau_<i)`` with the conditional total correlation
 ``TC(D | S) = sum_{j in D} H(X_j | X_S) - H(X_D | X_S)``; the Jensen bound of Lemma B.2 is its
 expectation over the i.i.d. step assignment: at step ``i`` each position is in ``S = tau_<i`` with
 probability ``a = u_{i-1}``, in ``D = tau_i`` with probability ``b = pi_i``, independently.
 
-Markov chains. For a chain ``(mu, P)`` and positions ``p_1 < .. < p_m`` (MATH.md section 7)
+Markov chains. For a chain ``(mu, P)`` and positions ``p_1 < .. < p_m`` (``docs/methods/exact.md``)
 
     H(X_{p_1..p_m}) = H(m_{p_1}) + sum_k H_{m_{p_k}}(P^{p_{k+1} - p_k}),   m_p = mu P^(p-1),
 

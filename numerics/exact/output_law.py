@@ -2,7 +2,7 @@
 
 :class:`OutputLaw` is what the exact methods (:func:`numerics.exact.enumerate.enumerate_output_law`,
 :func:`numerics.exact.dp.dp_output_law`) compute; :func:`law_metrics` turns it into the metrics of
-MATH.md section 3, each an :class:`~numerics.sampling.denoiser.Estimate` saying how it was obtained.
+``docs/methods/exact.md``, each an :class:`~numerics.sampling.denoiser.Estimate` saying how it was obtained.
 
 Undefined branches. When one step reveals tokens that are jointly impossible under ``q`` (a
 pruned language), the revealed prefix has ``q(x_R) = 0`` and the oracle posterior of every later
@@ -81,7 +81,7 @@ class OutputLaw:
 
 @dataclass(frozen=True)
 class ExactMetrics:
-    """The metrics of MATH.md section 3 for an exact output law (all natural logs).
+    """The metrics of ``docs/methods/exact.md`` for an exact output law (all natural logs).
 
     Attributes
     ----------
@@ -97,7 +97,7 @@ class ExactMetrics:
         ``SER(p) = 1 - p(supp q)``, computed as the (positive) mass outside the support plus the
         undefined mass.
     ser_kl_certificate : Estimate
-        ``1 - exp(-KL(q || p))``, an upper bound on ``SER(p)`` (MATH.md section 7).
+        ``1 - exp(-KL(q || p))``, an upper bound on ``SER(p)`` (``docs/methods/exact.md``).
     gen_ppl : Estimate
         ``exp(E_{x~p}[-log q(x)] / L)``; ``inf`` when ``p`` leaves ``supp q``.
     gen_ppl_data : Estimate

@@ -1,8 +1,8 @@
 """Compiled masked forward-backward of a dense HMM: blocked matrix-matrix recursions (numba + BLAS).
 
 Sequences are advanced in blocks of ``nb`` rows, so every step is one product
-``(nb, S) @ (S, S)`` (``np.dot`` on 2-D contiguous float64 arrays, which numba hands to BLAS
-``dgemm``) and the rest of the step is a few passes over ``nb x S`` numbers. Blocks run in
+``(nb, S) @ (S, S)`` (BLAS ``dgemm`` through :func:`numerics.inference._blas.gemm_rows`) and the
+rest of the step is a few passes over ``nb x S`` numbers. Blocks run in
 parallel (``prange``, the thread policy of :mod:`numerics._threads`); BLAS is held at one thread
 meanwhile. Same recursions and semantics as the NumPy twin
 (:func:`numerics.inference.forward_backward.forward_backward_numpy`; ``docs/methods/inference.md``):
@@ -22,28 +22,36 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from numerics._threads import blas_single_thread, kernel_threads
+from numerics.inference._blas import gemm_rows
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
 from numerics.inference.posterior import Observations, Posterior
 from numerics.languages.arrays import contiguous, kernel_arrays
 from numerics.languages.hmm import HMM
 
-__all__ = ["forward_backward_dense", "loglik_dense", "block_rows", "gemm_probe_seconds"]
+__all__ = ["DenseInputs", "forward_backward_dense", "loglik_dense", "block_rows", "gemm_probe_seconds"]
 
-# Per-block working set (the stored alphas): bounded so long sequences use smaller blocks.
-_DENSE_BLOCK_BYTES = 48 * 2**20
-_MAX_BLOCK = 128  # rows per block; dgemm is efficient from a few dozen rows on
+# Rows per block. A step touches four (nb, S) float64 arrays (alpha_j, beta, e * beta / c, gamma);
+# kept within about 32 KiB (a core's L1 data cache) they are not refetched between the passes of a
+# step, which measured ~10% faster at S = 32 than 100-row blocks. dgemm wants a few dozen rows, so
+# blocks have between _MIN_BLOCK and _MAX_BLOCK rows whatever S is.
+_STEP_BYTES = 32 * 2**10
+_MIN_BLOCK = 24
+_MAX_BLOCK = 128
+_DENSE_BLOCK_BYTES = 48 * 2**20  # the stored alphas of a block: long sequences use smaller blocks
 
 
 def block_rows(batch: int, states: int, length: int, store: bool) -> int:
-    """Rows per block: enough blocks for every thread (a multiple of the thread count), at most
-    ``_MAX_BLOCK`` rows, and (when the alphas are stored) at most ``_DENSE_BLOCK_BYTES`` of them."""
+    """Rows per block: enough blocks for every thread (a multiple of the thread count), the step's
+    arrays within ``_STEP_BYTES`` (but ``_MIN_BLOCK .. _MAX_BLOCK`` rows), and (when the alphas are
+    stored) at most ``_DENSE_BLOCK_BYTES`` of them."""
     threads = kernel_threads()
-    cap = _MAX_BLOCK
+    cap = min(_MAX_BLOCK, max(_MIN_BLOCK, _STEP_BYTES // (4 * 8 * states)))
     if store:
         cap = min(cap, max(1, _DENSE_BLOCK_BYTES // (8 * states * length)))
     nblocks = max(threads, -(-batch // cap))
@@ -51,64 +59,90 @@ def block_rows(batch: int, states: int, length: int, store: bool) -> int:
     return max(1, -(-batch // nblocks))
 
 
-@njit(cache=True)
-def _row_sum(a, i):
-    """``sum_s a[i, s]`` in four running partial sums (a fixed order)."""
-    S = a.shape[1]
-    t0 = 0.0
-    t1 = 0.0
-    t2 = 0.0
-    t3 = 0.0
-    s = 0
-    while s + 4 <= S:
-        t0 += a[i, s]
-        t1 += a[i, s + 1]
-        t2 += a[i, s + 2]
-        t3 += a[i, s + 3]
-        s += 4
-    while s < S:
-        t0 += a[i, s]
-        s += 1
-    return (t0 + t1) + (t2 + t3)
+class DenseInputs(NamedTuple):
+    """What the dense kernels read: the HMM's arrays and the observations, evidence made uniform.
+
+    Attributes
+    ----------
+    initial, transition, transition_t : as in :class:`~numerics.languages.arrays.HMMArrays`
+    evidence : (V + 1, S) float64
+        ``evidence[v, s] = E[s, v]`` for a token ``v``, and ``evidence[V] = 1``: the evidence of a
+        masked position. Every position multiplies by a row, so no step branches on the mask
+        (a product by 1.0 is exact).
+    emission_1 : (S, V + 1) float64
+        ``[E | 1]``: ``gamma @ emission_1`` gives ``gamma @ E`` and ``sum(gamma)`` in one product.
+    tokens, mask : (B, L) int64, bool
+        The observations (:class:`~numerics.inference.posterior.Observations`); the evidence row of
+        a position is ``x_j`` where it is observed and ``V`` where it is masked.
+    """
+
+    initial: np.ndarray
+    transition: np.ndarray
+    transition_t: np.ndarray
+    evidence: np.ndarray
+    emission_1: np.ndarray
+    tokens: np.ndarray
+    mask: np.ndarray
+
+
+def _inputs(hmm: HMM, obs: Observations) -> DenseInputs:
+    lang = kernel_arrays(hmm)
+    S = hmm.n_states
+    evidence = contiguous(np.vstack([lang.emission_t, np.ones((1, S))]))
+    emission_1 = contiguous(np.hstack([hmm.emission, np.ones((S, 1))]))
+    return DenseInputs(lang.initial, lang.transition, lang.transition_t, evidence, emission_1, obs.tokens, obs.mask)
 
 
 @njit(cache=True)
-def _forward_block(lang, obs, b0, alpha, c, dead, store):
+def _forward_block(inp, b0, alpha, c, dead, store):
     """Scaled forward over rows ``b0 .. b0 + nb - 1``; returns ``log prod_j c_j`` per row.
 
-    ``alpha`` is ``(L, nb, S)`` when ``store`` (every step kept, ``c`` is ``(L, nb)``), else
-    ``(2, nb, S)``. A row whose ``c_j`` is 0 is impossible: ``dead`` is set and the row stays 0.
+    ``alpha`` is ``(L nb, S)``, row ``j nb + i`` holding ``alpha_j`` of row ``i``, when ``store``
+    (every step kept, ``c`` is ``(L, nb)``); else ``(2 nb, S)``, steps alternating. A row whose
+    ``c_j`` is 0 is impossible: ``dead`` is set and the row stays 0. Per row and step one pass sums
+    the products with the evidence (eight running partial sums, a fixed order; no ``fastmath``)
+    without storing them, and a second, vectorized pass writes the normalized products.
     """
-    initial, A, ET = lang.initial, lang.transition, lang.emission_t
-    tokens, mask = obs.tokens, obs.mask
-    nb, S = alpha.shape[1], alpha.shape[2]
+    initial, A, ev, tokens, mask = inp.initial, inp.transition, inp.evidence, inp.tokens, inp.mask
+    nb, S = c.shape[1], alpha.shape[1]
     L = tokens.shape[1]
+    V = ev.shape[0] - 1
+    S8 = S - S % 8
     logc = np.zeros(nb)
     prod = np.ones(nb)
     for j in range(L):
-        cur = alpha[j] if store else alpha[j % 2]
+        r0 = (j if store else j % 2) * nb  # first row of alpha_j
         if j == 0:
             for i in range(nb):
                 for s in range(S):
-                    cur[i, s] = initial[s]
+                    alpha[i, s] = initial[s]
         else:
-            np.dot(alpha[j - 1] if store else alpha[(j - 1) % 2], A, cur)
+            gemm_rows(alpha, ((j - 1) if store else (j - 1) % 2) * nb, A, alpha, r0, nb)
         for i in range(nb):
-            b = b0 + i
-            if not mask[b, j]:
-                x = tokens[b, j]
-                for s in range(S):
-                    cur[i, s] *= ET[x, s]
-            tot = _row_sum(cur, i)
+            r = r0 + i
+            x = tokens[b0 + i, j] + V * mask[b0 + i, j]  # branch-free (a masked token is 0): no mispredictions
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = 0.0
+            for s in range(0, S8, 8):  # the sum of (alpha_{j-1} A) * e_j; loads only
+                t0 += alpha[r, s] * ev[x, s]
+                t1 += alpha[r, s + 1] * ev[x, s + 1]
+                t2 += alpha[r, s + 2] * ev[x, s + 2]
+                t3 += alpha[r, s + 3] * ev[x, s + 3]
+                t4 += alpha[r, s + 4] * ev[x, s + 4]
+                t5 += alpha[r, s + 5] * ev[x, s + 5]
+                t6 += alpha[r, s + 6] * ev[x, s + 6]
+                t7 += alpha[r, s + 7] * ev[x, s + 7]
+            for s in range(S8, S):
+                t0 += alpha[r, s] * ev[x, s]
+            tot = ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7))
             if tot > 0.0:
                 inv = 1.0 / tot
-                for s in range(S):
-                    cur[i, s] *= inv
+                for s in range(S):  # one vectorized pass writes the product and divides by the sum
+                    alpha[r, s] = (alpha[r, s] * ev[x, s]) * inv
                 logc[i], prod[i] = fold_scale(tot, logc[i], prod[i])
             elif not dead[i]:  # impossible from here on; the row stays exactly 0 (0 @ A = 0)
                 dead[i] = True
                 for s in range(S):
-                    cur[i, s] = 0.0
+                    alpha[r, s] = 0.0
             if store:
                 c[j, i] = tot
     for i in range(nb):
@@ -117,10 +151,9 @@ def _forward_block(lang, obs, b0, alpha, c, dead, store):
 
 
 @njit(cache=True, parallel=True)
-def _forward_backward(lang, E1, obs, block, out):
-    """Blocked forward-backward into ``out``; ``E1 = [emission | 1]`` so one product gives ``gamma @ E`` and ``sum gamma``."""
-    AT, ET = lang.transition_t, lang.emission_t
-    tokens, mask = obs.tokens, obs.mask
+def _forward_backward(inp, block, out):
+    """Blocked forward-backward into ``out`` (module docstring)."""
+    AT, ev, E1, tokens, mask = inp.transition_t, inp.evidence, inp.emission_1, inp.tokens, inp.mask
     loglik, marginals, unstable = out.loglik, out.marginals, out.unstable
     B, L = tokens.shape
     S = AT.shape[0]
@@ -129,52 +162,58 @@ def _forward_backward(lang, E1, obs, block, out):
     for k in prange(nblocks):
         b0 = k * block
         nb = min(B, b0 + block) - b0
-        alpha = np.empty((L, nb, S))
+        alpha = np.empty((L * nb, S))
         c = np.empty((L, nb))
         dead = np.zeros(nb, dtype=np.bool_)
-        logc = _forward_block(lang, obs, b0, alpha, c, dead, True)
+        logc = _forward_block(inp, b0, alpha, c, dead, True)
         beta = np.ones((nb, S))
         tmp = np.empty((nb, S))  # e_j * beta_j / c_j on reachable states: beta_{j-1} = tmp @ A^T
         G = np.empty((nb, S))  # gamma_j = alpha_j * beta_j of the masked rows
         M = np.empty((nb, V + 1))  # G @ E1
-        rows = np.empty(nb, dtype=np.int64)
+        masked = np.empty(nb, dtype=np.int64)  # rows masked at j (alive)
+        observed = np.empty(nb, dtype=np.int64)  # rows observed at j (alive)
         for j in range(L - 1, -1, -1):
             if j < L - 1:
-                np.dot(tmp, AT, beta)
-            aj = alpha[j]
+                gemm_rows(tmp, 0, AT, beta, 0, nb)
+            r0 = j * nb
+            # the mask is random: the rows are sorted into masked and observed lists without a branch
+            # (a mispredicted branch per row costs more than the row's arithmetic)
             m = 0
+            o = 0
             for i in range(nb):
                 b = b0 + i
-                if dead[i]:
-                    for s in range(S):
-                        tmp[i, s] = 0.0
-                    continue
-                x = tokens[b, j]
-                inv = 1.0 / c[j, i] if j > 0 else 0.0
-                if mask[b, j]:  # gamma_j into G; tmp = beta_j / c_j (reachable states only)
-                    for s in range(S):
-                        a = aj[i, s]
-                        y = beta[i, s]
-                        G[m, s] = a * y if a > 0.0 else 0.0
-                        tmp[i, s] = y * inv if a > 0.0 else 0.0
-                    rows[m] = i
-                    m += 1
-                else:  # one-hot marginal; tmp = e_j * beta_j / c_j (reachable states only)
-                    for v in range(V):
-                        marginals[b, j, v] = 0.0
-                    marginals[b, j, x] = 1.0
-                    for s in range(S):
-                        tmp[i, s] = ET[x, s] * beta[i, s] * inv if aj[i, s] > 0.0 else 0.0
+                mk = np.int64(mask[b, j])
+                x = tokens[b, j] + V * mk
+                alive = np.int64(1) - np.int64(dead[i])
+                inv = 1.0 / c[j, i] if (j > 0 and alive == 1) else 0.0  # a dead row's tmp is 0
+                r = r0 + i
+                for s in range(S):  # tmp = e_j * beta_j / c_j where alpha_j > 0, else 0
+                    tmp[i, s] = ev[x, s] * beta[i, s] * inv if alpha[r, s] > 0.0 else 0.0
+                masked[m] = i
+                observed[o] = i
+                m += mk * alive
+                o += (np.int64(1) - mk) * alive
+            for q in range(o):  # one-hot marginals
+                b = b0 + observed[q]
+                for v in range(V):
+                    marginals[b, j, v] = 0.0
+                marginals[b, j, tokens[b, j]] = 1.0
+            for q in range(m):  # gamma_j = alpha_j * beta_j into G
+                i = masked[q]
+                r = r0 + i
+                for s in range(S):
+                    a = alpha[r, s]
+                    G[q, s] = a * beta[i, s] if a > 0.0 else 0.0
             if m > 0:
-                np.dot(G[:m], E1, M[:m])
-                for r in range(m):
-                    b = b0 + rows[r]
-                    tot = M[r, V]
+                gemm_rows(G, 0, E1, M, 0, m)
+                for q in range(m):
+                    b = b0 + masked[q]
+                    tot = M[q, V]
                     if not (tot > 0.0 and tot < np.inf):
                         unstable[b] = True
                     inv = 1.0 / tot
                     for v in range(V):
-                        marginals[b, j, v] = M[r, v] * inv
+                        marginals[b, j, v] = M[q, v] * inv
         for i in range(nb):
             b = b0 + i
             if dead[i]:
@@ -185,35 +224,30 @@ def _forward_backward(lang, E1, obs, block, out):
 
 
 @njit(cache=True, parallel=True)
-def _loglik(lang, obs, block, loglik):
-    B = obs.tokens.shape[0]
-    S = lang.initial.shape[0]
+def _loglik(inp, block, loglik):
+    B = inp.tokens.shape[0]
+    S = inp.initial.shape[0]
     nblocks = (B + block - 1) // block
     for k in prange(nblocks):
         b0 = k * block
         nb = min(B, b0 + block) - b0
-        alpha = np.empty((2, nb, S))
+        alpha = np.empty((2 * nb, S))
         c = np.empty((1, nb))
         dead = np.zeros(nb, dtype=np.bool_)
-        logc = _forward_block(lang, obs, b0, alpha, c, dead, False)
+        logc = _forward_block(inp, b0, alpha, c, dead, False)
         for i in range(nb):
             loglik[b0 + i] = -np.inf if dead[i] else logc[i]
 
 
-def _observations(obs: Observations) -> Observations:
-    return Observations(contiguous(obs.tokens, np.int64), contiguous(obs.mask, np.bool_))
-
-
 def forward_backward_dense(hmm: HMM, obs: Observations) -> Posterior:
-    """Masked forward-backward of a dense HMM; ``obs`` as from :func:`~numerics.inference.posterior.check_observations`."""
+    """Masked forward-backward of a dense HMM; ``obs`` as from :func:`~numerics.inference.posterior.check_observations`
+    (the kernel relies on its contract: tokens in ``0..V-1``, and 0 at masked positions)."""
     hmm = hmm.to_hmm()
     B, L = obs.tokens.shape
-    lang = kernel_arrays(hmm)
-    E1 = contiguous(np.hstack([hmm.emission, np.ones((hmm.n_states, 1))]))
     out = new_buffers(B, L, hmm.vocab_size)
     block = block_rows(B, hmm.n_states, L, store=True)
     with blas_single_thread():
-        _forward_backward(lang, E1, _observations(obs), block, out)
+        _forward_backward(_inputs(hmm, obs), block, out)
     check_stable(out)
     return Posterior(out.loglik, out.marginals)
 
@@ -225,7 +259,7 @@ def loglik_dense(hmm: HMM, obs: Observations) -> np.ndarray:
     loglik = np.empty(B)
     block = block_rows(B, hmm.n_states, L, store=False)
     with blas_single_thread():
-        _loglik(kernel_arrays(hmm), _observations(obs), block, loglik)
+        _loglik(_inputs(hmm, obs), block, loglik)
     return loglik
 
 
@@ -237,9 +271,9 @@ def _gemm_probe(A, length, batch, block):
     nblocks = (batch + block - 1) // block
     for k in prange(nblocks):
         nb = min(batch, (k + 1) * block) - k * block
-        buf = np.full((2, nb, S), 1.0 / S)
+        buf = np.full((2 * nb, S), 1.0 / S)
         for j in range(length):
-            np.dot(buf[j % 2], A, buf[(j + 1) % 2])
+            gemm_rows(buf, (j % 2) * nb, A, buf, ((j + 1) % 2) * nb, nb)
 
 
 def gemm_probe_seconds(A: np.ndarray, length: int, batch: int, block: int) -> float:

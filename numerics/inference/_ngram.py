@@ -21,7 +21,7 @@ from numba import njit, prange, uint64
 from numerics._threads import CHUNKS_PER_THREAD, kernel_threads
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
 from numerics.inference.posterior import Observations, Posterior
-from numerics.languages.arrays import contiguous, kernel_arrays
+from numerics.languages.arrays import kernel_arrays
 from numerics.languages.hmm import NGram
 
 __all__ = ["forward_backward_ngram", "loglik_ngram"]
@@ -228,7 +228,8 @@ def _chunk(batch: int) -> int:
 
 
 def _observations(obs: Observations) -> Observations:
-    return Observations(contiguous(obs.tokens, np.int64), contiguous(obs.mask, np.bool_))
+    """As the kernels read them (C-contiguous int64 tokens, bool mask); no copy of what already is."""
+    return Observations(np.ascontiguousarray(obs.tokens, dtype=np.int64), np.ascontiguousarray(obs.mask, dtype=np.bool_))
 
 
 def forward_backward_ngram(ngram: NGram, obs: Observations) -> Posterior:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numba as nb
 import numpy as np
 
 from numerics.languages.hmm import Language
@@ -65,10 +66,28 @@ def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray)
     if tokens.shape[1] < 1:
         raise ValueError("sequences must have length >= 1")
     V = language.vocab_size
-    observed = ~mask
-    bad = observed & ((tokens < 0) | (tokens >= V))
-    if np.any(bad):
-        b, j = np.argwhere(bad)[0]
+    tokens = np.ascontiguousarray(tokens, dtype=np.int64)
+    mask = np.ascontiguousarray(mask)
+    clean = np.empty(tokens.shape, dtype=np.int64)
+    bad = _clean_tokens(tokens, mask, V, clean)
+    if bad >= 0:
+        b, j = divmod(bad, tokens.shape[1])
         raise ValueError(f"observed token {int(tokens[b, j])} at sequence {b}, position {j} is outside 0..{V - 1}")
-    clean = np.where(mask, 0, tokens).astype(np.int64)
-    return Observations(np.ascontiguousarray(clean), np.ascontiguousarray(mask))
+    return Observations(clean, mask)
+
+
+@nb.njit(cache=True)
+def _clean_tokens(tokens, mask, V, clean):
+    """``clean = tokens`` where observed, 0 where masked, in one pass; returns the flat index of the
+    first observed token outside ``0..V-1``, or -1."""
+    B, L = tokens.shape
+    for b in range(B):
+        for j in range(L):
+            if mask[b, j]:
+                clean[b, j] = 0
+            else:
+                x = tokens[b, j]
+                if x < 0 or x >= V:
+                    return b * L + j
+                clean[b, j] = x
+    return -1

@@ -1,7 +1,7 @@
 """Languages as hidden Markov models: the dense :class:`HMM` and the sparse :class:`NGram`.
 
 Every language of the engine is a distribution ``q`` over token sequences ``x_1..x_L`` given by
-an HMM (MATH.md section 2): hidden states ``z_1..z_L`` with ``z_1 ~ initial``,
+an HMM (``docs/methods/languages.md``): hidden states ``z_1..z_L`` with ``z_1 ~ initial``,
 ``z_{j+1} | z_j ~ transition[z_j]`` and ``x_j | z_j ~ emission[z_j]``.
 
 An n-gram language (order ``n``) is the HMM whose state is the window of the last ``n-1``

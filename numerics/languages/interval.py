@@ -1,6 +1,6 @@
 """The Theorem 4.4 language (Example C.7 / Note C.8): pairs inside an interval share one bit.
 
-Direct construction (Example C.7, MATH.md section 6). Positions are cut into intervals of ``l``
+Direct construction (Example C.7, ``docs/methods/exact.md``). Positions are cut into intervals of ``l``
 consecutive positions; intervals are independent. Inside an interval every pair of positions
 ``(j, k)``, ``j < k``, owns one uniform bit ``b_jk``, all pair bits independent. The token at
 position ``r`` is an integer in ``0..2^(l-1) - 1`` read as ``l - 1`` bits, one per *partner*:

@@ -1,7 +1,9 @@
-"""Sampling the factorized reverse process: the denoiser protocol, samplers and Monte Carlo metrics."""
+"""Sampling the factorized reverse process: the denoiser protocol, samplers, the oracle reveal kernels
+(:mod:`numerics.sampling.oracle`) and Monte Carlo metrics."""
 
 from numerics.sampling.adaptive import AdaptiveSampler, IntervalOracle, make_sampler
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
+from numerics.sampling.oracle import RevealScores, reveal_sample, reveal_score
 from numerics.sampling.samplers import (
     RandomOrder, SampleResult, Sampler, sample_factorized, sample_one_at_a_time, sample_oracle,
 )
@@ -9,4 +11,5 @@ from numerics.sampling.samplers import (
 __all__ = [
     "Denoiser", "OracleDenoiser", "SampleResult", "sample_factorized", "sample_one_at_a_time", "sample_oracle",
     "Sampler", "RandomOrder", "AdaptiveSampler", "IntervalOracle", "make_sampler",
+    "RevealScores", "reveal_sample", "reveal_score",
 ]

@@ -1,6 +1,6 @@
 """Monte Carlo metrics of the factorized sampler, each an estimate with its error bar and sample count.
 
-* SER (MATH.md section 3): the fraction of samples with ``q(x) = 0``, decided exactly by the
+* SER (``docs/methods/exact.md``): the fraction of samples with ``q(x) = 0``, decided exactly by the
   forward pass; Clopper-Pearson interval.
 * Generative perplexity ``exp(E_{x~p}[-log q(x)] / L)`` with exact ``log q``: the sample mean of
   ``-log q(x) / L`` and its standard error, mapped through ``exp`` (delta method for the standard
@@ -106,16 +106,16 @@ def gen_ppl_data(language: Language, length: int, n: int, rng: np.random.Generat
     return gen_ppl_from_loglik(log_q(language, tokens), length, confidence, label="mc, x ~ q")
 
 
-def kl_jensen_bound_from_tokens(language: Language, steps: np.ndarray, tokens: np.ndarray,
+def kl_jensen_bound_from_tokens(language: Language, reveal_steps: np.ndarray, tokens: np.ndarray,
                                 confidence: float = CONFIDENCE) -> IntervalEstimate:
-    """The Jensen-bound Monte Carlo over given pairs ``(x, tau)``: ``tokens`` ``x ~ q`` and ``steps`` ``tau ~ pi``.
+    """The Jensen-bound Monte Carlo over given pairs ``(x, tau)``: ``tokens`` ``x ~ q`` and ``reveal_steps`` ``tau ~ pi``.
 
     Standard error: sample standard deviation of the per-sample terms over ``sqrt(n)``; normal interval.
     """
     n = np.asarray(tokens).shape[0]
     if n < 2:
         raise ValueError("need n >= 2 samples for a standard error")
-    terms = reveal_score(language, steps, tokens).jensen
+    terms = reveal_score(language, reveal_steps, tokens).jensen
     if not np.all(np.isfinite(terms)):
         raise ValueError("a Jensen term is not finite: some x is outside supp q (tokens must be samples of q)")
     m = float(terms.mean())
@@ -129,11 +129,11 @@ def kl_jensen_bound_mc(language: Language, schedule: Schedule, length: int, n: i
                        confidence: float = CONFIDENCE) -> IntervalEstimate:
     """Monte Carlo of the Jensen bound ``E_tau KL(q || p(. | tau))`` (module docstring).
 
-    Random stream: ``x = language.sample(n, length, rng)`` then ``steps = schedule.sample_steps(rng, (n, L))``.
+    Random stream: ``x = language.sample(n, length, rng)`` then ``reveal_steps = schedule.sample_steps(rng, (n, L))``.
     """
     tokens = language.sample(n, length, rng)
-    steps = schedule.sample_steps(rng, (n, length))
-    return kl_jensen_bound_from_tokens(language, steps, tokens, confidence)
+    reveal_steps = schedule.sample_steps(rng, (n, length))
+    return kl_jensen_bound_from_tokens(language, reveal_steps, tokens, confidence)
 
 
 @dataclass(frozen=True)

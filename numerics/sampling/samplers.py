@@ -1,4 +1,4 @@
-"""Samplers of the factorized reverse process (MATH.md section 1), for any denoiser.
+"""Samplers of the factorized reverse process (``docs/methods/sampling.md``), for any denoiser.
 
 Every sampler here has one signature, ``(denoiser, schedule, n, length, rng, *, batch_size, ...)``,
 and returns a :class:`SampleResult`. The denoiser is anything implementing
@@ -7,7 +7,7 @@ oracle and a trained network run through exactly the same code.
 
 The process (an *instance* tau is an i.i.d. assignment of positions to steps, Definition B.1):
 
-1. every position ``j`` gets a reveal step ``steps[j]`` in ``1..N`` with ``P(step = i) = pi_i``,
+1. every position ``j`` gets a reveal step ``reveal_steps[j]`` in ``1..N`` with ``P(step = i) = pi_i``,
    independently (:meth:`Schedule.sample_steps`);
 2. at step ``i`` the positions of ``tau_i`` are drawn **independently** from the denoiser's
    marginals given the tokens revealed at steps ``< i``.
@@ -17,10 +17,10 @@ Draws (``draw=``):
 * ``"float64"`` (default): steps by the float64 inverse CDF of ``u``, then one uniform
   ``U[b, j]`` per position, drawn up front, and the token is the float64 inverse CDF of the
   marginal at ``U[b, j]`` (a token of probability 0 has an empty interval and is never drawn).
-  The random stream is ``steps = schedule.sample_steps(rng, (B, L))`` then ``U = rng.random((B, L))``
+  The random stream is ``reveal_steps = schedule.sample_steps(rng, (B, L))`` then ``U = rng.random((B, L))``
   per batch, so the fast oracle path (:func:`sample_oracle`) reproduces the generic path
   sample by sample, not only in law.
-* ``"float32"``: MDLM's ``ddpm_cache`` update reproduced for the ablation of NEURAL.md: at each
+* ``"float32"``: MDLM's ``ddpm_cache`` update reproduced for the float32 ablation (``docs/methods/sampling.md``): at each
   step every masked position draws one class among ``V`` tokens and ``[m]`` with weights
   ``p(v) (m_t - m_s)`` and ``m_s`` (``m = 1 - u``, masking probabilities), by float32 Gumbel-max
   ``argmax(w / (1e-10 - log(U + 1e-10)))`` with float32 uniforms. Same law in exact arithmetic;
@@ -28,7 +28,7 @@ Draws (``draw=``):
 
 Network calls (``cache=``): with ``cache=True`` (``ddpm_cache``) the denoiser is called at step 1
 and again at a step only when the batch changed since the last call, so a batch costs
-``NFE = 1 + #{i < N : tau_i non-empty in the batch}`` calls (MATH.md section 1); with
+``NFE = 1 + #{i < N : tau_i non-empty in the batch}`` calls (``docs/methods/sampling.md``); with
 ``cache=False`` it is called at every step (``NFE = N``). ``SampleResult.nfe`` holds the realized
 count of every batch.
 
@@ -78,9 +78,9 @@ class SampleResult:
     ----------
     tokens : (n, L) int64
         The sampled sequences.
-    steps : (n, L) int64
-        ``steps[b, j]`` = the step ``i`` in ``1..N`` at which position ``j`` was revealed
-        (``tau_i = {j : steps[b, j] = i}``).
+    reveal_steps : (n, L) int64
+        ``reveal_steps[b, j]`` = the step ``i`` in ``1..N`` at which position ``j`` was revealed
+        (``tau_i = {j : reveal_steps[b, j] = i}``).
     nfe : (n_batches,) int64
         Realized network calls of each batch (``ddpm_cache`` or uncached, see ``cache``).
     batch_sizes : (n_batches,) int64
@@ -99,7 +99,7 @@ class SampleResult:
     """
 
     tokens: np.ndarray
-    steps: np.ndarray
+    reveal_steps: np.ndarray
     nfe: np.ndarray
     batch_sizes: np.ndarray
     n_steps: int
@@ -184,12 +184,12 @@ def _batches(n: int, batch_size: int) -> list[int]:
     return [min(batch_size, n - start) for start in range(0, n, batch_size)]
 
 
-def ddpm_cache_nfe(steps: np.ndarray, n_steps: int) -> int:
-    """Network calls of ``ddpm_cache`` for one batch with reveal steps ``steps`` (any shape).
+def ddpm_cache_nfe(reveal_steps: np.ndarray, n_steps: int) -> int:
+    """Network calls of ``ddpm_cache`` for one batch with reveal steps ``reveal_steps`` (any shape).
 
-    ``1 + #{i < N : some position of the batch is revealed at step i}`` (MATH.md section 1).
+    ``1 + #{i < N : some position of the batch is revealed at step i}`` (``docs/methods/sampling.md``).
     """
-    revealing = np.unique(steps)
+    revealing = np.unique(reveal_steps)
     return int(1 + np.count_nonzero(revealing < n_steps))
 
 
@@ -202,17 +202,17 @@ def _call(denoiser: Denoiser, tokens: np.ndarray, mask: np.ndarray) -> np.ndarra
     return probs
 
 
-def _run_generic(denoiser: Denoiser, steps: np.ndarray, uniforms: np.ndarray, n_steps: int, cache: bool) -> tuple[np.ndarray, int]:
-    """Reveal ``steps``-scheduled positions with float64 inverse-CDF draws; returns (tokens, nfe)."""
-    tokens = np.zeros(steps.shape, dtype=np.int64)
-    mask = np.ones(steps.shape, dtype=bool)
+def _run_generic(denoiser: Denoiser, reveal_steps: np.ndarray, uniforms: np.ndarray, n_steps: int, cache: bool) -> tuple[np.ndarray, int]:
+    """Reveal ``reveal_steps``-scheduled positions with float64 inverse-CDF draws; returns (tokens, nfe)."""
+    tokens = np.zeros(reveal_steps.shape, dtype=np.int64)
+    mask = np.ones(reveal_steps.shape, dtype=bool)
     probs = None
     nfe = 0
     for i in range(1, n_steps + 1):
         if probs is None or not cache:
             probs = _call(denoiser, tokens, mask)
             nfe += 1
-        b, j = np.nonzero(steps == i)
+        b, j = np.nonzero(reveal_steps == i)
         if b.size:
             tokens[b, j] = draw_inverse_cdf(probs[b, j], uniforms[b, j])
             mask[b, j] = False
@@ -223,10 +223,10 @@ def _run_generic(denoiser: Denoiser, steps: np.ndarray, uniforms: np.ndarray, n_
 def _run_gumbel32(
     denoiser: Denoiser, schedule: Schedule, batch: int, length: int, rng: np.random.Generator, cache: bool
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """MDLM's float32 Gumbel-max ``ddpm_cache`` update (module docstring); returns (tokens, steps, nfe)."""
+    """MDLM's float32 Gumbel-max ``ddpm_cache`` update (module docstring); returns (tokens, reveal_steps, nfe)."""
     V = denoiser.vocab_size
     tokens = np.zeros((batch, length), dtype=np.int64)
-    steps = np.zeros((batch, length), dtype=np.int64)
+    reveal_steps = np.zeros((batch, length), dtype=np.int64)
     mask = np.ones((batch, length), dtype=bool)
     move = (1.0 - schedule.u).astype(np.float32)  # masking probability 1 - alpha(t_i), as MDLM holds it
     probs = None
@@ -246,12 +246,12 @@ def _run_gumbel32(
         hit = choice < V
         if np.any(hit):
             tokens[b[hit], j[hit]] = choice[hit]
-            steps[b[hit], j[hit]] = i
+            reveal_steps[b[hit], j[hit]] = i
             mask[b[hit], j[hit]] = False
             probs = None
     if np.any(mask):  # u_N = 1 gives [m] weight 0 at step N; cannot happen unless every token weight underflowed
         raise FloatingPointError("float32 draw left positions masked after the last step")
-    return tokens, steps, nfe
+    return tokens, reveal_steps, nfe
 
 
 def _is_oracle(denoiser: Denoiser) -> bool:
@@ -311,13 +311,13 @@ def sample_factorized(
     tok, stp, nfe = [], [], []
     for B in _batches(int(n), bs):
         if draw == "float64":
-            steps = schedule.sample_steps(rng, (B, length))
+            reveal_steps = schedule.sample_steps(rng, (B, length))
             uniforms = rng.random((B, length))
-            tokens, calls = _run_generic(denoiser, steps, uniforms, N, cache)
+            tokens, calls = _run_generic(denoiser, reveal_steps, uniforms, N, cache)
         else:
-            tokens, steps, calls = _run_gumbel32(denoiser, schedule, B, length, rng, cache)
+            tokens, reveal_steps, calls = _run_gumbel32(denoiser, schedule, B, length, rng, cache)
         tok.append(tokens)
-        stp.append(steps)
+        stp.append(reveal_steps)
         nfe.append(calls)
     return SampleResult(
         np.concatenate(tok), np.concatenate(stp), np.asarray(nfe, dtype=np.int64),
@@ -328,9 +328,9 @@ def sample_factorized(
 def _random_order_steps(rng: np.random.Generator, batch: int, length: int) -> np.ndarray:
     """Steps ``1..L`` forming a uniformly random permutation of the positions, per row."""
     order = np.argsort(rng.random((batch, length)), axis=1)
-    steps = np.empty((batch, length), dtype=np.int64)
-    np.put_along_axis(steps, order, np.arange(1, length + 1)[None, :], axis=1)
-    return steps
+    reveal_steps = np.empty((batch, length), dtype=np.int64)
+    np.put_along_axis(reveal_steps, order, np.arange(1, length + 1)[None, :], axis=1)
+    return reveal_steps
 
 
 def sample_one_at_a_time(
@@ -359,15 +359,15 @@ def sample_one_at_a_time(
         raise ValueError("path='oracle' needs an OracleDenoiser")
     tok, stp, nfe = [], [], []
     for B in _batches(int(n), bs):
-        steps = _random_order_steps(rng, B, length)
+        reveal_steps = _random_order_steps(rng, B, length)
         uniforms = rng.random((B, length))
         if fast:
-            tokens = reveal_sample(denoiser.language, steps, uniforms)
-            calls = ddpm_cache_nfe(steps, length) if cache else length
+            tokens = reveal_sample(denoiser.language, reveal_steps, uniforms)
+            calls = ddpm_cache_nfe(reveal_steps, length) if cache else length
         else:
-            tokens, calls = _run_generic(denoiser, steps, uniforms, length, cache)
+            tokens, calls = _run_generic(denoiser, reveal_steps, uniforms, length, cache)
         tok.append(tokens)
-        stp.append(steps)
+        stp.append(reveal_steps)
         nfe.append(calls)
     return SampleResult(
         np.concatenate(tok), np.concatenate(stp), np.asarray(nfe, dtype=np.int64),
@@ -406,10 +406,10 @@ def sample_oracle(
     for B in sizes:  # the generic path's random stream, batch by batch; one kernel call for all batches
         stp.append(schedule.sample_steps(rng, (B, length)))
         uni.append(rng.random((B, length)))
-    nfe = [ddpm_cache_nfe(steps, N) if cache else N for steps in stp]
-    steps = np.concatenate(stp)
-    tokens = reveal_sample(language, steps, np.concatenate(uni))
+    nfe = [ddpm_cache_nfe(s, N) if cache else N for s in stp]
+    reveal_steps = np.concatenate(stp)
+    tokens = reveal_sample(language, reveal_steps, np.concatenate(uni))
     path = "oracle-ngram" if isinstance(language, NGram) else "oracle-hmm"
     return SampleResult(
-        tokens, steps, np.asarray(nfe, dtype=np.int64), np.asarray(sizes, dtype=np.int64), N, cache, "float64", path
+        tokens, reveal_steps, np.asarray(nfe, dtype=np.int64), np.asarray(sizes, dtype=np.int64), N, cache, "float64", path
     )

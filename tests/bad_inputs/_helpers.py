@@ -22,7 +22,7 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from tests.validation.test_cli import strict_json
+from tests.strict_json import strict_json
 from validation.cli import main
 
 __all__ = [

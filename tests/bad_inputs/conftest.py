@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.bad_inputs._helpers import REPORT, cache_entries, invoke, report_result
-from tests.validation.test_cli import strict_json
+from tests.strict_json import strict_json
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from tests.bad_inputs._helpers import (
     report_result,
     without_timing,
 )
-from tests.validation.test_cli import strict_json
+from tests.strict_json import strict_json
 from validation.sweep import read_table
 
 

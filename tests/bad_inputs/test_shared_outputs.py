@@ -20,7 +20,7 @@ from tests.bad_inputs._helpers import (
     report_result,
     without_timing,
 )
-from tests.validation.test_cli import strict_json
+from tests.strict_json import strict_json
 
 
 def test_corrupt_cached_results_are_recomputed_never_reused(reference, tmp_path):

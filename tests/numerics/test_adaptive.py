@@ -64,10 +64,10 @@ def test_fast_kernel_equals_generic_path_sample_by_sample(name, sampler):
     slow = sampler.sample(d, 40, 9, np.random.default_rng(5), batch_size=16, path="generic")
     assert fast.path.endswith("oracle-" + ("hmm" if name == "hmm" else "ngram")) and slow.path.endswith("generic")
     np.testing.assert_array_equal(fast.tokens, slow.tokens)
-    np.testing.assert_array_equal(fast.steps, slow.steps)
+    np.testing.assert_array_equal(fast.reveal_steps, slow.reveal_steps)
     np.testing.assert_array_equal(fast.nfe_sequence, slow.nfe_sequence)
     np.testing.assert_array_equal(fast.nfe, slow.nfe)
-    assert np.all(fast.nfe_sequence == fast.steps.max(axis=1))
+    assert np.all(fast.nfe_sequence == fast.reveal_steps.max(axis=1))
 
 
 @pytest.mark.parametrize("sampler", [AdaptiveSampler("topk", schedule=linear(1)), AdaptiveSampler("topk", schedule=from_u([0.0, 0.85, 1.0])),
@@ -79,8 +79,8 @@ def test_selection_beyond_the_partial_pass(sampler):
     fast = sampler.sample(d, 6, 40, np.random.default_rng(8))
     slow = sampler.sample(d, 6, 40, np.random.default_rng(8), path="generic")
     np.testing.assert_array_equal(fast.tokens, slow.tokens)
-    np.testing.assert_array_equal(fast.steps, slow.steps)
-    assert np.bincount(fast.steps[0]).max() > 32  # some step did reveal more than 32 positions
+    np.testing.assert_array_equal(fast.reveal_steps, slow.reveal_steps)
+    assert np.bincount(fast.reveal_steps[0]).max() > 32  # some step did reveal more than 32 positions
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS[:3], ids=lambda s: s.label)
@@ -113,7 +113,7 @@ def test_interval_kernel_and_interval_oracle_equal_the_hmm_oracle(sampler):
     assert runs[0].path.endswith("oracle-interval")
     for r in runs[1:]:
         np.testing.assert_array_equal(r.tokens, runs[0].tokens)
-        np.testing.assert_array_equal(r.steps, runs[0].steps)
+        np.testing.assert_array_equal(r.reveal_steps, runs[0].reveal_steps)
 
 
 def test_interval_oracle_marginals_equal_forward_backward():
@@ -195,7 +195,7 @@ def test_topk_calls_skip_empty_steps_and_threshold_counts_steps():
     d = OracleDenoiser(lang, strict=False)
     res = AdaptiveSampler("topk", schedule=from_u([0.0, 0.0, 0.5, 1.0])).sample(d, 5, 6, np.random.default_rng(0))
     assert np.all(res.nfe_sequence == 2) and res.n_steps == 2
-    assert sorted(np.bincount(res.steps[0])[1:]) == [3, 3]
+    assert sorted(np.bincount(res.reveal_steps[0])[1:]) == [3, 3]
     one = AdaptiveSampler("threshold", gamma=1.5).sample(d, 5, 6, np.random.default_rng(0))  # never met: one per step
     assert np.all(one.nfe_sequence == 6)
     est = nfe_mc(one)
@@ -237,7 +237,7 @@ def test_random_sampler_through_the_abstraction_gives_todays_numbers():
         b = sample_factorized(OracleDenoiser(lang, strict=False), sched, 30, 8, np.random.default_rng(9),
                               batch_size=7, path=path)
         np.testing.assert_array_equal(a.tokens, b.tokens)
-        np.testing.assert_array_equal(a.steps, b.steps)
+        np.testing.assert_array_equal(a.reveal_steps, b.reveal_steps)
         np.testing.assert_array_equal(a.nfe, b.nfe)
         assert a.path == b.path and a.nfe_sequence is None
 

@@ -6,7 +6,7 @@
   enumeration, and the chain-rule identity (I1) along q-trajectories; and the kernel's scoring
   mode against the enumeration, sequence by sequence (rtol 1e-12).
 * The fast sampler's empirical law, SER and calls against the exact ones (chi-squared / z-tests
-  with a stated false-failure probability ``ALPHA`` each, fixed seeds: 3 tests, budget 3e-4).
+  at the suite's per-assertion level, :mod:`tests.gof`; fixed seeds).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
-from scipy import stats
 
 from numerics.exact.adaptive import MAX_DP_TABLE, MAX_ENUMERATE_SEQUENCES, adaptive_dp, adaptive_enumerate, adaptive_metrics
 from numerics.exact.joint_table import all_sequences
@@ -27,13 +26,12 @@ from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.samplers import RandomOrder
 from numerics.schedules import linear
 from tests._exact_helpers import assume_representable
-from tests.numerics.test_samplers import chi2_pvalue, law_bins
+from tests.gof import Z_BOUND, assert_gof, count_statistical_test, law_bins, within_z
 from numerics.languages.generators import random_rows
 from tests.strategies import small_hmms, small_ngrams
+from tests.tolerances import RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # float64 sums of a few hundred terms vs each other
 ATOL_KL = 1e-13  # KLs are differences of cross-entropies of order 1 (a KL of 0 comes out as ~1e-16)
-ALPHA = 1e-4  # false-failure probability of one statistical test under a random seed
 
 SYMMETRIC = NGram(2, [0.5, 0.5], [[0.75, 0.25], [0.25, 0.75]])  # q(00) = q(11) = 3/8, q(01) = q(10) = 1/8
 COPY = NGram(2, [0.5, 0.5], [[1.0, 0.0], [0.0, 1.0]])  # q(00) = q(11) = 1/2
@@ -150,11 +148,12 @@ def test_sampler_law_matches_exact_law(name, sampler):
     ex = adaptive_dp(lang, L, sampler)
     run = sampler.sample(_oracle(lang), n, L, np.random.default_rng(12))
     counts, probs = law_bins(run.tokens, ex.law.q, ex.law.p, 0.0)
-    assert chi2_pvalue(counts, probs) > ALPHA
+    assert_gof(counts, probs)
     # calls: mean per sequence against E[T] (z-test; when T is constant, se = 0 and it must match to round-off)
     calls = run.nfe_sequence.astype(float)
     se = calls.std(ddof=1) / math.sqrt(n)
-    tol = stats.norm.ppf(1 - ALPHA / 2) * se + RTOL_EXACT * ex.expected_nfe.value
+    count_statistical_test()
+    tol = Z_BOUND * se + RTOL_EXACT * ex.expected_nfe.value
     assert abs(calls.mean() - ex.expected_nfe.value) <= tol
 
 
@@ -166,7 +165,7 @@ def test_monte_carlo_kl_by_the_chain_rule_matches_exact():
     est = kl_chain_rule_mc(s, lang, L, 20_000, np.random.default_rng(3))
     exact = adaptive_dp(lang, L, s).metrics.kl.value
     assert est.samples == 20_000 and est.stderr > 0 and exact > 10 * est.stderr
-    assert abs(est.value - exact) / est.stderr < stats.norm.ppf(1 - ALPHA / 2)
+    assert within_z(est.value, exact, est.stderr)
 
 
 def test_size_limits_and_wrong_sampler():

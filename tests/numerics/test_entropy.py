@@ -22,9 +22,8 @@ from numerics.languages.generators import random_ngram
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from tests.strategies import small_ngrams
-
-RTOL_EXACT = 1e-12  # float64 chain rule vs enumeration
-Z_MC = 4.5  # |MC - exact| <= Z_MC * stderr: false-failure rate about 7e-6 per check (normal approximation)
+from tests.gof import within_z
+from tests.tolerances import RTOL_EXACT
 
 
 def _ngram_law(ng: NGram, L: int) -> np.ndarray:
@@ -84,7 +83,7 @@ def test_mc_entropy_of_dense_hmm_within_its_interval_of_the_exact_value():
     exact = ngram_sequence_entropy(ng, L)
     est = sequence_entropy(ng.to_hmm(), L, samples=3000, rng=np.random.default_rng(11))
     assert est.method == "mc" and est.samples == 3000 and 0 < est.stderr < 0.1
-    assert abs(est.value - exact) <= Z_MC * est.stderr
+    assert within_z(est.value, exact, est.stderr)
     rate = entropy_rate(ng.to_hmm(), L, samples=3000, rng=11)  # same seed, same draws
     assert rate.value == pytest.approx(est.value / L, rel=RTOL_EXACT)
     assert rate.stderr == pytest.approx(est.stderr / L, rel=RTOL_EXACT)

@@ -16,10 +16,7 @@ from numerics.schedules import cosine, linear
 from numerics.languages.generators import random_hmm
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
-
-RTOL_EXACT = 1e-12  # two exact float64 computations of the same sums in different orders
-ATOL_ZERO = 1e-15  # entries that are exactly 0 in one method and round-off in the other
-ATOL_METRIC = 1e-13  # KL/TER/SER are differences of sums of size <= L log V (~10 here): an exact 0 reached by round-off
+from tests.tolerances import ATOL_METRIC, ATOL_ZERO, RTOL_EXACT
 
 
 def _assert_same_law(a, b):
@@ -41,7 +38,7 @@ def test_dp_equals_enumeration(lang, schedule, length):
     for name in ("kl", "ser", "ter", "gen_ppl"):
         a, b = getattr(m_dp, name).value, getattr(m_en, name).value
         assert a == pytest.approx(b, rel=RTOL_EXACT, abs=ATOL_METRIC), name
-    # SER certificate (MATH.md section 7) on every exact case
+    # SER certificate (docs/methods/exact.md) on every exact case
     assert m_dp.ser.value <= m_dp.ser_kl_certificate.value + ATOL_ZERO
     assert m_dp.kl.method == "dp"
 

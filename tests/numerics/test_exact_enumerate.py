@@ -16,10 +16,7 @@ from numerics.exact.output_law import law_metrics
 from numerics.schedules import from_u, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
-
-RTOL_EXACT = 1e-12  # float64 sums of at most a few thousand products vs a hand value / another exact method
-ATOL_ZERO = 1e-15  # an exact zero (or a KL of 0) reached through float64 round-off
-ATOL_METRIC = 1e-13  # a KL of 0 reached as a difference of sums of size <= L log V (~10 here)
+from tests.tolerances import ATOL_METRIC, ATOL_ZERO, RTOL_EXACT
 
 
 def _bits_equal() -> np.ndarray:
@@ -148,7 +145,7 @@ def test_invariants(lang, schedule):
     assert m.kl.value >= -ATOL_METRIC
     # Lemma B.2: KL of the mixture <= mean KL of the instances
     assert m.kl.value <= m.kl_jensen_bound.value + ATOL_METRIC
-    # SER certificate (MATH.md section 7): SER <= 1 - exp(-KL)
+    # SER certificate (docs/methods/exact.md): SER <= 1 - exp(-KL)
     assert m.ser.value <= m.ser_kl_certificate.value + 1e-12
     assert math.isfinite(m.kl.value)  # the oracle sampler never gives a supported x probability 0
 

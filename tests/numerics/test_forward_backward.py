@@ -26,11 +26,8 @@ from tests.oracles import (
 )
 from tests.strategies import observations, small_hmms, small_ngrams
 from validation.reference import hmmlearn_forward_backward
+from tests.tolerances import ATOL_LOG, ATOL_PROB, RTOL_EXACT, RTOL_TWIN
 
-RTOL_EXACT = 1e-12  # float64 recursions vs enumeration of all paths / completions
-ATOL_PROB = 1e-15  # absolute round-off of a probability in [0, 1] (terms of size ~1 summed)
-ATOL_LOG = 1e-14  # absolute round-off of log q near 0 (a sum of probabilities ~1 over a few steps)
-RTOL_TWIN = 1e-12  # two float64 implementations of the same scaled recursion, different orders
 ATOL_LOGLIK = 1e-10  # agreement with hmmlearn on log q of sequences of length ~50 (|log q| ~ 100)
 RTOL_LOGSPACE = 1e-9  # log-space twin at L = 4096: its log values carry ~L * eps * |log q| error
 

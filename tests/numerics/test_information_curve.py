@@ -13,8 +13,8 @@ from numerics.exact.information_curve import information_curve_table, jensen_bou
 from numerics.exact.joint_table import joint_table, subset_entropies
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
+from tests.tolerances import RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # exact methods on tiny cases
 ATOL_ZERO = 1e-14  # quantities that are exactly 0 reached through round-off of O(1) entropies
 
 
@@ -56,7 +56,7 @@ def test_jensen_bound_from_curve_equals_enumeration(lang, schedule, length):
 
 @given(lang=small_hmms(max_states=3, max_vocab=2), schedule=schedules(max_steps=4))
 def test_reduced_sum_equals_the_literal_multinomial_sum(lang, schedule):
-    """sum_i sum_{s,b} Mult(s, b) sum_{m<b} (Z_{s+m+1} - Z_{s+1}), the formula as MATH.md states it."""
+    """sum_i sum_{s,b} Mult(s, b) sum_{m<b} (Z_{s+m+1} - Z_{s+1}), the formula as docs/methods/exact.md states it."""
     L = 5
     curve = information_curve_table(lang, L)
     z = np.concatenate([curve.z, [np.nan]])  # z[k] = Z_{k+1}; Z_{L+1} never used with b >= 1

@@ -7,14 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import chisquare
 
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.interval import DENSE_MAX_STATES, IntervalLanguage, whole_intervals
-
-RTOL_EXACT = 1e-12  # float64 forward pass vs enumeration (all probabilities here are powers of 2)
-CHI2_ALPHA = 1e-4  # false-failure rate of each chi-squared goodness-of-fit test below
-MIN_EXPECTED = 5.0  # below this expected count per cell the chi-squared test is underpowered
+from tests.gof import assert_gof
+from tests.tolerances import RTOL_EXACT
 
 
 def _dense_loglik(hmm, tokens: np.ndarray) -> np.ndarray:
@@ -153,14 +150,11 @@ def test_truncation_is_the_marginal_of_the_longer_language():
 
 
 def _chi2_check(samples: np.ndarray, support: np.ndarray, prob: float) -> None:
+    """The samples are uniform on ``support`` (each sequence of probability ``prob``), and never outside it."""
     index = {tuple(r): i for i, r in enumerate(support)}
     cells = [index.get(tuple(r), -1) for r in samples]
     assert min(cells) >= 0, "a sample lies outside the support"
-    expected = np.full(len(support), len(samples) * prob)
-    if expected.min() < MIN_EXPECTED:
-        raise RuntimeError(f"underpowered: expected count {expected.min()} < {MIN_EXPECTED}")
-    observed = np.bincount(cells, minlength=len(support))
-    assert chisquare(observed, expected).pvalue > CHI2_ALPHA
+    assert_gof(np.bincount(cells, minlength=len(support)), np.full(len(support), prob), "interval samples")
 
 
 @pytest.mark.parametrize("sampler", ["direct", "paper", "minimal", "dense-minimal"])

@@ -26,8 +26,8 @@ from numerics.exact.interval import (
 from numerics.exact.output_law import law_metrics
 from numerics.schedules import cosine, from_u, linear
 from tests.strategies import schedules
+from tests.tolerances import RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # float64 recursion vs enumeration / exact rationals
 RTOL_METHODS = 1e-11  # the two recursions for n > SMALL_N sum O(N n) scipy binomial terms each
 
 

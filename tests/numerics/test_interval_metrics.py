@@ -15,9 +15,8 @@ from numerics.exact.interval_metrics import interval_jensen_bound, interval_metr
 from numerics.languages.interval import IntervalLanguage
 from numerics.schedules import cosine, linear
 from tests.strategies import schedules
+from tests.tolerances import ATOL_ZERO, RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # float64 closed form vs brute-force enumeration / DP
-ATOL_ZERO = 1e-15  # enumeration's KL of a law equal to q is a sum of float64 round-offs, not exactly 0
 
 FIELDS = ("kl", "log_ter_gap", "ter", "ter_data", "ser", "ser_kl_certificate", "gen_ppl", "gen_ppl_data",
           "kl_jensen_bound")

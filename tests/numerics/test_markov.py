@@ -23,8 +23,8 @@ from numerics.exact.joint_table import joint_table, subset_entropies
 from numerics.schedules import cosine, from_u, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_ngrams, stochastic_rows
+from tests.tolerances import RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # exact methods on tiny cases, float64 vs float64
 ATOL_ZERO = 1e-14  # a bound that is exactly 0 (e.g. an i.i.d. chain) reached through round-off of O(1) entropies
 RTOL_LARGE = 1e-10  # L = 512: the information-curve sum cancels terms O(1/pi_i) larger than the result
 

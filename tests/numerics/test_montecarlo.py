@@ -1,8 +1,8 @@
 """Monte Carlo metrics against exact values (part B's enumeration and the Markov chain rule).
 
-Each comparison accepts ``|estimate - exact| <= Z_ACCEPT * stderr``; with ``Z_ACCEPT = 4.5`` a
-random seed would fail a correct estimator with probability about 7e-6 per comparison (normal
-approximation, which the sample sizes here make accurate); the seeds are fixed.
+Each comparison accepts ``|estimate - exact| <= Z_BOUND * stderr`` (:func:`tests.gof.within_z`: a
+normal-approximation test at the suite's per-assertion level, which the sample sizes here make
+accurate); the seeds are fixed.
 """
 
 from __future__ import annotations
@@ -29,10 +29,7 @@ from numerics.sampling.montecarlo import (
 from numerics.sampling.samplers import sample_oracle
 from numerics.schedules import from_u, linear
 from numerics.languages.generators import random_rows
-
-Z_ACCEPT = 4.5
-
-
+from tests.gof import within_z
 
 def _cases():
     rng = np.random.default_rng(21)
@@ -52,7 +49,7 @@ SCHEDULES = {"linear3": linear(3), "uneven": from_u([0.0, 0.5, 0.6, 1.0], "uneve
 
 
 def within(est: Estimate, exact: float) -> bool:
-    return abs(est.value - exact) <= Z_ACCEPT * est.stderr
+    return within_z(est.value, exact, est.stderr)
 
 
 @pytest.mark.parametrize("name", ["2gram-pruned", "3gram-pruned", "hmm-pruned"])
@@ -64,7 +61,7 @@ def test_ser_mc_within_interval_of_exact(name, sched):
     assert est.samples == 20_000 and isinstance(est, IntervalEstimate)
     assert exact.ser.value > 0.01  # the case is not trivial
     assert within(est, exact.ser.value), (est, exact.ser)
-    # SER certificate (MATH.md section 7) on the exact numbers: SER <= 1 - exp(-KL(q || p))
+    # SER certificate (docs/methods/exact.md) on the exact numbers: SER <= 1 - exp(-KL(q || p))
     assert exact.ser.value <= 1.0 - math.exp(-exact.kl.value) + 1e-15
     # and the two KLs are kept apart and ordered (Lemma B.2)
     assert exact.kl.value <= exact.kl_jensen_bound.value + 1e-12
@@ -140,7 +137,7 @@ def test_nfe_comparison():
     res = sample_oracle(CASES["3gram"], schedule, 4000, 6, np.random.default_rng(7), batch_size=2)
     cmp = nfe_comparison(res, schedule)
     assert cmp.batch_size == 2 and cmp.expected == schedule.expected_nfe(6, batch=2)
-    assert abs(cmp.realized.value - cmp.expected) <= Z_ACCEPT * cmp.realized.stderr
+    assert within_z(cmp.realized.value, cmp.expected, cmp.realized.stderr)
     res = sample_oracle(CASES["3gram"], schedule, 5, 6, np.random.default_rng(7), batch_size=2)
     with pytest.raises(ValueError, match="different sizes"):
         nfe_comparison(res, schedule)

@@ -29,13 +29,12 @@ from numerics.languages.presets import (
 )
 from tests.strategies import small_hmms
 from validation.cli import main
-
-RTOL_EXACT = 1e-12  # float64 re-derivation of the same arithmetic
-Z_MC = 4.5  # binomial estimate within Z_MC standard errors: false-failure rate about 7e-6
+from tests.gof import within_z
+from tests.tolerances import RTOL_EXACT
 
 
 def _expected_rows(g, temperature, threshold):
-    """Independent re-derivation of MATH.md section 2, one row at a time."""
+    """Independent re-derivation of docs/methods/languages.md, one row at a time."""
     g = np.atleast_2d(g)
     out = np.empty_like(g)
     for r, row in enumerate(g):
@@ -137,7 +136,7 @@ def test_one_step_ser_against_exact_value():
     assert 0.1 < exact < 0.9
     est, (lo, hi) = one_step_ser(ng, L, K, np.random.default_rng(4), confidence=0.99999)
     assert est.samples == K and est.method == "mc"
-    assert abs(est.value - exact) <= Z_MC * math.sqrt(exact * (1 - exact) / K)
+    assert within_z(est.value, exact, math.sqrt(exact * (1 - exact) / K))
     assert lo <= exact <= hi
 
 
@@ -156,7 +155,7 @@ def test_summaries_of_the_presets():
 
 
 def test_hmm_pruned_paper_has_complete_support():
-    # A finding, not a wish: with MATH.md's generator and the paper's threshold 0.003 the pruned
+    # A finding, not a wish: with the documented generator (docs/methods/languages.md) and the paper's threshold 0.003 the pruned
     # 32-state HMM still reaches every token from every reachable set of hidden states (subset
     # construction), so every sequence is valid and the SER of every sampler is exactly 0.
     # Pinned here so that a change is noticed; the SER preset hmm-pruned uses HMM_SER_THRESHOLD.

@@ -7,17 +7,14 @@
 * The AR limit (one position per step): SER 0 and exactly the data law.
 * Realized network calls against the ``ddpm_cache`` formula and against a counting denoiser.
 
-Chi-squared tests use ``ALPHA`` per test with a fixed seed: a random seed would fail a correct
-sampler with probability ``ALPHA`` per test (8 such tests here: a budget of 8e-4 for the file);
-bins with expected count below ``MIN_EXPECTED`` are merged, and a test with fewer than 2 bins
-raises instead of passing (underpowered).
+Statistical tests go through :mod:`tests.gof` (one chi-squared test, one suite-wide false-failure
+budget, "underpowered" raised instead of a pass); the seeds are fixed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.exact.enumerate import enumerate_output_law
@@ -33,41 +30,8 @@ from numerics.sampling.samplers import (
 from numerics.schedules import from_u, linear
 from numerics.sampling.oracle import reveal_score
 from numerics.languages.generators import random_rows
-
-ALPHA = 1e-4  # false-failure probability of one chi-squared test under a random seed
-MIN_EXPECTED = 5.0  # merge bins below this expected count (chi-squared approximation)
-RTOL_EXACT = 1e-12  # float64 chain rule vs forward pass
-
-
-def chi2_pvalue(counts: np.ndarray, probs: np.ndarray) -> float:
-    """Goodness-of-fit p-value of ``counts`` against ``probs`` (small bins merged into one)."""
-    n = counts.sum()
-    expected = probs * n
-    small = expected < MIN_EXPECTED
-    obs = np.append(counts[~small], counts[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
-        assert counts[small].sum() == 0, "samples fell on sequences of probability 0"
-    if obs.size < 2:
-        raise RuntimeError("underpowered chi-squared test: fewer than 2 bins")
-    return float(stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
-
-
-def law_bins(tokens: np.ndarray, q: np.ndarray, p: np.ndarray, undefined: float) -> tuple[np.ndarray, np.ndarray]:
-    """Counts and exact probabilities over the sequences of ``supp q`` plus one bin for everything else.
-
-    The sampler and the enumeration handle branches that left the support differently (uniform
-    continuation vs. stopped, see numerics.sampling.samplers / numerics.exact.output_law); no metric sees the
-    difference, so the law is compared on ``supp q`` and on its complement as one bin.
-    """
-    V, L = q.shape[0], q.ndim
-    idx = np.ravel_multi_index(tokens.T, (V,) * L)
-    counts = np.bincount(idx, minlength=V**L).astype(float)
-    on = q.ravel() > 0
-    probs = np.append(p.ravel()[on], p.ravel()[~on].sum() + undefined)
-    return np.append(counts[on], counts[~on].sum()), probs
-
+from tests.gof import assert_gof, law_bins, within_z
+from tests.tolerances import RTOL_EXACT
 
 
 def _languages():
@@ -93,7 +57,7 @@ def test_one_step_sampler_hand_law():
     res = sample_oracle(chain, linear(1), 40_000, 2, np.random.default_rng(0))
     idx = res.tokens[:, 0] * 2 + res.tokens[:, 1]
     counts = np.bincount(idx, minlength=4)
-    assert chi2_pvalue(counts, np.array([1, 3, 1, 3]) / 8) > ALPHA
+    assert_gof(counts, np.array([1, 3, 1, 3]) / 8)
     exact = enumerate_output_law(chain, 2, linear(1)).law
     np.testing.assert_allclose(exact.p.ravel(), np.array([1, 3, 1, 3]) / 8, rtol=1e-12)
     assert exact.undefined_mass == 0.0
@@ -106,7 +70,7 @@ def test_fast_sampler_law_matches_enumeration(name, L, N):
     exact = enumerate_output_law(lang, L, schedule).law
     res = sample_oracle(lang, schedule, 30_000, L, np.random.default_rng(1))
     counts, probs = law_bins(res.tokens, exact.q, exact.p, exact.undefined_mass)
-    assert chi2_pvalue(counts, probs) > ALPHA
+    assert_gof(counts, probs)
 
 
 def test_generic_sampler_law_matches_enumeration():
@@ -117,7 +81,7 @@ def test_generic_sampler_law_matches_enumeration():
     res = sample_factorized(den, schedule, 3000, L, np.random.default_rng(2), path="generic")
     assert res.path == "generic"
     counts, probs = law_bins(res.tokens, exact.q, exact.p, exact.undefined_mass)
-    assert chi2_pvalue(counts, probs) > ALPHA
+    assert_gof(counts, probs)
 
 
 @pytest.mark.parametrize("name", sorted(LANGS))
@@ -135,7 +99,7 @@ def test_fast_path_equals_generic_path_sample_by_sample(name, N):
     a = sample_factorized(den, linear(N), n, L, np.random.default_rng(3), path="generic", batch_size=50)
     b = sample_factorized(den, linear(N), n, L, np.random.default_rng(3), batch_size=50)
     assert b.path.startswith("oracle")
-    np.testing.assert_array_equal(a.steps, b.steps)
+    np.testing.assert_array_equal(a.reveal_steps, b.reveal_steps)
     np.testing.assert_array_equal(a.tokens, b.tokens)
     np.testing.assert_array_equal(a.nfe, b.nfe)
 
@@ -174,10 +138,10 @@ def test_one_at_a_time_has_ser_zero_and_the_data_law(name):
     q = joint_table(lang, L)
     res = sample_one_at_a_time(OracleDenoiser(lang), 20_000, L, np.random.default_rng(6))
     assert res.path == "one-at-a-time-oracle"
-    assert np.all(np.sort(res.steps, axis=1) == np.arange(1, L + 1))  # one position per step
+    assert np.all(np.sort(res.reveal_steps, axis=1) == np.arange(1, L + 1))  # one position per step
     counts = np.bincount(np.ravel_multi_index(res.tokens.T, q.shape), minlength=q.size)
     assert counts[q.ravel() == 0].sum() == 0  # SER exactly 0
-    assert chi2_pvalue(counts[q.ravel() > 0].astype(float), q.ravel()[q.ravel() > 0]) > ALPHA
+    assert_gof(counts[q.ravel() > 0].astype(float), q.ravel()[q.ravel() > 0])
 
 
 def test_one_at_a_time_generic_equals_fast():
@@ -204,7 +168,7 @@ class CountingDenoiser:
 def test_realized_nfe_matches_formula_and_call_count():
     """Mean realized ddpm_cache NFE per batch vs 1 + sum_{i<N} (1 - (1 - pi_i)^(B L)).
 
-    4000 batches; |mean - E| <= 4.5 standard errors (false failure ~7e-6 under a random seed).
+    4000 batches; |mean - E| within the suite's normal-approximation bound (:func:`tests.gof.within_z`).
     """
     den = CountingDenoiser([0.5, 0.5])
     schedule = from_u([0.0, 0.05, 0.1, 0.3, 0.35, 0.9, 1.0], "uneven")
@@ -213,7 +177,7 @@ def test_realized_nfe_matches_formula_and_call_count():
     assert den.calls == res.nfe.sum()
     expected = schedule.expected_nfe(L, batch=B)
     se = res.nfe.std(ddof=1) / np.sqrt(res.nfe.size)
-    assert abs(res.nfe.mean() - expected) <= 4.5 * se
+    assert within_z(res.nfe.mean(), expected, se)
     den.calls = 0
     res = sample_factorized(den, schedule, 10, L, np.random.default_rng(9), batch_size=5, cache=False, path="generic")
     assert den.calls == 12 and np.all(res.nfe == 6)
@@ -222,7 +186,7 @@ def test_realized_nfe_matches_formula_and_call_count():
 def test_oracle_nfe_is_the_ddpm_cache_count_of_its_steps():
     res = sample_oracle(LANGS["2gram"], linear(50), 300, 4, np.random.default_rng(10), batch_size=3)
     for b in range(res.nfe.size):
-        s = res.steps[3 * b: 3 * b + 3]
+        s = res.reveal_steps[3 * b: 3 * b + 3]
         assert res.nfe[b] == 1 + len({int(i) for i in s.ravel() if i < 50})
 
 
@@ -237,9 +201,9 @@ def test_float32_gumbel_draw_has_the_right_law_at_few_steps():
     res = sample_factorized(den, schedule, 20_000, 2, np.random.default_rng(11), draw="float32", batch_size=1000)
     assert res.draw == "float32"
     tok = np.bincount(res.tokens.ravel(), minlength=3)
-    assert chi2_pvalue(tok.astype(float), np.array([0.2, 0.3, 0.5])) > ALPHA
-    st = np.bincount(res.steps.ravel() - 1, minlength=3)
-    assert chi2_pvalue(st.astype(float), schedule.pi) > ALPHA
+    assert_gof(tok.astype(float), np.array([0.2, 0.3, 0.5]))
+    st = np.bincount(res.reveal_steps.ravel() - 1, minlength=3)
+    assert_gof(st.astype(float), schedule.pi)
 
 
 def test_draw_inverse_cdf_edges():
@@ -279,10 +243,10 @@ def test_steps_follow_pi_per_position():
     schedule = from_u([0.0, 0.1, 0.15, 0.6, 1.0], "s")
     res = sample_oracle(LANGS["2gram"], schedule, 5000, 4, np.random.default_rng(12))
     for j in range(4):
-        counts = np.bincount(res.steps[:, j] - 1, minlength=4).astype(float)
-        assert chi2_pvalue(counts, schedule.pi) > ALPHA
-    pairs = np.bincount((res.steps[:, 0] - 1) * 4 + res.steps[:, 1] - 1, minlength=16).astype(float)
-    assert chi2_pvalue(pairs, np.outer(schedule.pi, schedule.pi).ravel()) > ALPHA  # independent positions
+        counts = np.bincount(res.reveal_steps[:, j] - 1, minlength=4).astype(float)
+        assert_gof(counts, schedule.pi)
+    pairs = np.bincount((res.reveal_steps[:, 0] - 1) * 4 + res.reveal_steps[:, 1] - 1, minlength=16).astype(float)
+    assert_gof(pairs, np.outer(schedule.pi, schedule.pi).ravel())  # independent positions
 
 
 @pytest.mark.parametrize("name", ["3gram", "4gram", "hmm"])

@@ -30,8 +30,8 @@ from numerics.schedules import cosine, from_u, linear
 from tests._exact_helpers import assume_representable
 from numerics.languages.generators import random_hmm
 from tests.strategies import small_hmms, small_ngrams
+from tests.tolerances import RTOL_EXACT
 
-RTOL_EXACT = 1e-12  # exact methods on tiny cases (float64 round-off of O(1) entropies)
 ATOL_ZERO = 1e-14  # quantities that are exactly 0 reached through round-off of O(1) entropies
 RTOL_GRAD = 1e-6  # central finite differences with step 1e-6 on an O(1) smooth objective
 

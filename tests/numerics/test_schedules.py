@@ -6,13 +6,11 @@ from itertools import product
 import numpy as np
 import pytest
 from hypothesis import given
-from scipy import stats
 
 from numerics.schedules import Schedule, cosine, from_u, linear, loglinear, make_schedule, polynomial
+from tests.gof import assert_gof
 from tests.strategies import schedules
-
-RTOL_EXACT = 1e-12  # float64 evaluation of a closed form
-P_FAIL = 1e-6  # false-failure budget of each chi-squared test
+from tests.tolerances import RTOL_EXACT
 
 
 def test_linear_and_loglinear_are_uniform():
@@ -98,9 +96,7 @@ def test_sample_steps_follow_pi():
     draws = s.sample_steps(np.random.default_rng(1), 200_000)
     counts = np.bincount(draws, minlength=s.n_steps + 1)[1:]
     assert counts[1] == 0  # an empty step is never drawn
-    keep = s.pi > 0
-    _, p = stats.chisquare(counts[keep], s.pi[keep] * draws.size)
-    assert p > P_FAIL
+    assert_gof(counts, s.pi, "reveal steps")
     with pytest.raises(TypeError, match="Generator"):
         s.sample_steps(np.random.RandomState(0), 3)
 

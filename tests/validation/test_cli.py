@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import pkgutil
 
@@ -16,6 +15,7 @@ from numerics.estimate import ESTIMATE_FIELDS, is_estimate_record
 from validation.cli import BENCH_COMMANDS, COMMANDS, bench, main
 from validation.commands import exact, report, steps_needed
 from validation.commands.languages import languages_cmd
+from tests.strict_json import strict_json
 
 
 def _defined_commands() -> set[click.Command]:
@@ -49,13 +49,6 @@ def test_n_steps_is_spelled_out_and_the_old_name_is_a_hidden_alias():
     b = runner.invoke(main, ["exact", "--language", "2gram", "-L", "3", "--steps", "2", "--json"])
     assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
     assert '"steps": 2' in a.output and '"steps": 2' in b.output
-
-
-def strict_json(text: str):
-    """Parse RFC 8259 JSON: NaN / Infinity tokens are an error (Python's json accepts them by default)."""
-    def refuse(token):
-        raise ValueError(f"non-standard JSON token {token}")
-    return json.loads(text, parse_constant=refuse)
 
 
 #: Subcommands this layer owns that compute something (theory/neural/bench_fb commands are owned elsewhere).

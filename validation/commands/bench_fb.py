@@ -69,7 +69,7 @@ def run_benchmark(
     from tqdm import tqdm
 
     from numerics.inference import _dense
-    from numerics.inference.posterior import Observations
+    from numerics.inference.posterior import check_observations
     from numerics.languages.generators import random_hmm, random_ngram
     from validation.reference import hmmlearn_forward_backward
     from numerics.inference.forward_backward import masked_forward_backward
@@ -136,7 +136,7 @@ def run_benchmark(
             result["max_abs_diff_loglik"] = float(np.max(np.abs(post.loglik[:n_ref] - ref.loglik)))
             result["max_abs_diff_marginals"] = float(np.max(np.abs(post.marginals[:n_ref] - ref.marginals)))
         elif step == "dense":
-            dtimes, dpost = _time(lambda: _dense.forward_backward_dense(dense, Observations(tokens, mask)), max(1, min(repeats, 3)))
+            dtimes, dpost = _time(lambda: _dense.forward_backward_dense(dense, check_observations(dense, tokens, mask)), max(1, min(repeats, 3)))
             result["dense_seconds_best"] = min(dtimes)
             result["dense_seq_per_s"] = batch / min(dtimes)
             result["sparse_vs_dense_speedup"] = min(dtimes) / result["ours_seconds_best"]

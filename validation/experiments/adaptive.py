@@ -32,6 +32,7 @@ import numerics.exact.adaptive as ex
 import numerics.exact.dp as dp
 import numerics.sampling.adaptive as ad
 import numerics.sampling.montecarlo as mcm
+from numerics.inference import log_q
 import theory.related as related
 from numerics.languages.interval import IntervalLanguage
 
@@ -167,7 +168,7 @@ def _mc_point(cfg: Config, lang: str, L: int, family: str, param: float, samples
     interval = hasattr(language, "pairs")
     oracle = ad.IntervalOracle(language) if interval else OracleDenoiser(language, strict=False)
     run = sampler.sample(oracle, samples, L, np.random.default_rng(seed))
-    loglik = language.log_prob(run.tokens) if interval else mcm.log_q(language, run.tokens)
+    loglik = log_q(language, run.tokens)
     ser = eng.estimate_json(mcm.ser_from_loglik(loglik))
     calls = ad.nfe_mc(run)
     kl = ad.kl_chain_rule_mc(sampler, language, L, samples, np.random.default_rng(seed + [1]))

@@ -1,7 +1,7 @@
 """Experiment 5 -- cost: expected vs measured network calls (NFE) under caching; MDM vs AR timing.
 
 With the ``ddpm_cache`` sampler a network call happens at step 1 and after every step ``i < N``
-that revealed something (docs/derivations.md), so for one sequence of length ``L``
+that revealed something (``docs/methods/sampling.md``), so for one sequence of length ``L``
 ``E[NFE] = 1 + sum_{i<N} (1 - (1 - pi_i)^L)`` (:meth:`numerics.schedules.Schedule.expected_nfe`).
 
 Two independent measurements are set against the formula:

@@ -89,7 +89,7 @@ class RevealVectors(NamedTuple):
 
 
 @nb.njit(cache=True)
-def reveal_sequence(lang, powers, sample, skip_single, steps, order_idx, x, U, msgs, scratch, vectors):
+def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, x, U, msgs, scratch, vectors):
     """Run the reveal steps of one sequence; returns its :class:`SequenceScore`.
 
     ``order_idx`` lists the positions by (step, position); ``x`` is written when ``sample`` (the
@@ -98,7 +98,7 @@ def reveal_sequence(lang, powers, sample, skip_single, steps, order_idx, x, U, m
     exactly 0) and ``log_p``, ``log_q`` are NaN. ``msgs`` and ``scratch`` as in
     :mod:`~numerics.sampling.oracle.messages`; ``vectors`` are the loop's own :class:`RevealVectors`.
     """
-    L = steps.shape[0]
+    L = reveal_steps.shape[0]
     V = vectors.marginal.shape[0]
     va, vn, m = vectors.alpha_old, vectors.alpha_new, vectors.marginal
     aval, bval = msgs.alpha_valid, msgs.beta_valid
@@ -110,9 +110,9 @@ def reveal_sequence(lang, powers, sample, skip_single, steps, order_idx, x, U, m
     jensen = 0.0
     ptr = 0
     while ptr < L:
-        i = steps[order_idx[ptr]]
+        i = reveal_steps[order_idx[ptr]]
         end = ptr
-        while end < L and steps[order_idx[end]] == i:
+        while end < L and reveal_steps[order_idx[end]] == i:
             end += 1
         if skip_single and end - ptr == 1:  # contributes exactly 0 to the Jensen term: only invalidate
             j = order_idx[ptr]
@@ -128,7 +128,7 @@ def reveal_sequence(lang, powers, sample, skip_single, steps, order_idx, x, U, m
                 log_p_tau += np.log(1.0 / V)
             ptr = end
             continue
-        old = Evidence(steps, x, i, -1)
+        old = Evidence(reveal_steps, x, i, -1)
         # backward messages (old evidence) at every new position, right to left
         for r in range(end - 1, ptr - 1, -1):
             beta_query(lang, powers, old, msgs, scratch, order_idx[r])
@@ -144,7 +144,7 @@ def reveal_sequence(lang, powers, sample, skip_single, steps, order_idx, x, U, m
             else:
                 advance(lang, powers, old, msgs, scratch, va, prev, j, False)
                 if not step_dead:
-                    advance(lang, powers, Evidence(steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
+                    advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
             prev = j
             tot_old = token_marginal(lang, va, msgs.beta[j], m)  # q(x_j = . | x_{tau_<i}), unnormalized
             if sample:
@@ -179,9 +179,9 @@ def reveal_sequence(lang, powers, sample, skip_single, steps, order_idx, x, U, m
 
 
 @nb.njit(cache=True, nogil=True)
-def _reveal_chunk(lang, powers, sample, skip_single, steps, x, U, scores, vocab_size, lo, hi):
+def _reveal_chunk(lang, powers, sample, skip_single, reveal_steps, x, U, scores, vocab_size, lo, hi):
     """Sequences ``lo..hi-1`` of the batch into ``scores``; releases the GIL so threads run chunks in parallel."""
-    L = steps.shape[1]
+    L = reveal_steps.shape[1]
     S = lang.initial.shape[0]
     msgs = new_messages(L, S)
     scratch = new_scratch(S)
@@ -190,17 +190,17 @@ def _reveal_chunk(lang, powers, sample, skip_single, steps, x, U, scores, vocab_
         uniform[v] = 1.0 / vocab_size
     vectors = RevealVectors(np.empty(S), np.empty(S), np.empty(vocab_size), uniform)
     for b in range(lo, hi):
-        order_idx = np.argsort(steps[b] * L + np.arange(L))
-        out = reveal_sequence(lang, powers, sample, skip_single, steps[b], order_idx, x[b], U[b], msgs, scratch, vectors)
+        order_idx = np.argsort(reveal_steps[b] * L + np.arange(L))
+        out = reveal_sequence(lang, powers, sample, skip_single, reveal_steps[b], order_idx, x[b], U[b], msgs, scratch, vectors)
         scores.log_p[b] = out.log_p
         scores.log_q[b] = out.log_q
         scores.jensen[b] = out.jensen
 
 
-def _run(language: Language, sample: bool, skip_single: bool, steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> RevealScores:
-    B = steps.shape[0]
+def _run(language: Language, sample: bool, skip_single: bool, reveal_steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> RevealScores:
+    B = reveal_steps.shape[0]
     scores = RevealScores(np.empty(B), np.empty(B), np.empty(B))
-    args = (kernel_arrays(language), language_powers(language, steps.shape[1]), sample, skip_single, steps, x, U, scores,
+    args = (kernel_arrays(language), language_powers(language, reveal_steps.shape[1]), sample, skip_single, reveal_steps, x, U, scores,
             language.vocab_size)
     run_chunks(_reveal_chunk, B, args)
     return scores

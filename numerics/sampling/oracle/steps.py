@@ -53,17 +53,17 @@ class Evidence(NamedTuple):
 
     Attributes
     ----------
-    steps : (L,) int64
+    reveal_steps : (L,) int64
         Reveal step of every position.
     tokens : (L,) int64
         Token of every position (read only where observed).
     threshold : int
-        Position ``p`` is observed iff ``steps[p] < threshold`` (revealed before step ``threshold``) ...
+        Position ``p`` is observed iff ``reveal_steps[p] < threshold`` (revealed before step ``threshold``) ...
     hidden : int
         ... and ``p != hidden`` (``-1``: none hidden).
     """
 
-    steps: np.ndarray
+    reveal_steps: np.ndarray
     tokens: np.ndarray
     threshold: int
     hidden: int
@@ -74,7 +74,7 @@ def observed(ev, p):
     """True when position ``p`` is observed under ``ev`` (``p < 0`` never is)."""
     if p < 0 or p == ev.hidden:  # (no short-circuit `and` around the array read: numba would
         return False  # refcount the array on every call, which costs more than the test itself)
-    return ev.steps[p] < ev.threshold
+    return ev.reveal_steps[p] < ev.threshold
 
 
 @nb.njit(cache=True)
