@@ -67,6 +67,7 @@ class TorchDenoiser:
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.vocab_size = model.cfg.vocab_size
         self.max_batch = max_batch
+        self.threads = torch.get_num_threads()  # numba's OpenMP kernels (the oracle, log q) may reset it
         self.calls = 0
         self.sequences = 0
 
@@ -82,6 +83,8 @@ class TorchDenoiser:
         if np.any(observed & ((tokens < 0) | (tokens >= V))):
             raise ValueError(f"observed tokens must lie in 0..{V - 1}")
         ids = np.where(mask, V, tokens).astype(np.int64)
+        if torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
         out = np.empty(tokens.shape + (V,), dtype=np.float64)
         step = self.max_batch or max(1, tokens.shape[0])
         for s in range(0, tokens.shape[0], step):

@@ -77,7 +77,7 @@ def test_presets_match_the_recipe_and_round_trip():
     assert paper.train.warmup_frac == 0.1 and paper.train.ema_decay == 0.9999 and paper.train.grad_clip == 1.0
     assert make_config("paper", language="4gram", kind="ar", vocab_size=8).model.n_layers == 10
     small = make_config("cpu-small", language="2gram", kind="mdm", vocab_size=8, seed=3)
-    assert (small.model.length, small.model.width, small.model.n_layers) == (32, 64, 3)
+    assert (small.model.length, small.model.width, small.model.n_layers) == (32, 64, 4)
     assert small.train.seed == 3
     for cfg in (paper, small):
         assert run_config_from_dict(cfg.to_dict()) == cfg

@@ -79,9 +79,9 @@ class Config:
     ar_checkpoint: str | None = None
     timing_preset: str = "cpu-small"
     timing_lengths: tuple[int, ...] = (32, 128)
-    timing_steps: tuple[int, ...] = (16, 64, 256)
+    timing_steps: tuple[int, ...] = (8, 32, 128)
     timing_batch: int = 16
-    timing_repeats: int = 5
+    timing_repeats: int = 3
     timing_threads: int = 2
     seed: int = 0
 

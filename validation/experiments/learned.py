@@ -67,7 +67,7 @@ class Config:
     train: str = ""
     languages: tuple[str, ...] = ()
     preset: str = PRESET
-    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
     samples: int = 256
     eps_sequences: int = 128
     jensen_samples: int = 256
