@@ -14,7 +14,14 @@ import torch
 
 from neural.config import make_config
 from neural.data import load_or_make_dataset, make_dataset
-from neural.train import CHECKPOINT_NAME, TIMING_FIELDS, CheckpointError, load_checkpoint, lr_at, train
+from neural.train import (
+    CHECKPOINT_NAME,
+    TIMING_FIELDS,
+    CheckpointError,
+    load_checkpoint,
+    lr_at,
+    train,
+)
 from numerics.languages.hmm import NGram
 
 torch.set_num_threads(1)
