@@ -46,9 +46,11 @@ SER_LANGUAGES = ("2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned", "
 
 PRESET = "cpu-small"
 #: Optimizer steps per (language family, kind): the budget that reaches the targets on the CPU.
+#: The interval MDM is sensitive to the warm-up length (10% of the steps): with 800 steps it stalls at
+#: 2.66 x the exact perplexity, with 1600 it reaches 1.0075 and with 2400 1.0005 (seed 0, lr 3e-3).
 TRAIN_STEPS: dict[tuple[str, str], int] = {
     ("2gram", "mdm"): 800, ("3gram", "mdm"): 3000, ("4gram", "mdm"): 3000, ("hmm", "mdm"): 3000,
-    ("interval", "mdm"): 800,
+    ("interval", "mdm"): 1600,
     ("2gram", "ar"): 300, ("3gram", "ar"): 800, ("4gram", "ar"): 1500, ("hmm", "ar"): 800, ("interval", "ar"): 500,
 }
 #: Peak learning rate per kind (measured on the 4-gram AR: 1.038 x the exact perplexity after 600
