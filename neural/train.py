@@ -58,11 +58,17 @@ __all__ = [
     "pick_device",
     "validate",
     "CHECKPOINT_NAME",
+    "TIMING_FIELDS",
 ]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 _FORMAT = "mdm-theory-checkpoint/2"  # 2: train_steps (was steps), LR segments, two model classes
 _VAL_SEED = 2_718_281  # validation noise is fixed so that evaluations at different steps compare
+
+#: The fields of a validation-history row that measure the process that logged it (wall-clock and
+#: CPU time, counted from the start of that call to :func:`train`): two runs of one config differ
+#: in these and in nothing else, whether or not one of them was interrupted and resumed.
+TIMING_FIELDS = frozenset({"seconds", "tokens_per_second", "cpu_seconds"})
 
 
 class CheckpointError(ValueError):
@@ -402,7 +408,12 @@ def _ema_update(state: _State, decay_max: float) -> None:
 
 # ------------------------------------------------------------------------------ reporting
 def _evaluate(state: _State, ds: Dataset, cfg: RunConfig, procs: _Processes, final: bool, started: float) -> dict:
-    """One row of the validation history (EMA weights when kept)."""
+    """One row of the validation history (EMA weights when kept).
+
+    Every field is a function of the config, the data and the step, except :data:`TIMING_FIELDS`:
+    ``seconds`` since this call started, and the ``tokens_per_second`` and ``cpu_seconds`` of this
+    call's optimizer steps (a resumed run counts from its resumption).
+    """
     tc = cfg.train
     net = state.ema if state.ema is not None else state.model
     n_eval = ds.val.shape[0] if final else tc.eval_sequences

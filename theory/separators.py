@@ -34,7 +34,6 @@ from .claims import show
 __all__ = [
     "StepStats",
     "step_stats",
-    "instance_stats",
     "JointLaw",
     "joint_law",
     "expected_dependency_gap",
@@ -121,11 +120,6 @@ def step_stats(steps: Sequence[int], i: int, n: int) -> StepStats:
     del earlier
     k = sum(len(g) for g in groups)
     return StepStats(separators, len(groups), k, tuple(tuple(g) for g in groups), tuple(runs))
-
-
-def instance_stats(steps: Sequence[int], n: int, n_steps: int) -> list[StepStats]:
-    """:func:`step_stats` for every step ``1..N`` of one instance."""
-    return [step_stats(steps, i, n) for i in range(1, n_steps + 1)]
 
 
 def check_step_probabilities(a, b) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -206,8 +205,3 @@ class ResultCache:
     def problems(self) -> list[CacheEvent]:
         """The stale and corrupt entries that were recomputed."""
         return [ev for ev in self.events if ev.what in ("stale", "corrupt")]
-
-
-def default_cache_root() -> Path:
-    """``$MDM_THEORY_CACHE`` or ``results/cache`` under the current folder."""
-    return Path(os.environ.get("MDM_THEORY_CACHE", "results/cache"))

@@ -217,10 +217,6 @@ def _blocks(text: str) -> list[str]:
     return blocks
 
 
-def _is_code(block: str) -> bool:
-    return bool(_FENCE.match(block)) or all(ln.startswith("    ") for ln in block.splitlines())
-
-
 def _mentions(ident: str) -> re.Pattern:
     """``ident`` (e.g. ``B.11``) as a whole id: not inside ``B.110`` or ``XB.11``."""
     return re.compile(rf"(?<![\w.]){re.escape(ident)}(?![\w]|\.\d)")

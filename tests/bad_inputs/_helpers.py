@@ -22,6 +22,7 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
+from neural.train import TIMING_FIELDS
 from tests.strict_json import strict_json
 from validation.cli import main
 
@@ -92,12 +93,12 @@ def kill_when(proc: subprocess.Popen, ready: Callable[[], bool], log: Path) -> N
     assert proc.returncode == -signal.SIGKILL, f"finished ({proc.returncode}) before the kill:\n{log.read_text()}"
 
 
-#: Wall-clock fields: the only values a resumed run may differ in.
-TIMING_KEYS = frozenset({"elapsed_s", "seconds"})
+#: Wall-clock and CPU-time fields (a sweep row's, a training record's): the only values a resumed run may differ in.
+TIMING_KEYS = frozenset({"elapsed_s"}) | TIMING_FIELDS
 
 
 def without_timing(data: Any) -> Any:
-    """``data`` with every wall-clock field (:data:`TIMING_KEYS`) removed, at any depth."""
+    """``data`` with every timing field (:data:`TIMING_KEYS`) removed, at any depth."""
     if isinstance(data, dict):
         return {k: without_timing(v) for k, v in data.items() if k not in TIMING_KEYS}
     if isinstance(data, list):

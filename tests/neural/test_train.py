@@ -14,7 +14,14 @@ import torch
 
 from neural.config import make_config
 from neural.data import load_or_make_dataset, make_dataset
-from neural.train import CheckpointError, load_checkpoint, lr_at, train
+from neural.train import (
+    CHECKPOINT_NAME,
+    TIMING_FIELDS,
+    CheckpointError,
+    load_checkpoint,
+    lr_at,
+    train,
+)
 from numerics.languages.hmm import NGram
 
 torch.set_num_threads(1)
@@ -29,9 +36,9 @@ def tiny_language() -> NGram:
     return NGram(2, np.array([0.5, 0.3, 0.2]), cond)
 
 
-def tiny_config(kind="mdm", **train):
-    return make_config("tiny", language="tiny", kind=kind, vocab_size=3,
-                       overrides={"train": train} if train else None)
+def tiny_config(kind="mdm", model=None, **train):
+    overrides = {k: v for k, v in (("model", model), ("train", train)) if v}
+    return make_config("tiny", language="tiny", kind=kind, vocab_size=3, overrides=overrides or None)
 
 
 def _run(cfg, out, **kw):
@@ -94,6 +101,53 @@ def test_checkpoint_round_trip_and_exact_resume(tmp_path):
     assert torch.equal(model(x), again(x))
     # a finished run is not trained again
     assert _run(cfg, tmp_path / "a").step == 12
+
+
+def _assert_identical(a, b, where: str) -> None:
+    """Tensors bit for bit (same dtype, ``torch.equal``), everything else by ``==``, at any depth."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            _assert_identical(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_identical(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def _untimed(history: list[dict]) -> list[dict]:
+    assert all(TIMING_FIELDS <= row.keys() for row in history)  # the named fields are the ones logged
+    return [{k: v for k, v in row.items() if k not in TIMING_FIELDS} for row in history]
+
+
+@pytest.mark.parametrize("kind, estimator", [("mdm", "time"), ("mdm", "count"), ("ar", "time")],
+                         ids=["mdm-time", "mdm-count", "ar"])
+def test_a_run_that_loses_the_work_after_its_checkpoint_resumes_bit_for_bit(tmp_path, kind, estimator):
+    """In process, what a SIGKILL leaves: the steps after the last checkpoint are lost and trained again.
+
+    The resumed run's weights, EMA, optimizer state and every logged record except the timing
+    fields equal the uninterrupted run's bit for bit (CPU, one torch thread). Dropout is on, so the
+    per-step dropout seed is exercised along with the per-step noise and the epoch permutations.
+    """
+    cfg = tiny_config(kind, model={"dropout": 0.1}, train_steps=12, checkpoint_every=4, eval_every=3,
+                      nelbo_estimator=estimator)
+    straight = _run(cfg, tmp_path / "straight")
+    run = tmp_path / "killed"
+    _run(cfg, run, stop_after=4)
+    last_checkpoint = (run / CHECKPOINT_NAME).read_bytes()
+    _run(cfg, run, stop_after=7)  # trains on past the checkpoint (its step-6 record included) ...
+    (run / CHECKPOINT_NAME).write_bytes(last_checkpoint)  # ... and loses it all, as a killed process would
+    resumed = _run(cfg, run)
+    a, b = load_checkpoint(run), load_checkpoint(straight.checkpoint)
+    assert resumed.complete and a.complete and a.step == b.step == 12 and a.ema_updates == b.ema_updates == 12
+    for name in ("model_state", "ema_state", "optimizer_state", "segments"):
+        _assert_identical(getattr(a, name), getattr(b, name), name)
+    assert [row["step"] for row in a.history] == [3, 6, 9, 12]
+    assert _untimed(a.history) == _untimed(b.history) == _untimed(resumed.history) == _untimed(straight.history)
 
 
 def test_damaged_or_foreign_checkpoint_is_a_clear_error(tmp_path):

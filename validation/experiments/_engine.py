@@ -9,9 +9,7 @@ model, so that the oracle experiments run without loading torch.
 
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,10 +46,7 @@ __all__ = [
     "theorem44_thresholds",
     "claim_ids",
     "check_claim",
-    "train_checkpoint",
-    "evaluate_checkpoint",
     "checkpoint_kind",
-    "time_sampling",
     "collision_probability",
     "exact_small",
 ]
@@ -211,61 +206,11 @@ def check_claim(claim_id: str, instances: int, seed: int) -> dict:
     return row
 
 
-def train_checkpoint(language: str, config: str, minutes: float, seed: int, cache: Any,
-                     progress: bool = False) -> str:
-    """Train (or resume, or find finished) an MDM of ``config`` on ``language``; the checkpoint path.
-
-    The run lives in ``CACHE/train/<language>-<config>-mdm-s<seed>/`` (``neural.train`` writes
-    atomic, resumable checkpoints there), so a re-run of the report resumes or reuses it.
-    """
-    from neural.config import make_config
-    from neural.train import train
-
-    lang = load_language(language)
-    run_cfg = make_config(config, language=language, kind="mdm", vocab_size=lang.vocab_size, seed=seed)
-    root = Path(cache.root) if getattr(cache, "root", None) is not None else Path("runs")
-    out = root / "train" / f"{language}-{config}-mdm-s{seed}"
-    result = train(run_cfg, out, language=lang, max_minutes=minutes, progress=progress)
-    return str(result.checkpoint)
-
-
-def _file_digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]
-
-
-def evaluate_checkpoint(path: str, steps: tuple[int, ...], samples: int, eps_masks: int, seed: int,
-                        cache: Any) -> dict:
-    """``neural.evaluate.evaluate_checkpoint`` with the oracle through the same sampler, cached.
-
-    The cache key holds the checkpoint's content hash, so a retrained checkpoint is re-evaluated.
-    """
-    from neural.evaluate import evaluate_checkpoint as _evaluate
-
-    key = {"v": 1, "checkpoint": str(path), "sha256": _file_digest(path), "steps": list(steps),
-           "samples": samples, "eps_sequences": eps_masks, "seed": seed}
-    return cache.get_or_compute("learned-eval", key, lambda: _evaluate(
-        path, steps, samples=samples, seed=seed, eps_sequences=eps_masks, oracle=True))
-
-
 def checkpoint_kind(path: str) -> str:
     """``"mdm"`` or ``"ar"``: the model kind stored in a ``neural`` checkpoint."""
     from neural.train import load_checkpoint
 
     return load_checkpoint(path).config.model.kind
-
-
-def time_sampling(mdm_checkpoint: str, ar_checkpoint: str, steps: int, batch: int, repeats: int) -> dict:
-    """MDM (``ddpm_cache`` at ``steps``) vs AR (KV cache) wall-clock, ``neural.timing`` protocol."""
-    from neural.timing import compare_sampling
-    from neural.train import load_checkpoint
-
-    mdm = load_checkpoint(mdm_checkpoint).build_model("cpu")
-    ar = load_checkpoint(ar_checkpoint).build_model("cpu")
-    return compare_sampling(mdm, ar, batch=batch, steps=(steps,), repeats=repeats)
 
 
 def collision_probability(schedule: Schedule, length: int) -> float:
