@@ -64,10 +64,10 @@ def run_benchmark(
     progress: bool = True,
 ) -> dict:
     """Time ours and hmmlearn on the same data; returns the figures as a dict (see module docstring)."""
-    import numba
     from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
+    from numerics._threads import kernel_threads
     from numerics.inference import _dense
     from numerics.inference.posterior import check_observations
     from numerics.languages.generators import random_hmm, random_ngram
@@ -101,7 +101,7 @@ def run_benchmark(
         "batch": batch,
         "mask_rate": mask_rate,
         "seed": seed,
-        "threads": numba.get_num_threads(),
+        "threads": kernel_threads(),
         "repeats": repeats,
     }
     for step in bar:
