@@ -9,9 +9,10 @@ from __future__ import annotations
 
 __all__ = ["MAKE_REPORT_MINUTES", "run_time_sentence", "setup_sentences"]
 
-MAKE_REPORT_MINUTES = 5
+MAKE_REPORT_MINUTES = 9
 """Wall-clock minutes of ``make report`` (``mdm-theory report --train`` from an empty cache) on an
-idle 2-core CPU: the one place the run time is stated. Set it from a measurement on an idle
+idle 2-core CPU: the one place the run time is stated (measured 2026-11-23 from a fresh clone,
+installation included: 528 s). Set it from a measurement on an idle
 machine, then run ``mdm-theory docs`` to refresh docs/getting-started.md."""
 
 
