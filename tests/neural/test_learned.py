@@ -38,7 +38,9 @@ def tiny_result(tmp_path_factory):
 def test_tiny_learned_covers_every_language_kind(tiny_result):
     result, _ = tiny_result
     cfg = learned.Config.tiny()
-    assert result.status == "ok", result.missing
+    # every part measured; the tiny models miss their targets, which is the one thing reported missing
+    assert result.status == "partial" and not result.errors
+    assert len(result.missing) == 1 and result.missing[0].startswith("validation target"), result.missing
     runs = {(r["language"], r["kind"]) for r in result.tables["training"]}
     assert runs == {(lang, kind) for lang in cfg.languages for kind in ("mdm", "ar")}
     for r in result.tables["training"]:  # every run is judged against its target, and tiny runs miss it
