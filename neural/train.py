@@ -528,6 +528,7 @@ def train(
     """
     started = time.monotonic()
     out_dir = Path(out_dir)
+    owns_group = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
     procs = _setup_processes(device)
     tc = cfg.train
     if tc.batch_size % procs.world:
@@ -597,5 +598,10 @@ def train(
         if bar is not None:
             bar.close()
     tps = state.tokens / state.loop_seconds if state.loop_seconds > 0 else None
+    if owns_group:
+        # a gloo group left to the interpreter's exit can abort a rank ("terminate called without an
+        # active exception"): the ranks meet, then the group this call created is torn down
+        dist.barrier()
+        dist.destroy_process_group()
     return TrainResult(out_dir, out_dir / CHECKPOINT_NAME, state.step, complete, time.monotonic() - started,
                        state.history, tps, state.loop_cpu_seconds)
