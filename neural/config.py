@@ -162,6 +162,11 @@ class TrainConfig:
         How the MDM's NELBO is estimated in training (:mod:`neural.diffusion`): MDLM's stratified
         times with weight ``1/t`` (``"time"``), or stratified masked counts with weight ``1/k``
         (``"count"``: the same NELBO for a time-independent denoiser, lower variance).
+    count_power : float
+        ``"count"`` only: the masked count ``k`` is drawn with probability ``~ k^(-count_power)``
+        and reweighted, the same NELBO (:func:`neural.diffusion.count_law`). 0 is uniform; 1 puts
+        more of the batch on few masks, where the denoiser learns slowest (measured on the 4-gram
+        MDM of the report: 1.41 x the exact perplexity after 3000 steps, against 1.54 uniform).
     noise_eps : float
         ``eps`` of the log-linear schedule ``alpha_t = 1 - (1 - eps) t`` (``"time"`` only).
     t_min : float
@@ -186,6 +191,7 @@ class TrainConfig:
     warmup_frac: float = 0.1
     ema_decay: float = 0.9999
     nelbo_estimator: str = "time"
+    count_power: float = 0.0
     noise_eps: float = 1e-3
     t_min: float = 1e-3
     eval_every: int = 500
@@ -209,6 +215,9 @@ class TrainConfig:
         _in_range("ema_decay", self.ema_decay, 0.0, 1.0)
         if self.nelbo_estimator not in ("time", "count"):
             raise ValueError(f"nelbo_estimator must be 'time' or 'count', got {self.nelbo_estimator!r}")
+        _in_range("count_power", self.count_power, 0.0, 4.0, hi_open=False)
+        if self.count_power and self.nelbo_estimator != "count":
+            raise ValueError(f"count_power={self.count_power} needs nelbo_estimator='count', got {self.nelbo_estimator!r}")
         _in_range("noise_eps", self.noise_eps, 0.0, 1.0)
         _in_range("t_min", self.t_min, 0.0, 1.0, lo_open=True)
         if not isinstance(self.seed, int) or self.seed < 0:

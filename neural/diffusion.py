@@ -23,6 +23,12 @@ Two unbiased estimators of it (:data:`NELBO_ESTIMATORS`):
   an average over masked positions instead of a sum weighted by ``1/t``, so its variance is much
   smaller at the same cost.
 
+  The count need not be uniform: drawn with probability ``pi(k) ~ k^(-count_power)`` and weighted
+  ``1 / (k L pi(k))``, the estimator is the same NELBO (:func:`count_law`). ``count_power = 1``
+  gives every masked position the same weight ``H_L / L`` (``H_L`` the harmonic number) and spends
+  more of the batch on few masks, where the denoiser must combine the most context and learns
+  slowest.
+
 Validation uses a third, exact-per-order form (:func:`order_nelbo`): one uniformly random order
 ``sigma`` per sequence and *all* ``L`` terms ``-log p_theta(x_sigma(j) | x_sigma(<j))`` (one
 batch of ``L`` masked copies of the sequence). Its mean over ``sigma`` is the same NELBO, and for
@@ -52,6 +58,7 @@ __all__ = [
     "objective_for",
     "stratified_times",
     "stratified_counts",
+    "count_law",
     "draw_masks",
     "draw_count_masks",
     "masked_nll",
@@ -93,16 +100,30 @@ def draw_masks(t: torch.Tensor, length: int, noise_eps: float, generator: torch.
     return u < ((1.0 - noise_eps) * t.double())[:, None]
 
 
-def stratified_counts(batch: int, length: int, generator: torch.Generator) -> torch.Tensor:
+def count_law(length: int, power: float = 0.0) -> torch.Tensor:
+    """``pi(k) ~ k^(-power)`` over ``k = 1..L``, ``(L,)`` float64: the law of the masked count.
+
+    With weight ``1 / (k L pi(k))`` per sequence, ``sum_k pi(k) * weight(k) * E_{|M|=k} S(M)`` is
+    the count form of the NELBO for every ``power`` (``0``: uniform, weight ``1/k``).
+    """
+    pi = torch.arange(1, length + 1, dtype=torch.float64) ** (-float(power))
+    return pi / pi.sum()
+
+
+def stratified_counts(batch: int, length: int, generator: torch.Generator, power: float = 0.0) -> torch.Tensor:
     """Masked counts ``k_b`` in ``1..L`` with one draw per stratum of ``B`` equal strata of ``[0, 1)``, ``(B,)`` int64.
 
-    ``k_b = floor(L * ((u_b + b) / B mod 1)) + 1``: each ``k`` has probability ``1/L`` for every
-    sequence, and over the batch the counts are spread evenly (exactly ``B / L`` of each when
-    ``L`` divides ``B``, up to the shared offset).
+    ``s_b = (u_b + b) / B mod 1`` is mapped through the inverse CDF of :func:`count_law`: for
+    ``power = 0``, ``k_b = floor(L s_b) + 1``, so each ``k`` has probability ``1/L`` for every
+    sequence and over the batch the counts are spread evenly (exactly ``B / L`` of each when ``L``
+    divides ``B``, up to the two strata across each boundary).
     """
     u = torch.rand(batch, generator=generator, dtype=torch.float64)
     s = torch.remainder((u + torch.arange(batch, dtype=torch.float64)) / batch, 1.0)
-    return torch.clamp(torch.floor(s * length).long(), max=length - 1) + 1
+    if power == 0:
+        return torch.clamp(torch.floor(s * length).long(), max=length - 1) + 1
+    cdf = torch.cumsum(count_law(length, power), 0)
+    return torch.clamp(torch.searchsorted(cdf, s, right=True), max=length - 1) + 1
 
 
 def draw_count_masks(counts: torch.Tensor, length: int, generator: torch.Generator) -> torch.Tensor:
@@ -180,11 +201,14 @@ class MaskedDiffusion:
         ``eps`` of the log-linear schedule (``"time"`` only).
     t_min : float
         Smallest training time (``"time"`` only).
+    count_power : float
+        Masked counts drawn with probability ``~ k^(-count_power)`` (``"count"`` only; 0: uniform).
     """
 
     estimator: str = "time"
     noise_eps: float = 1e-3
     t_min: float = 1e-3
+    count_power: float = 0.0
 
     def __post_init__(self) -> None:
         if self.estimator not in NELBO_ESTIMATORS:
@@ -195,8 +219,12 @@ class MaskedDiffusion:
         if self.estimator == "time":
             t = stratified_times(batch, generator, self.t_min)
             return Noise(draw_masks(t, length, self.noise_eps, generator), (1.0 / (t * length)).float())
-        k = stratified_counts(batch, length, generator)
-        return Noise(draw_count_masks(k, length, generator), (1.0 / k.double()).float())
+        k = stratified_counts(batch, length, generator, self.count_power)
+        if self.count_power == 0:
+            weight = 1.0 / k.double()
+        else:
+            weight = 1.0 / (k.double() * length * count_law(length, self.count_power)[k - 1])
+        return Noise(draw_count_masks(k, length, generator), weight.float())
 
     def loss(self, model, x: torch.Tensor, noise: Noise) -> torch.Tensor:
         """Per-sequence, per-token NELBO term ``weight * sum_{masked} -log p_theta(x_i | x_t)``, ``(B,)``."""
@@ -241,4 +269,4 @@ def objective_for(kind: str, train_cfg=None) -> Objective:
         raise ValueError(f"unknown model kind {kind!r}")
     if train_cfg is None:
         return MaskedDiffusion()
-    return MaskedDiffusion(train_cfg.nelbo_estimator, train_cfg.noise_eps, train_cfg.t_min)
+    return MaskedDiffusion(train_cfg.nelbo_estimator, train_cfg.noise_eps, train_cfg.t_min, train_cfg.count_power)

@@ -52,7 +52,9 @@ def test_bad_model_configs_rejected(kwargs, match):
     "kwargs, match",
     [(dict(lr=0.0), "lr"), (dict(lr=1e-3, lr_min=1e-2), "lr_min"), (dict(batch_size=0), "batch_size"),
      (dict(warmup_frac=1.0), "warmup_frac"), (dict(grad_clip=0.0), "grad_clip"), (dict(ema_decay=1.0), "ema_decay"),
-     (dict(t_min=0.0), "t_min"), (dict(betas=(0.9,)), "betas"), (dict(seed=-1), "seed")],
+     (dict(t_min=0.0), "t_min"), (dict(betas=(0.9,)), "betas"), (dict(seed=-1), "seed"),
+     (dict(nelbo_estimator="count", count_power=-1.0), "count_power"),
+     (dict(nelbo_estimator="time", count_power=1.0), "count_power=1.0 needs nelbo_estimator='count'")],
 )
 def test_bad_train_configs_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):
