@@ -155,3 +155,15 @@ def test_the_exact_ar_chain_has_ser_zero_with_an_exact_support_check(name):
         one_step = sampler_curve(OracleDenoiser(lang, strict=False), lang, L, (1,), [np.random.SeedSequence(9)],
                                  samples=64)[0]
         assert one_step["invalid"] > 0
+
+
+def test_report_runs_pair_each_mdm_with_an_ar_of_the_same_length_and_fresh_data():
+    from validation.experiments import learned_runs as lr
+
+    for language in lr.LANGUAGE_SETS["all"]:
+        mdm, ar = lr.run_config(language, "mdm"), lr.run_config(language, "ar")
+        assert mdm.model.length == ar.model.length, language  # one length per figure panel
+        for cfg in (mdm, ar):
+            assert cfg.data.n_train == cfg.train.train_steps * cfg.train.batch_size  # every step sees new sequences
+        if language.startswith("interval"):
+            assert mdm.model.length % 5 == 0 and mdm.model.absolute_positions
