@@ -220,7 +220,7 @@ class MaskedDiffusion:
             t = stratified_times(batch, generator, self.t_min)
             return Noise(draw_masks(t, length, self.noise_eps, generator), (1.0 / (t * length)).float())
         k = stratified_counts(batch, length, generator, self.count_power)
-        if self.count_power == 0:
+        if self.count_power == 0:  # 1 / (k L (1/L)) without the rounding of L * (1/L): runs stay bit for bit
             weight = 1.0 / k.double()
         else:
             weight = 1.0 / (k.double() * length * count_law(length, self.count_power)[k - 1])
