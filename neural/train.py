@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn as nn
+from torch import nn
 
 from numerics.exact.entropy import entropy_rate
 from numerics.languages.hmm import Language

@@ -24,9 +24,9 @@ run the kernels with one thread and with all of them).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 import numba
 import numpy as np

@@ -13,8 +13,8 @@ sampling from the all-masked sequence, so it is renormalized:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

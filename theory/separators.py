@@ -23,9 +23,9 @@ of ``D_i`` on each ``(S_i, K_i)`` cell, so ``E[D_i | S_i = s, K_i = k]`` is exac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 

@@ -29,14 +29,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from filelock import FileLock
 
-from numerics.provenance import atomic_write_bytes, from_jsonable, provenance, to_jsonable
+from numerics.provenance import (
+    atomic_write_bytes,
+    from_jsonable,
+    provenance,
+    to_jsonable,
+)
 
 __all__ = ["CACHE_FORMAT", "CacheEvent", "ResultCache", "canonical", "key_hash"]
 

@@ -156,6 +156,7 @@ def _check_plot(claim: Any, instances: int, out_png: Path, seed: int = 0) -> dic
     if instances <= 0:
         return None
     import numpy as np
+
     from theory import check
 
     rng = np.random.default_rng([seed, sum(map(ord, claim.id))])

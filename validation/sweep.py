@@ -32,16 +32,23 @@ import json
 import math
 import time
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import numpy as np
 from filelock import FileLock
 
 from numerics.estimate import CONFIDENCE, Estimate, unavailable_record
-from numerics.provenance import atomic_write_bytes, check_writable_file, config_hash, provenance, to_jsonable
 from numerics.exact.output_law import ExactMetrics
+from numerics.provenance import (
+    atomic_write_bytes,
+    check_writable_file,
+    config_hash,
+    provenance,
+    to_jsonable,
+)
 from numerics.schedules import Schedule, make_schedule
 from validation.executors import EXECUTORS, run_dask, run_local
 from validation.methods import METHODS, choose_method, interval_length_of
@@ -106,10 +113,10 @@ class PointConfig:
     method: str = "auto"
     samples: int = 1000
     seed: int = 0
-    ser_language: Optional[str] = None
+    ser_language: str | None = None
     batch_size: int = 1
     sampler: str = "random"
-    gamma: Optional[float] = None
+    gamma: float | None = None
     confidence: str = "maxprob"
 
     def __post_init__(self) -> None:
@@ -266,8 +273,8 @@ def _adaptive_point(cfg: PointConfig, language: Any, ser_language: Any, method: 
             out["ser"] = _est(adaptive_metrics(ser_language, cfg.length, sampler, method).metrics.ser)
         out.update(kl_chain_rule=_est(r.kl_chain_rule), kl_jensen_bound=no_jensen, nfe=_est(r.expected_nfe))
         return out
-    from numerics.sampling import adaptive as ad
     from numerics.inference import log_q
+    from numerics.sampling import adaptive as ad
     from numerics.sampling import montecarlo as mc
     from numerics.sampling.denoiser import OracleDenoiser
 
@@ -509,9 +516,9 @@ def run_sweep(
     *,
     on_bad_rows: str = "raise",
     evaluate: Callable[[PointConfig], dict] = evaluate_point,
-    progress: Optional[Callable[[int, int, PointConfig, Optional[dict]], None]] = None,
+    progress: Callable[[int, int, PointConfig, dict | None], None] | None = None,
     executor: str = "local",
-    scheduler: Optional[str] = None,
+    scheduler: str | None = None,
     client: Any = None,
 ) -> SweepReport:
     """Evaluate every config not yet in the table ``out`` and append its row as soon as it is computed.

@@ -45,7 +45,12 @@ from numba import njit
 
 from numerics._threads import kernel_threads
 from numerics.exact.joint_table import as_table, masked_marginal_table
-from numerics.exact.output_law import ExactMetrics, OutputLaw, check_undefined_convention, law_metrics
+from numerics.exact.output_law import (
+    ExactMetrics,
+    OutputLaw,
+    check_undefined_convention,
+    law_metrics,
+)
 from numerics.schedules import Schedule
 
 __all__ = ["MAX_DP_WORDS", "dp_output_law", "dp_metrics"]
@@ -241,7 +246,10 @@ def dp_output_law(
 def dp_metrics(language: Any, length: int | None, schedule: Schedule) -> ExactMetrics:
     """All exact metrics from :func:`dp_output_law`; the Jensen bound ``E_tau KL(q || p(. | tau))``
     from the exact information curve of the same table (:mod:`numerics.exact.information_curve`)."""
-    from numerics.exact.information_curve import information_curve_table, jensen_bound_from_curve
+    from numerics.exact.information_curve import (
+        information_curve_table,
+        jensen_bound_from_curve,
+    )
 
     law = dp_output_law(language, length, schedule)
     jensen = jensen_bound_from_curve(information_curve_table(law.q), schedule)

@@ -18,13 +18,13 @@ All entropies are in nats.
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Union
 
 import numpy as np
 from scipy.special import entr
 
-from numerics.inference.forward_backward import log_q
 from numerics.estimate import Estimate
+from numerics.inference.forward_backward import log_q
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage, SparseHMM
 
@@ -111,7 +111,7 @@ def sequence_entropy(
     length: int,
     *,
     samples: int = 4096,
-    rng: Optional[Union[np.random.Generator, int]] = None,
+    rng: np.random.Generator | int | None = None,
 ) -> Estimate:
     """``H(X_1..X_L)`` in nats: exact for n-grams and the interval language, else Monte Carlo.
 

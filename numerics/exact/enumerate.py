@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from numerics.estimate import Estimate
 from numerics.exact.joint_table import as_table, masked_marginal_table
-from numerics.exact.output_law import ExactMetrics, OutputLaw, _check_no_underflow, check_undefined_convention, law_metrics
+from numerics.exact.output_law import (
+    ExactMetrics,
+    OutputLaw,
+    _check_no_underflow,
+    check_undefined_convention,
+    law_metrics,
+)
 from numerics.schedules import Schedule
 
 __all__ = [

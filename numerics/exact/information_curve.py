@@ -38,8 +38,8 @@ from math import comb
 
 import numpy as np
 
-from numerics.exact._binomial import binom_pmf
 from numerics.estimate import Estimate
+from numerics.exact._binomial import binom_pmf
 from numerics.exact.joint_table import as_table, subset_entropies
 from numerics.schedules import Schedule
 

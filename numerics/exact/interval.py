@@ -31,8 +31,8 @@ P(at least 2 of the other n - j at step i | none before)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -40,15 +40,16 @@ tests show the two numbers differ on a 3-gram and agree with enumeration on the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import entr
 
 from numerics.estimate import Estimate
-from numerics.languages.hmm import HMM, NGram, _check_distribution
 from numerics.exact.information_curve import InformationCurve, JensenBound
+from numerics.languages.hmm import HMM, NGram, _check_distribution
 from numerics.schedules import Schedule
 
 __all__ = [

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -115,7 +114,7 @@ class ExactMetrics:
     ser_kl_certificate: Estimate
     gen_ppl: Estimate
     gen_ppl_data: Estimate
-    kl_jensen_bound: Optional[Estimate] = None
+    kl_jensen_bound: Estimate | None = None
 
 
 def _check_no_underflow(p_on_support: np.ndarray) -> None:
@@ -131,7 +130,7 @@ def _exact(value: float, method: str) -> Estimate:
     return Estimate(float(value), 0.0, method)
 
 
-def law_metrics(law: OutputLaw, kl_jensen_bound: Optional[Estimate] = None) -> ExactMetrics:
+def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None) -> ExactMetrics:
     """All metrics of :class:`ExactMetrics` from an exact :class:`OutputLaw` (each exact, stderr 0).
 
     ``KL(q || p) = sum_{q(x) > 0} q(x) log(q(x) / p(x))``. The oracle sampler gives every ``x`` in

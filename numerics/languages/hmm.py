@@ -110,10 +110,10 @@ class HMM:
     def vocab_size(self) -> int:
         return self.emission.shape[1]
 
-    def to_hmm(self) -> "HMM":
+    def to_hmm(self) -> HMM:
         return self
 
-    def save(self, path: Union[str, Path]) -> None:
+    def save(self, path: str | Path) -> None:
         """Write ``.npz`` with keys ``initial``, ``transition``, ``emission``."""
         np.savez(path, initial=self.initial, transition=self.transition, emission=self.emission)
 
@@ -198,7 +198,7 @@ class NGram:
         emission[np.arange(S), self.emitted_token()] = 1.0
         return HMM(self.initial, transition, emission)
 
-    def save(self, path: Union[str, Path]) -> None:
+    def save(self, path: str | Path) -> None:
         """Write ``.npz`` with keys ``order``, ``initial``, ``conditional``."""
         np.savez(path, order=np.int64(self.order), initial=self.initial, conditional=self.conditional)
 
@@ -227,7 +227,7 @@ def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
         raise ValueError(f"need n >= 0 sequences and length >= 1, got n={n}, length={length}")
 
 
-def load_language_file(path: Union[str, Path]) -> Language:
+def load_language_file(path: str | Path) -> Language:
     """Load a language written by :meth:`HMM.save` or :meth:`NGram.save`.
 
     An ``.npz`` with keys ``initial``, ``transition``, ``emission`` is an :class:`HMM`; one with

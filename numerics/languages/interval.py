@@ -40,13 +40,18 @@ Both have deterministic emissions and at most ``2^(l-1)`` successors per state, 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse
 
-from numerics.languages.hmm import HMM, _check_distribution, _check_sample_args, _sample_rows
+from numerics.languages.hmm import (
+    HMM,
+    _check_distribution,
+    _check_sample_args,
+    _sample_rows,
+)
 
 __all__ = [
     "IntervalLanguage",

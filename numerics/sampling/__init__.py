@@ -5,7 +5,12 @@ from numerics.sampling.adaptive import AdaptiveSampler, IntervalOracle, make_sam
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.oracle import RevealScores, reveal_sample, reveal_score
 from numerics.sampling.samplers import (
-    RandomOrder, SampleResult, Sampler, sample_factorized, sample_one_at_a_time, sample_oracle,
+    RandomOrder,
+    Sampler,
+    SampleResult,
+    sample_factorized,
+    sample_one_at_a_time,
+    sample_oracle,
 )
 
 __all__ = [

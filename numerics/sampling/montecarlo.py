@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from numerics.inference.forward_backward import log_q
 from numerics.estimate import CONFIDENCE, Estimate, clopper_pearson
+from numerics.inference.forward_backward import log_q
 from numerics.languages.hmm import Language
 from numerics.sampling.oracle import reveal_score
 from numerics.sampling.samplers import SampleResult

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 import numpy as np
 
@@ -106,7 +106,7 @@ class SampleResult:
     cache: bool
     draw: str
     path: str
-    nfe_sequence: Optional[np.ndarray] = None
+    nfe_sequence: np.ndarray | None = None
 
     @property
     def n(self) -> int:

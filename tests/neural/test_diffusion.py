@@ -12,8 +12,17 @@ import torch
 from scipy import integrate
 
 from neural.config import ModelConfig
-from neural.diffusion import (Autoregressive, MaskedDiffusion, count_law, draw_count_masks, masked_nll,
-                              objective_for, order_nelbo, random_ranks, stratified_counts)
+from neural.diffusion import (
+    Autoregressive,
+    MaskedDiffusion,
+    count_law,
+    draw_count_masks,
+    masked_nll,
+    objective_for,
+    order_nelbo,
+    random_ranks,
+    stratified_counts,
+)
 from neural.model import build_model
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.hmm import NGram

@@ -9,7 +9,14 @@ import pytest
 import torch
 from scipy import stats
 
-from neural.config import DataConfig, ModelConfig, RunConfig, TrainConfig, make_config, run_config_from_dict
+from neural.config import (
+    DataConfig,
+    ModelConfig,
+    RunConfig,
+    TrainConfig,
+    make_config,
+    run_config_from_dict,
+)
 from neural.diffusion import ar_nll, draw_masks, masked_nll, stratified_times
 from neural.model import KVCache, Transformer, build_model
 

@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from neural.config import ModelConfig
-from neural.evaluate import measure_eps_learning, sample_quality
 from neural.diffusion import ar_nll
+from neural.evaluate import measure_eps_learning, sample_quality
 from neural.model import Transformer, build_model
 from neural.sample import TorchDenoiser, draw_categorical, sample_ar
 from neural.timing import compare_sampling
-from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.hmm import NGram
+from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.samplers import sample_factorized
 from numerics.schedules import cosine, linear
 from tests.gof import assert_gof

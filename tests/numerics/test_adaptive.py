@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from numerics.exact.joint_table import all_sequences, joint_table
+from numerics.inference.forward_backward import masked_forward_backward
+from numerics.languages.generators import random_rows
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling._adaptive_numba import adaptive_run
@@ -31,10 +33,8 @@ from numerics.sampling.adaptive import (
     topk_sizes,
 )
 from numerics.sampling.denoiser import OracleDenoiser
-from numerics.inference.forward_backward import masked_forward_backward
 from numerics.sampling.samplers import RandomOrder, Sampler, sample_factorized
 from numerics.schedules import cosine, from_u, linear
-from numerics.languages.generators import random_rows
 
 
 def _languages():

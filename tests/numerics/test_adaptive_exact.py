@@ -15,10 +15,18 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics.exact.adaptive import MAX_DP_TABLE, MAX_ENUMERATE_SEQUENCES, adaptive_dp, adaptive_enumerate, adaptive_metrics
+from numerics.exact.adaptive import (
+    MAX_DP_TABLE,
+    MAX_ENUMERATE_SEQUENCES,
+    adaptive_dp,
+    adaptive_enumerate,
+    adaptive_metrics,
+)
 from numerics.exact.joint_table import all_sequences
+from numerics.languages.generators import random_rows
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling.adaptive import AdaptiveSampler, IntervalOracle, chain_rule_terms
@@ -27,7 +35,6 @@ from numerics.sampling.samplers import RandomOrder
 from numerics.schedules import linear
 from tests._exact_helpers import assume_representable
 from tests.gof import Z_BOUND, assert_gof, count_statistical_test, law_bins, within_z
-from numerics.languages.generators import random_rows
 from tests.strategies import small_hmms, small_ngrams
 from tests.tolerances import RTOL_EXACT
 

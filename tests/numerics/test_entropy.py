@@ -21,8 +21,8 @@ from numerics.exact.entropy import (
 from numerics.languages.generators import random_ngram
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
-from tests.strategies import small_ngrams
 from tests.gof import within_z
+from tests.strategies import small_ngrams
 from tests.tolerances import RTOL_EXACT
 
 

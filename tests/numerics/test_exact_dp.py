@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from numerics.exact.dp import MAX_DP_WORDS, dp_metrics, dp_output_law
 from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law
-from numerics.languages.hmm import HMM
 from numerics.exact.output_law import law_metrics
-from numerics.schedules import cosine, linear
 from numerics.languages.generators import random_hmm
+from numerics.languages.hmm import HMM
+from numerics.schedules import cosine, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
 from tests.tolerances import ATOL_METRIC, ATOL_ZERO, RTOL_EXACT

@@ -7,12 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics.sampling.denoiser import OracleDenoiser
-from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
-from numerics.inference.forward_backward import forward_backward_numpy
-from numerics.languages.hmm import HMM
+from numerics.exact.enumerate import (
+    enumerate_metrics,
+    enumerate_output_law,
+    instance_output_law,
+)
 from numerics.exact.joint_table import all_sequences, joint_table, masked_marginal_table
 from numerics.exact.output_law import law_metrics
+from numerics.inference.forward_backward import forward_backward_numpy
+from numerics.languages.hmm import HMM
+from numerics.sampling.denoiser import OracleDenoiser
 from numerics.schedules import from_u, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams

@@ -14,7 +14,13 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from numerics import HMM, NGram, forward_backward_numpy, log_likelihood, masked_forward_backward
+from numerics import (
+    HMM,
+    NGram,
+    forward_backward_numpy,
+    log_likelihood,
+    masked_forward_backward,
+)
 from numerics.inference import _dense
 from numerics.languages.generators import random_hmm, random_ngram
 from tests.oracles import (
@@ -25,8 +31,8 @@ from tests.oracles import (
     posterior_by_enumeration,
 )
 from tests.strategies import observations, small_hmms, small_ngrams
-from validation.reference import hmmlearn_forward_backward
 from tests.tolerances import ATOL_LOG, ATOL_PROB, RTOL_EXACT, RTOL_TWIN
+from validation.reference import hmmlearn_forward_backward
 
 ATOL_LOGLIK = 1e-10  # agreement with hmmlearn on log q of sequences of length ~50 (|log q| ~ 100)
 RTOL_LOGSPACE = 1e-9  # log-space twin at L = 4096: its log values carry ~L * eps * |log q| error

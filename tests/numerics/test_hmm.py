@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from numerics import HMM, NGram, load_language_file
-from numerics.tolerances import PROB_SUM_ATOL
 from numerics.languages.generators import random_hmm, random_ngram
+from numerics.tolerances import PROB_SUM_ATOL
 from tests.gof import assert_gof
 from tests.oracles import hmm_law, ngram_law
 from tests.tolerances import RTOL_EXACT

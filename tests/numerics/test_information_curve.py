@@ -9,7 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics.exact.enumerate import enumerate_output_law
-from numerics.exact.information_curve import information_curve_table, jensen_bound_from_curve
+from numerics.exact.information_curve import (
+    information_curve_table,
+    jensen_bound_from_curve,
+)
 from numerics.exact.joint_table import joint_table, subset_entropies
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams

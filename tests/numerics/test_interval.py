@@ -9,7 +9,11 @@ import numpy as np
 import pytest
 
 from numerics.inference.forward_backward import masked_forward_backward
-from numerics.languages.interval import DENSE_MAX_STATES, IntervalLanguage, whole_intervals
+from numerics.languages.interval import (
+    DENSE_MAX_STATES,
+    IntervalLanguage,
+    whole_intervals,
+)
 from tests.gof import assert_gof
 from tests.tolerances import RTOL_EXACT
 

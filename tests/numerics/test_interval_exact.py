@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from numerics.exact.dp import dp_output_law
 from numerics.exact.enumerate import enumerate_output_law
-from numerics.languages.interval import IntervalLanguage
 from numerics.exact.interval import (
     SMALL_N,
     _binomial_mixture_dp,
@@ -24,6 +23,7 @@ from numerics.exact.interval import (
     sequence_collision_probability,
 )
 from numerics.exact.output_law import law_metrics
+from numerics.languages.interval import IntervalLanguage
 from numerics.schedules import cosine, from_u, linear
 from tests.strategies import schedules
 from tests.tolerances import RTOL_EXACT

@@ -9,14 +9,20 @@ from hypothesis import strategies as st
 
 from numerics.exact.dp import dp_metrics
 from numerics.exact.enumerate import enumerate_metrics
-from numerics.exact.information_curve import information_curve_table, jensen_bound_from_curve
+from numerics.exact.information_curve import (
+    information_curve_table,
+    jensen_bound_from_curve,
+)
 from numerics.exact.interval import interval_ser
-from numerics.exact.interval_metrics import interval_jensen_bound, interval_metrics, interval_pairs
+from numerics.exact.interval_metrics import (
+    interval_jensen_bound,
+    interval_metrics,
+    interval_pairs,
+)
 from numerics.languages.interval import IntervalLanguage
 from numerics.schedules import cosine, linear
 from tests.strategies import schedules
 from tests.tolerances import ATOL_ZERO, RTOL_EXACT
-
 
 FIELDS = ("kl", "log_ter_gap", "ter", "ter_data", "ser", "ser_kl_certificate", "gen_ppl", "gen_ppl_data",
           "kl_jensen_bound")

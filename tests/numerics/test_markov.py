@@ -8,6 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from numerics.exact.enumerate import enumerate_output_law
+from numerics.exact.information_curve import (
+    information_curve_table,
+    jensen_bound_from_curve,
+)
+from numerics.exact.joint_table import joint_table, subset_entropies
 from numerics.exact.markov import (
     MarkovChain,
     information_curve_markov,
@@ -16,10 +22,7 @@ from numerics.exact.markov import (
     markov_chain_of,
     markov_subset_entropy,
 )
-from numerics.exact.enumerate import enumerate_output_law
 from numerics.languages.hmm import HMM, NGram
-from numerics.exact.information_curve import information_curve_table, jensen_bound_from_curve
-from numerics.exact.joint_table import joint_table, subset_entropies
 from numerics.schedules import cosine, from_u, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_ngrams, stochastic_rows

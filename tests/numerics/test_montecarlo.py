@@ -12,9 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from numerics.exact.markov import jensen_bound_markov
 from numerics.estimate import Estimate, clopper_pearson
 from numerics.exact.enumerate import enumerate_metrics
+from numerics.exact.markov import jensen_bound_markov
+from numerics.languages.generators import random_rows
 from numerics.languages.hmm import HMM, NGram
 from numerics.sampling.montecarlo import (
     IntervalEstimate,
@@ -28,8 +29,8 @@ from numerics.sampling.montecarlo import (
 )
 from numerics.sampling.samplers import sample_oracle
 from numerics.schedules import from_u, linear
-from numerics.languages.generators import random_rows
 from tests.gof import within_z
+
 
 def _cases():
     rng = np.random.default_rng(21)

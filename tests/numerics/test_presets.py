@@ -27,10 +27,10 @@ from numerics.languages.presets import (
     random_ngram,
     support_is_complete,
 )
-from tests.strategies import small_hmms
-from validation.cli import main
 from tests.gof import within_z
+from tests.strategies import small_hmms
 from tests.tolerances import RTOL_EXACT
+from validation.cli import main
 
 
 def _expected_rows(g, temperature, threshold):

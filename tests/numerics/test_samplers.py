@@ -16,20 +16,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerics.sampling.denoiser import OracleDenoiser
-from numerics.exact.enumerate import enumerate_output_law
-from numerics.inference.forward_backward import masked_forward_backward
-from numerics.languages.hmm import HMM, NGram
-from numerics.exact.joint_table import joint_table
 from numerics.draws import draw_inverse_cdf
+from numerics.exact.enumerate import enumerate_output_law
+from numerics.exact.joint_table import joint_table
+from numerics.inference.forward_backward import masked_forward_backward
+from numerics.languages.generators import random_rows
+from numerics.languages.hmm import HMM, NGram
+from numerics.sampling.denoiser import OracleDenoiser
+from numerics.sampling.oracle import reveal_score
 from numerics.sampling.samplers import (
     sample_factorized,
     sample_one_at_a_time,
     sample_oracle,
 )
 from numerics.schedules import from_u, linear
-from numerics.sampling.oracle import reveal_score
-from numerics.languages.generators import random_rows
 from tests.gof import assert_gof, law_bins, within_z
 from tests.tolerances import RTOL_EXACT
 

@@ -25,10 +25,10 @@ from numerics.exact.schedule_opt import (
     schedule_from_sizes,
     sizes_from_u,
 )
+from numerics.languages.generators import random_hmm
 from numerics.languages.presets import load_language
 from numerics.schedules import cosine, from_u, linear
 from tests._exact_helpers import assume_representable
-from numerics.languages.generators import random_hmm
 from tests.strategies import small_hmms, small_ngrams
 from tests.tolerances import RTOL_EXACT
 

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from numerics.schedules import Schedule, cosine, from_u, linear, loglinear, make_schedule, polynomial
+from numerics.schedules import (
+    Schedule,
+    cosine,
+    from_u,
+    linear,
+    loglinear,
+    make_schedule,
+    polynomial,
+)
 from tests.gof import assert_gof
 from tests.strategies import schedules
 from tests.tolerances import RTOL_EXACT

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 import validation.commands as commands_pkg
 from numerics.estimate import ESTIMATE_FIELDS, is_estimate_record
+from tests.strict_json import strict_json
 from validation.cli import BENCH_COMMANDS, COMMANDS, bench, main
 from validation.commands import exact, report, steps_needed
 from validation.commands.languages import languages_cmd
-from tests.strict_json import strict_json
 
 
 def _defined_commands() -> set[click.Command]:

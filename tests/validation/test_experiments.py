@@ -7,7 +7,13 @@ import pytest
 
 from validation.cache import ResultCache
 from validation.experiments import EXPERIMENTS, config_for
-from validation.experiments._base import STATUSES, ExperimentResult, MissingInput, Parts, steps_needed_range
+from validation.experiments._base import (
+    STATUSES,
+    ExperimentResult,
+    MissingInput,
+    Parts,
+    steps_needed_range,
+)
 from validation.experiments._style import language_color, plt
 
 # What each experiment must say at tiny size: a status other than this one is a regression (a

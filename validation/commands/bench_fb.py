@@ -69,11 +69,11 @@ def run_benchmark(
 
     from numerics._threads import kernel_threads
     from numerics.inference import _dense
+    from numerics.inference.forward_backward import masked_forward_backward
     from numerics.inference.posterior import check_observations
     from numerics.languages.generators import random_hmm, random_ngram
-    from validation.reference import hmmlearn_forward_backward
-    from numerics.inference.forward_backward import masked_forward_backward
     from numerics.languages.hmm import NGram
+    from validation.reference import hmmlearn_forward_backward
 
     if language == "hmm":
         lang = random_hmm(states, vocab, 1.0, seed=np.random.default_rng([seed, 1]))

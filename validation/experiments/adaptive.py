@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 import numerics.exact.adaptive as ex
-import numerics.exact.dp as dp
 import numerics.sampling.adaptive as ad
 import numerics.sampling.montecarlo as mcm
+from numerics.exact import dp
 from numerics.inference import log_q
-import theory.related as related
 from numerics.languages.interval import IntervalLanguage
+from theory import related
 
 from ..cache import ResultCache
 from . import _engine as eng
@@ -85,20 +85,20 @@ class Config:
     seed: int = 0
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(ter_languages=("2gram",), exact_length=2, interval_exact_length=3, mc_length=8, samples=8,
                    steps=(1, 2, 4), thresholds=(0.5, 0.9), entropy_bounds=(0.5, 2.0), interval_lengths=(10, 20),
                    interval_samples=20, interval_topk_fractions=(0.5, 1.0), ser_target=0.2)
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(exact_length=4, mc_length=128, samples=1000, steps=(1, 2, 4, 8, 16, 32, 64, 128),
                    thresholds=(0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95), entropy_bounds=(0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0),
                    interval_lengths=(20, 40, 80, 160, 320, 640), interval_samples=1000,
                    interval_topk_fractions=(0.25, 0.5, 0.75, 1.0))
 
 
-def _seed(cfg: Config, *parts: int | str | float) -> list[int]:
+def _seed(cfg: Config, *parts: str | float) -> list[int]:
     return [cfg.seed, VERSION] + [p if isinstance(p, int) else sum(map(ord, str(p))) for p in parts]
 
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 import time
 from dataclasses import dataclass
 
 import numpy as np
-
-import platform
 
 from numerics.languages.presets import load_language
 from numerics.sampling.denoiser import OracleDenoiser
@@ -86,13 +85,13 @@ class Config:
     seed: int = 0
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(lengths=(6, 16), steps=(1, 2, 4, 8), schedules=("linear",), runs=50,
                    sampler_length=6, sampler_samples=2, sampler_steps=(2, 4), timing_preset="tiny",
                    timing_lengths=(8,), timing_steps=(2, 8), timing_batch=2, timing_repeats=2, timing_threads=1)
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(lengths=(64, 256, 512, 1024, 2048), runs=2000, sampler_length=64,
                    sampler_samples=32, sampler_steps=(8, 32, 128, 512), timing_lengths=(64, 256, 512),
                    timing_steps=(64, 256, 512))
@@ -268,7 +267,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
 
 def plot(result: ExperimentResult) -> list[Plot]:
     """NFE vs N (log-log), expected as lines, measured as points with 95% error bars."""
-    from ._style import Z95, length_styles, new_figure, legend
+    from ._style import Z95, legend, length_styles, new_figure
 
     rows = result.tables.get("nfe", [])
     if not rows:

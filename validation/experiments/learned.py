@@ -35,8 +35,17 @@ from theory import thm43_ser_bound
 from ..cache import ResultCache
 from . import learned_bounds as lb
 from . import learned_plots
-from .learned_runs import LANGUAGE_SETS, PRESET, TARGET_RATIO, TrainedRun, as_row, describe, summarize, train_runs
 from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
+from .learned_runs import (
+    LANGUAGE_SETS,
+    PRESET,
+    TARGET_RATIO,
+    TrainedRun,
+    as_row,
+    describe,
+    summarize,
+    train_runs,
+)
 
 NAME = "learned"
 TITLE = "Learned vs predicted: trained MDMs and AR baselines against the oracle and the bounds"
@@ -81,12 +90,12 @@ class Config:
         object.__setattr__(self, "train", train)
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(train="default", languages=("2gram-pruned", "hmm", "interval"), preset="tiny", n_steps=(1, 4),
                    samples=8, eps_sequences=4, jensen_samples=8, workers=1)
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(train="all", n_steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), samples=1000, eps_sequences=512,
                    jensen_samples=2000)
 

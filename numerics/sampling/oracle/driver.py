@@ -32,12 +32,18 @@ import numba as nb
 import numpy as np
 
 from numerics._threads import run_chunks
+from numerics.draws import inverse_cdf
 from numerics.languages.arrays import kernel_arrays
 from numerics.languages.hmm import Language
 from numerics.sampling.oracle.jumps import language_powers
-from numerics.sampling.oracle.messages import advance, alpha_query, beta_query, new_messages, new_scratch
+from numerics.sampling.oracle.messages import (
+    advance,
+    alpha_query,
+    beta_query,
+    new_messages,
+    new_scratch,
+)
 from numerics.sampling.oracle.steps import Evidence, observe, token_marginal
-from numerics.draws import inverse_cdf
 
 __all__ = ["RevealScores", "reveal_sample", "reveal_score"]
 
