@@ -167,6 +167,13 @@ class TrainConfig:
         and reweighted, the same NELBO (:func:`neural.diffusion.count_law`). 0 is uniform; 1 puts
         more of the batch on few masks, where the denoiser learns slowest (measured on the 4-gram
         MDM of the report: 1.41 x the exact perplexity after 3000 steps, against 1.54 uniform).
+    compile : bool
+        Run the training loss (forward and backward) through ``torch.compile``. Measured on the
+        report's ``cpu-small`` MDM at L = 16, batch 256, one CPU thread: 96 ms a step against 134 ms
+        eager (1.39 x; AR 93 against 121 ms), after a first step that compiles (about 17 s, 5 s
+        when torch's compile cache already holds the graph). On a CPU it needs a C++ compiler;
+        where torch cannot compile, the run warns and trains eager, and ``metrics.json`` says which
+        (``"compiled"``). Compiled kernels sum in another order, so the flag is part of the config.
     noise_eps : float
         ``eps`` of the log-linear schedule ``alpha_t = 1 - (1 - eps) t`` (``"time"`` only).
     t_min : float
@@ -192,6 +199,7 @@ class TrainConfig:
     ema_decay: float = 0.9999
     nelbo_estimator: str = "time"
     count_power: float = 0.0
+    compile: bool = False
     noise_eps: float = 1e-3
     t_min: float = 1e-3
     eval_every: int = 500
@@ -218,6 +226,8 @@ class TrainConfig:
         _in_range("count_power", self.count_power, 0.0, 4.0, hi_open=False)
         if self.count_power and self.nelbo_estimator != "count":
             raise ValueError(f"count_power={self.count_power} needs nelbo_estimator='count', got {self.nelbo_estimator!r}")
+        if not isinstance(self.compile, bool):
+            raise ValueError(f"compile must be True or False, got {self.compile!r}")
         _in_range("noise_eps", self.noise_eps, 0.0, 1.0)
         _in_range("t_min", self.t_min, 0.0, 1.0, lo_open=True)
         if not isinstance(self.seed, int) or self.seed < 0:

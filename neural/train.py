@@ -29,6 +29,7 @@ import math
 import os
 import pickle
 import time
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -315,6 +316,7 @@ class _State:
     tokens: int = 0  # tokens trained on by this call
     loop_seconds: float = 0.0  # wall-clock of this call's optimizer steps (validation excluded)
     loop_cpu_seconds: float = 0.0
+    compiled: bool = False  # whether this call's steps ran through torch.compile
 
 
 def _initial_state(cfg: RunConfig, dev: torch.device, ckpt_path: Path, fingerprint: str) -> _State:
@@ -381,6 +383,36 @@ def _noise(objective: Objective, cfg: RunConfig, step: int, rows: slice):
     return None if noise is None else type(noise)(noise.mask[rows], noise.weight[rows])
 
 
+def _compile_unavailable(device: torch.device) -> str | None:
+    """Why ``torch.compile`` cannot build kernels here (``None``: it can)."""
+    if device.type != "cpu":
+        return None
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        get_cpp_compiler()
+    except Exception as exc:  # noqa: BLE001 -- any failure to find one means: train eager
+        return f"no C++ compiler for torch.compile on the CPU ({exc})"
+    return None
+
+
+def _eager_fallback(exc: BaseException) -> None:
+    warnings.warn(f"torch.compile failed, training eager instead: {type(exc).__name__}: {exc}", RuntimeWarning,
+                  stacklevel=3)
+
+
+def _compiled(loss_fn: nn.Module, device: torch.device) -> nn.Module:
+    """``loss_fn`` through ``torch.compile``; ``loss_fn`` itself, with a warning, where torch cannot compile."""
+    try:
+        why_not = _compile_unavailable(device)
+        if why_not is not None:
+            raise RuntimeError(why_not)
+        return torch.compile(loss_fn)
+    except Exception as exc:  # noqa: BLE001 -- whatever stops torch.compile, the run trains eager
+        _eager_fallback(exc)
+        return loss_fn
+
+
 def _optimizer_step(state: _State, loss_fn: nn.Module, x: torch.Tensor, noise, cfg: RunConfig, dev) -> tuple:
     """One AdamW step at the scheduled learning rate, with gradient clipping; returns (loss, lr, grad norm)."""
     lr = lr_at(state.step, cfg.train, state.segments[-1])
@@ -443,7 +475,8 @@ def _save(out_dir: Path, state: _State, cfg: RunConfig, procs: _Processes, compl
     _save_checkpoint(out_dir / CHECKPOINT_NAME, _payload(state, cfg, complete, fingerprint))
     atomic_write_json(out_dir / "metrics.json", {
         "config": cfg.to_dict(), "step": state.step, "complete": complete, "world_size": procs.world,
-        "device": str(procs.device), "threads": torch.get_num_threads(), "parameters": state.model.num_params(),
+        "device": str(procs.device), "threads": torch.get_num_threads(), "compiled": state.compiled,
+        "parameters": state.model.num_params(),
         "segments": state.segments, "reference": reference, "history": state.history, "provenance": provenance(),
     })
 
@@ -481,7 +514,9 @@ class TrainResult:
     """What a call to :func:`train` left behind.
 
     ``tokens_per_second`` and ``cpu_seconds`` cover this call's optimizer steps only (validation
-    and data preparation excluded); ``cpu_seconds`` is the process CPU time (all threads).
+    and data preparation excluded; compiling, with ``TrainConfig.compile``, included);
+    ``cpu_seconds`` is the process CPU time (all threads). ``compiled``: whether the steps ran
+    through ``torch.compile``.
     """
 
     out_dir: Path
@@ -492,6 +527,7 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
     tokens_per_second: float | None = None
     cpu_seconds: float = 0.0
+    compiled: bool = False
 
     @property
     def final(self) -> dict[str, Any] | None:
@@ -550,6 +586,10 @@ def train(
     if procs.world > 1:
         loss_fn = nn.parallel.DistributedDataParallel(
             loss_fn, device_ids=[procs.device.index] if procs.device.type == "cuda" else None)
+    eager_loss = loss_fn
+    if tc.compile:
+        loss_fn = _compiled(loss_fn, procs.device)
+        state.compiled = loss_fn is not eager_loss
     batches = _Batches(ds, cfg, procs)
     bar = _progress_bar(progress and procs.main, cfg, state)
 
@@ -564,7 +604,15 @@ def train(
             x = batches(state.step)
             noise = _noise(objective, cfg, state.step, batches.rows(state.step))
             torch.manual_seed(_seed(tc.seed, 3, state.step, procs.rank))  # dropout
-            loss, lr, gnorm = _optimizer_step(state, loss_fn, x, noise, cfg, procs.device)
+            try:
+                loss, lr, gnorm = _optimizer_step(state, loss_fn, x, noise, cfg, procs.device)
+            except Exception as exc:  # compiling happens in the first compiled step, which updates nothing
+                if loss_fn is eager_loss or state.tokens > 0:
+                    raise
+                _eager_fallback(exc)
+                loss_fn, state.compiled = eager_loss, False
+                torch.manual_seed(_seed(tc.seed, 3, state.step, procs.rank))
+                loss, lr, gnorm = _optimizer_step(state, loss_fn, x, noise, cfg, procs.device)
             _ema_update(state, tc.ema_decay)
             if state.step % 10 == 0 or state.step == tc.train_steps:  # a host sync: not every step on a GPU
                 lv = loss.item()
@@ -604,4 +652,4 @@ def train(
         dist.barrier()
         dist.destroy_process_group()
     return TrainResult(out_dir, out_dir / CHECKPOINT_NAME, state.step, complete, time.monotonic() - started,
-                       state.history, tps, state.loop_cpu_seconds)
+                       state.history, tps, state.loop_cpu_seconds, state.compiled)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +29,7 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[2]
 ATOL_DDP = 1e-5  # float32: gradients all-reduced (mean of two half-batch means) vs one full-batch mean
+ATOL_COMPILE = 1e-5  # float32 weights after six steps: compiled kernels sum in another order
 
 
 def tiny_language() -> NGram:
@@ -223,3 +225,46 @@ def test_time_budget_stops_with_a_resumable_checkpoint(tmp_path):
     assert load_checkpoint(tmp_path / "run").step == 1
     done = _run(cfg, tmp_path / "run")
     assert done.complete and done.step == 8 and done.history[-1]["final"]
+
+
+def _compiler_available() -> bool:
+    from neural.train import _compile_unavailable
+
+    return _compile_unavailable(torch.device("cpu")) is None
+
+
+@pytest.mark.skipif(not _compiler_available(), reason="torch.compile needs a C++ compiler on the CPU")
+def test_compiled_training_follows_the_eager_run(tmp_path):
+    eager = _run(tiny_config(train_steps=6, eval_every=6, ema_decay=0.0), tmp_path / "eager")
+    cfg = tiny_config(train_steps=6, eval_every=6, ema_decay=0.0, compile=True)
+    compiled = _run(cfg, tmp_path / "compiled")
+    metrics = json.loads((tmp_path / "compiled" / "metrics.json").read_text())
+    assert metrics["compiled"] is True and metrics["config"]["train"]["compile"] is True
+    a = load_checkpoint(tmp_path / "eager" / CHECKPOINT_NAME).model_state
+    b = load_checkpoint(tmp_path / "compiled" / CHECKPOINT_NAME).model_state
+    for key in a:  # the same six AdamW steps, summed in another order
+        assert torch.allclose(a[key], b[key], rtol=0, atol=ATOL_COMPILE), key
+    assert compiled.history[-1]["val_loss"] == pytest.approx(eager.history[-1]["val_loss"], rel=1e-5)
+
+
+def test_a_compile_that_fails_trains_eager_and_says_so(tmp_path, monkeypatch):
+    nt = sys.modules["neural.train"]  # the package exports the function train under the same name
+
+    class Broken(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            raise RuntimeError("simulated compiler failure")
+
+    monkeypatch.setattr(nt, "_compile_unavailable", lambda device: None)
+    monkeypatch.setattr(nt.torch, "compile", Broken)
+    eager = _run(tiny_config(train_steps=6, eval_every=6), tmp_path / "eager")
+    with pytest.warns(RuntimeWarning, match="simulated compiler failure"):
+        fell_back = _run(tiny_config(train_steps=6, eval_every=6, compile=True), tmp_path / "fallback")
+    assert json.loads((tmp_path / "fallback" / "metrics.json").read_text())["compiled"] is False
+    a = load_checkpoint(tmp_path / "eager" / CHECKPOINT_NAME).model_state
+    b = load_checkpoint(tmp_path / "fallback" / CHECKPOINT_NAME).model_state
+    assert all(torch.equal(a[k], b[k]) for k in a)  # the failed compiled step changed nothing
+    assert fell_back.history[-1]["val_loss"] == eager.history[-1]["val_loss"]
