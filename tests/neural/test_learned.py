@@ -167,3 +167,17 @@ def test_report_runs_pair_each_mdm_with_an_ar_of_the_same_length_and_fresh_data(
             assert cfg.data.n_train == cfg.train.train_steps * cfg.train.batch_size  # every step sees new sequences
         if language.startswith("interval"):
             assert mdm.model.length % 5 == 0 and mdm.model.absolute_positions
+
+
+def test_the_default_report_trains_eager_and_only_long_runs_compile():
+    from validation.experiments import learned_runs as lr
+
+    # make report must not wait on a cold torch.compile (nor need a C++ compiler) for its short runs
+    for language in lr.LANGUAGE_SETS["all"]:
+        for kind in ("mdm", "ar"):
+            cfg = lr.run_config(language, kind)
+            long_runs = language.removesuffix("-pruned") in ("3gram", "4gram", "hmm")
+            assert cfg.train.compile == long_runs, (language, kind)
+            if language in lr.LANGUAGE_SETS["default"]:
+                assert not cfg.train.compile, language
+    assert lr.run_config("3gram", "mdm", preset="tiny").train.compile is False  # tests never compile

@@ -32,7 +32,7 @@ from numerics.languages.presets import load_language
 from ..cache import ResultCache, key_hash
 from ._base import progress_iter
 
-__all__ = ["LANGUAGE_SETS", "TER_LANGUAGES", "SER_LANGUAGES", "TRAIN_STEPS", "TARGET_RATIO", "COMPILE", "PRESET",
+__all__ = ["LANGUAGE_SETS", "TER_LANGUAGES", "SER_LANGUAGES", "TRAIN_STEPS", "TARGET_RATIO", "COMPILE_FAMILIES", "PRESET",
            "TrainedRun", "run_config", "train_runs", "summarize", "describe", "as_row", "runs_root", "file_digest"]
 
 #: Languages trained by ``report --train`` (default) and ``report --train all``.
@@ -73,11 +73,13 @@ SLOW_MDM_TRAIN = {"lr": 6e-3, "count_power": 1.0}
 #: absolute position (intervals start at multiples of l), so its networks get absolute position
 #: embeddings (measured: without them the cpu-small MDM plateaus at 2.7 x the exact perplexity).
 INTERVAL_LENGTHS = {"cpu-small": 20, "tiny": 10, "paper": 510}
-TARGET_RATIO = {"mdm": 1.03, "ar": 1.01}
-#: The report's runs train through ``torch.compile`` (``TrainConfig.compile``): 1.39 x faster a step
-#: for the MDM, 1.30 x for the AR on one CPU thread, after 5 to 17 s of compiling a run; a machine
-#: where torch cannot compile trains them eager (the report says which).
-COMPILE = True  # validation (NELBO-)perplexity / exact perplexity
+TARGET_RATIO = {"mdm": 1.03, "ar": 1.01}  # validation (NELBO-)perplexity / exact perplexity
+#: The slow families' runs (800 to 3000 steps of one shape: their MDMs share one compiled graph,
+#: their ARs another) train through ``torch.compile`` (``TrainConfig.compile``): 1.39 x faster a step
+#: for the MDM, 1.30 x for the AR on one CPU thread. The short default runs stay eager: compiled, with
+#: torch's compile cache empty, they cost the default report more than they saved (fresh clone: 510 s
+#: instead of 416 s). A machine where torch cannot compile trains eager (the report says which).
+COMPILE_FAMILIES = SLOW_FAMILIES
 
 
 def _family(language: str) -> str:
@@ -93,7 +95,7 @@ def run_config(language: str, kind: str, seed: int = 0, preset: str = PRESET) ->
         return make_config(preset, language=language, kind=kind, vocab_size=vocab, seed=seed,
                            overrides={"model": model})
     steps = TRAIN_STEPS[(fam, kind)]
-    train = {"train_steps": steps, "lr": LEARNING_RATES[kind], "eval_every": steps, "compile": COMPILE,
+    train = {"train_steps": steps, "lr": LEARNING_RATES[kind], "eval_every": steps, "compile": fam in COMPILE_FAMILIES,
              "checkpoint_every": max(100, steps // 4)}
     if fam in SLOW_FAMILIES:
         model.update(SLOW_RECIPE["model"])
@@ -129,7 +131,7 @@ class TrainedRun:
         its record.
     threads : int
     compiled : bool
-        Whether the steps ran through ``torch.compile`` (:data:`COMPILE`; False where torch could not).
+        Whether the steps ran through ``torch.compile`` (:data:`COMPILE_FAMILIES`; False where torch could not).
     checkpoint_sha256 : str
         Content hash of the checkpoint the figures belong to.
     """
