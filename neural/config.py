@@ -20,15 +20,15 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 __all__ = [
-    "ModelConfig",
-    "TrainConfig",
-    "DataConfig",
-    "RunConfig",
-    "PRESETS",
     "MODEL_KINDS",
+    "PRESETS",
+    "DataConfig",
+    "ModelConfig",
+    "RunConfig",
+    "TrainConfig",
+    "config_differences",
     "make_config",
     "run_config_from_dict",
-    "config_differences",
 ]
 
 MODEL_KINDS = ("mdm", "ar")
@@ -226,8 +226,8 @@ class TrainConfig:
         _in_range("count_power", self.count_power, 0.0, 4.0, hi_open=False)
         if self.count_power and self.nelbo_estimator != "count":
             raise ValueError(f"count_power={self.count_power} needs nelbo_estimator='count', got {self.nelbo_estimator!r}")
-        if not isinstance(self.compile, bool):
-            raise ValueError(f"compile must be True or False, got {self.compile!r}")
+        if not isinstance(self.compile, bool):  # ValueError like every field: make_config reads TypeError as a bad name
+            raise ValueError(f"compile must be True or False, got {self.compile!r}")  # noqa: TRY004
         _in_range("noise_eps", self.noise_eps, 0.0, 1.0)
         _in_range("t_min", self.t_min, 0.0, 1.0, lo_open=True)
         if not isinstance(self.seed, int) or self.seed < 0:

@@ -50,16 +50,16 @@ from .diffusion import Objective, objective_for
 from .model import Transformer, build_model
 
 __all__ = [
-    "CheckpointError",
+    "CHECKPOINT_NAME",
+    "TIMING_FIELDS",
     "Checkpoint",
+    "CheckpointError",
     "TrainResult",
-    "train",
     "load_checkpoint",
     "lr_at",
     "pick_device",
+    "train",
     "validate",
-    "CHECKPOINT_NAME",
-    "TIMING_FIELDS",
 ]
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -396,21 +396,20 @@ def _compile_unavailable(device: torch.device) -> str | None:
     return None
 
 
-def _eager_fallback(exc: BaseException) -> None:
-    warnings.warn(f"torch.compile failed, training eager instead: {type(exc).__name__}: {exc}", RuntimeWarning,
-                  stacklevel=3)
+def _eager_fallback(why: str) -> None:
+    warnings.warn(f"torch.compile failed, training eager instead: {why}", RuntimeWarning, stacklevel=3)
 
 
 def _compiled(loss_fn: nn.Module, device: torch.device) -> nn.Module:
     """``loss_fn`` through ``torch.compile``; ``loss_fn`` itself, with a warning, where torch cannot compile."""
-    try:
-        why_not = _compile_unavailable(device)
-        if why_not is not None:
-            raise RuntimeError(why_not)
-        return torch.compile(loss_fn)
-    except Exception as exc:  # noqa: BLE001 -- whatever stops torch.compile, the run trains eager
-        _eager_fallback(exc)
-        return loss_fn
+    why_not = _compile_unavailable(device)
+    if why_not is None:
+        try:
+            return torch.compile(loss_fn)
+        except Exception as exc:  # noqa: BLE001 -- whatever stops torch.compile, the run trains eager
+            why_not = f"{type(exc).__name__}: {exc}"
+    _eager_fallback(why_not)
+    return loss_fn
 
 
 def _optimizer_step(state: _State, loss_fn: nn.Module, x: torch.Tensor, noise, cfg: RunConfig, dev) -> tuple:
@@ -609,7 +608,7 @@ def train(
             except Exception as exc:  # compiling happens in the first compiled step, which updates nothing
                 if loss_fn is eager_loss or state.tokens > 0:
                     raise
-                _eager_fallback(exc)
+                _eager_fallback(f"{type(exc).__name__}: {exc}")
                 loss_fn, state.compiled = eager_loss, False
                 torch.manual_seed(_seed(tc.seed, 3, state.step, procs.rank))
                 loss, lr, gnorm = _optimizer_step(state, loss_fn, x, noise, cfg, procs.device)

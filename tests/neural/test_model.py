@@ -40,28 +40,29 @@ def _model(kind: str, V: int = 5, L: int = 7, seed: int = 0, scramble: bool = Tr
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(kind="gpt"), "kind"),
-        (dict(vocab_size=1), "vocab_size"),
-        (dict(length=0), "length"),
-        (dict(width=30, n_heads=4), "divisible"),
-        (dict(width=12, n_heads=4), "even"),
-        (dict(dropout=1.0), "dropout"),
-        (dict(n_layers=2.5), "n_layers"),
+        ({"kind": "gpt"}, "kind"),
+        ({"vocab_size": 1}, "vocab_size"),
+        ({"length": 0}, "length"),
+        ({"width": 30, "n_heads": 4}, "divisible"),
+        ({"width": 12, "n_heads": 4}, "even"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"n_layers": 2.5}, "n_layers"),
     ],
 )
 def test_bad_model_configs_rejected(kwargs, match):
-    base = dict(kind="mdm", vocab_size=4, length=8, width=16, n_layers=1, n_heads=2)
+    base = {"kind": "mdm", "vocab_size": 4, "length": 8, "width": 16, "n_layers": 1, "n_heads": 2}
     with pytest.raises(ValueError, match=match):
         ModelConfig(**{**base, **kwargs})
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [(dict(lr=0.0), "lr"), (dict(lr=1e-3, lr_min=1e-2), "lr_min"), (dict(batch_size=0), "batch_size"),
-     (dict(warmup_frac=1.0), "warmup_frac"), (dict(grad_clip=0.0), "grad_clip"), (dict(ema_decay=1.0), "ema_decay"),
-     (dict(t_min=0.0), "t_min"), (dict(betas=(0.9,)), "betas"), (dict(seed=-1), "seed"),
-     (dict(nelbo_estimator="count", count_power=-1.0), "count_power"),
-     (dict(nelbo_estimator="time", count_power=1.0), "count_power=1.0 needs nelbo_estimator='count'")],
+    [({"lr": 0.0}, "lr"), ({"lr": 1e-3, "lr_min": 1e-2}, "lr_min"), ({"batch_size": 0}, "batch_size"),
+     ({"warmup_frac": 1.0}, "warmup_frac"), ({"grad_clip": 0.0}, "grad_clip"), ({"ema_decay": 1.0}, "ema_decay"),
+     ({"t_min": 0.0}, "t_min"), ({"betas": (0.9,)}, "betas"), ({"seed": -1}, "seed"),
+     ({"nelbo_estimator": "count", "count_power": -1.0}, "count_power"),
+     ({"nelbo_estimator": "time", "count_power": 1.0}, "count_power=1.0 needs nelbo_estimator='count'"),
+     ({"compile": 1}, "compile must be True or False")],
 )
 def test_bad_train_configs_rejected(kwargs, match):
     with pytest.raises(ValueError, match=match):

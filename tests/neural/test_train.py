@@ -250,16 +250,12 @@ def test_compiled_training_follows_the_eager_run(tmp_path):
 def test_a_compile_that_fails_trains_eager_and_says_so(tmp_path, monkeypatch):
     nt = sys.modules["neural.train"]  # the package exports the function train under the same name
 
-    class Broken(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
+    class Broken(torch.nn.Module):  # what torch.compile returns when its first call fails
         def forward(self, *args):
             raise RuntimeError("simulated compiler failure")
 
     monkeypatch.setattr(nt, "_compile_unavailable", lambda device: None)
-    monkeypatch.setattr(nt.torch, "compile", Broken)
+    monkeypatch.setattr(nt.torch, "compile", lambda module: Broken())
     eager = _run(tiny_config(train_steps=6, eval_every=6), tmp_path / "eager")
     with pytest.warns(RuntimeWarning, match="simulated compiler failure"):
         fell_back = _run(tiny_config(train_steps=6, eval_every=6, compile=True), tmp_path / "fallback")

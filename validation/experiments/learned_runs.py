@@ -32,8 +32,22 @@ from numerics.languages.presets import load_language
 from ..cache import ResultCache, key_hash
 from ._base import progress_iter
 
-__all__ = ["LANGUAGE_SETS", "TER_LANGUAGES", "SER_LANGUAGES", "TRAIN_STEPS", "TARGET_RATIO", "COMPILE_FAMILIES", "PRESET",
-           "TrainedRun", "run_config", "train_runs", "summarize", "describe", "as_row", "runs_root", "file_digest"]
+__all__ = [
+    "LANGUAGE_SETS",
+    "PRESET",
+    "SER_LANGUAGES",
+    "TARGET_RATIO",
+    "TER_LANGUAGES",
+    "TRAIN_STEPS",
+    "TrainedRun",
+    "as_row",
+    "describe",
+    "file_digest",
+    "run_config",
+    "runs_root",
+    "summarize",
+    "train_runs",
+]
 
 #: Languages trained by ``report --train`` (default) and ``report --train all``.
 LANGUAGE_SETS: dict[str, tuple[str, ...]] = {
@@ -67,19 +81,18 @@ LEARNING_RATES = {"mdm": 3e-3, "ar": 1e-2}
 #: Measured on the 4-gram MDM, 3000 steps: 1.54 x the exact perplexity with the cpu-small recipe
 #: (L = 32, uniform counts), 1.41 with count_power 1, 1.33 with count_power 1 at L = 16.
 SLOW_FAMILIES = ("3gram", "4gram", "hmm")
-SLOW_RECIPE = {"model": {"length": 16}, "train": {"batch_size": 256}}
+#: Their runs (800 to 3000 steps of one shape: the MDMs share one compiled graph, the ARs another)
+#: train through ``torch.compile`` (``TrainConfig.compile``): 1.39 x faster a step for the MDM, 1.30 x
+#: for the AR on one CPU thread. The short default runs stay eager: compiled, with torch's compile
+#: cache empty, they cost the default report more than they saved (fresh clone: 510 s instead of
+#: 416 s). A machine where torch cannot compile trains eager (the report says which).
+SLOW_RECIPE = {"model": {"length": 16}, "train": {"batch_size": 256, "compile": True}}
 SLOW_MDM_TRAIN = {"lr": 6e-3, "count_power": 1.0}
 #: Interval language: L a multiple of l = 5 (Definition C.4), per preset; its law depends on the
 #: absolute position (intervals start at multiples of l), so its networks get absolute position
 #: embeddings (measured: without them the cpu-small MDM plateaus at 2.7 x the exact perplexity).
 INTERVAL_LENGTHS = {"cpu-small": 20, "tiny": 10, "paper": 510}
 TARGET_RATIO = {"mdm": 1.03, "ar": 1.01}  # validation (NELBO-)perplexity / exact perplexity
-#: The slow families' runs (800 to 3000 steps of one shape: their MDMs share one compiled graph,
-#: their ARs another) train through ``torch.compile`` (``TrainConfig.compile``): 1.39 x faster a step
-#: for the MDM, 1.30 x for the AR on one CPU thread. The short default runs stay eager: compiled, with
-#: torch's compile cache empty, they cost the default report more than they saved (fresh clone: 510 s
-#: instead of 416 s). A machine where torch cannot compile trains eager (the report says which).
-COMPILE_FAMILIES = SLOW_FAMILIES
 
 
 def _family(language: str) -> str:
@@ -95,7 +108,7 @@ def run_config(language: str, kind: str, seed: int = 0, preset: str = PRESET) ->
         return make_config(preset, language=language, kind=kind, vocab_size=vocab, seed=seed,
                            overrides={"model": model})
     steps = TRAIN_STEPS[(fam, kind)]
-    train = {"train_steps": steps, "lr": LEARNING_RATES[kind], "eval_every": steps, "compile": fam in COMPILE_FAMILIES,
+    train = {"train_steps": steps, "lr": LEARNING_RATES[kind], "eval_every": steps,
              "checkpoint_every": max(100, steps // 4)}
     if fam in SLOW_FAMILIES:
         model.update(SLOW_RECIPE["model"])
@@ -131,7 +144,7 @@ class TrainedRun:
         its record.
     threads : int
     compiled : bool
-        Whether the steps ran through ``torch.compile`` (:data:`COMPILE_FAMILIES`; False where torch could not).
+        Whether the steps ran through ``torch.compile`` (:data:`SLOW_RECIPE`; False where torch could not).
     checkpoint_sha256 : str
         Content hash of the checkpoint the figures belong to.
     """
@@ -219,10 +232,14 @@ def runs_root(cache: ResultCache) -> Path:
     return Path(tempfile.mkdtemp(prefix="mdm-theory-train-"))
 
 
+def _how(threads: int, compiled: bool) -> str:
+    return f"{threads} thread(s){' (torch.compile)' if compiled else ''}"
+
+
 def _say(progress: bool, key: tuple[str, str], fig: dict) -> None:
     if progress:
         print(f"[learned] trained {key[0]} {key[1].upper()}: {fig['tokens_per_second']:,.0f} tokens/s on "
-              f"{fig['threads']} thread(s){' (torch.compile)' if fig['compiled'] else ''}, {fig['cpu_seconds']:.0f} CPU-s in optimizer steps, {fig['wall_seconds']:.0f} s",
+              f"{_how(fig['threads'], fig['compiled'])}, {fig['cpu_seconds']:.0f} CPU-s in optimizer steps, {fig['wall_seconds']:.0f} s",
               file=sys.stderr, flush=True)
 
 
@@ -278,8 +295,7 @@ def train_runs(pairs: list[tuple[str, str]], cache: ResultCache, *, seed: int = 
 def describe(run: TrainedRun) -> str:
     """One line for the report: the ratio against the target, and the training speed."""
     status = "meets" if run.meets_target else "MISSES"
-    speed = (f"; {run.tokens_per_second:,.0f} tokens/s on {run.threads} thread(s)"
-             f"{' (torch.compile)' if run.compiled else ''}, {run.cpu_seconds:.0f} CPU-s"
+    speed = (f"; {run.tokens_per_second:,.0f} tokens/s on {_how(run.threads, run.compiled)}, {run.cpu_seconds:.0f} CPU-s"
              if math.isfinite(run.tokens_per_second) else "; checkpoint found without its training record")
     return (f"{run.language} {run.kind.upper()}: validation {'NELBO-' if run.kind == 'mdm' else ''}perplexity / "
             f"exact = {run.ratio:.4f} [{run.ratio_ci[0]:.4f}, {run.ratio_ci[1]:.4f}] after {run.train_steps} steps "
