@@ -11,7 +11,8 @@ from numerics.schedules import Schedule, from_u, make_schedule
 from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
 from numerics.exact.entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
 from numerics.languages.generators import random_hmm, random_ngram
-from numerics.languages.presets import PRESETS, LanguageSummary, language_summary, load_language, preset_names
+from numerics.languages.presets import PRESETS, load_language, preset_names
+from numerics.exact.summary import LanguageSummary, language_summary
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
 from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
 from numerics.exact.dp import dp_metrics, dp_output_law

@@ -12,15 +12,14 @@ from click.testing import CliRunner
 from hypothesis import given
 
 from numerics.languages.hmm import HMM, NGram, load_language_file
+from numerics.exact.summary import language_summary, one_step_ser
 from numerics.languages.presets import (
     HMM_SER_THRESHOLD,
     PRESETS,
     SEEDS,
     TABLE1,
     get_preset,
-    language_summary,
     load_language,
-    one_step_ser,
     preset_names,
     prune_rows,
     random_hmm,

@@ -56,7 +56,8 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
     import numpy as np
     from tqdm import tqdm
 
-    from numerics.languages.presets import get_preset, language_summary, preset_names
+    from numerics.exact.summary import language_summary
+    from numerics.languages.presets import get_preset, preset_names
 
     names = list(languages) or preset_names()
     for name in names:  # refuse hopeless sizes before computing anything
