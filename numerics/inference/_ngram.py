@@ -21,7 +21,7 @@ from numba import njit, prange, uint64
 from numerics._threads import CHUNKS_PER_THREAD, kernel_threads
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
 from numerics.inference.posterior import Observations, Posterior
-from numerics.languages.arrays import kernel_arrays
+from numerics.languages.arrays import by_kind, kernel_arrays, sparse_entry
 from numerics.languages.hmm import NGram
 
 __all__ = ["forward_backward_ngram", "loglik_ngram"]
@@ -77,6 +77,78 @@ def _sum_at(x, idx, n):
     return (t0 + t1) + (t2 + t3)
 
 
+# ----- the conditional, read in its layout (dense NGramArrays or SparseNGramArrays) -----------------
+# Both versions add the same terms in the same (ascending) order; the sparse one skips the exact
+# zeros, so the two layouts give the same float64 results.
+
+
+@njit(cache=True)
+def _entry_ngram(lang, s, v):
+    """``conditional[s, v]``."""
+    return lang.conditional[s, v]
+
+
+_entry = by_kind(_entry_ngram, _entry_ngram, sparse_entry)
+
+
+@njit(cache=True)
+def _vocab_ngram(lang):
+    """``V``."""
+    return lang.conditional.shape[1]
+
+
+@njit(cache=True)
+def _vocab_sparse(lang):
+    return lang.vocab
+
+
+_vocab = by_kind(_vocab_ngram, _vocab_ngram, _vocab_sparse)
+
+
+@njit(cache=True)
+def _push_row_ngram(lang, w, cur, s):
+    """``cur[successor(s, v)] += w conditional[s, v]`` for every token ``v``."""
+    cond = lang.conditional
+    t = lang.successor[s]
+    for v in range(uint64(cond.shape[1])):  # unsigned indices: no wraparound test, so it vectorizes
+        cur[t + v] += w * cond[s, v]
+
+
+@njit(cache=True)
+def _push_row_sparse(lang, w, cur, s):
+    indices, data = lang.indices, lang.data
+    t = lang.successor[s]
+    for k in range(lang.indptr[s], lang.indptr[s + 1]):
+        cur[t + indices[k]] += w * data[k]
+
+
+_push_row = by_kind(_push_row_ngram, _push_row_ngram, _push_row_sparse)
+
+
+@njit(cache=True)
+def _dot_row_ngram(lang, s, nxt):
+    """``sum_v conditional[s, v] nxt[successor(s, v)]``."""
+    cond = lang.conditional
+    t = lang.successor[s]
+    y = 0.0
+    for v in range(uint64(cond.shape[1])):
+        y += cond[s, v] * nxt[t + v]
+    return y
+
+
+@njit(cache=True)
+def _dot_row_sparse(lang, s, nxt):
+    indices, data = lang.indices, lang.data
+    t = lang.successor[s]
+    y = 0.0
+    for k in range(lang.indptr[s], lang.indptr[s + 1]):
+        y += data[k] * nxt[t + indices[k]]
+    return y
+
+
+_dot_row = by_kind(_dot_row_ngram, _dot_row_ngram, _dot_row_sparse)
+
+
 @njit(cache=True)
 def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     """Scaled forward of sequence ``b`` over the window supports; returns ``log q(x_obs)``
@@ -86,11 +158,10 @@ def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     ``alpha_j(succ[s] + v) += alpha_{j-1}(s) cond[s, v]`` for ``s`` in the support at ``j - 1``
     and ``v = x_j`` (observed) or every ``v`` (masked); entries outside the support are never read.
     """
-    initial, cond, succ, order = lang.initial, lang.conditional, lang.successor, lang.order
+    initial, succ, order = lang.initial, lang.successor, lang.order
     tokens, mask = obs.tokens, obs.mask
     L = tokens.shape[1]
-    V = cond.shape[1]
-    Vu = uint64(V)
+    V = _vocab(lang)
     logc = 0.0
     prod = 1.0
     for j in range(L):
@@ -114,15 +185,13 @@ def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
                 xu = uint64(x)
                 for i in range(nsupp[kp]):
                     s = sp[i]
-                    cur[succ[s] + xu] += prev[s] * cond[s, xu]
+                    cur[succ[s] + xu] += prev[s] * _entry(lang, s, xu)
             else:
                 for i in range(nsupp[kp]):
                     s = sp[i]
                     w = prev[s]
                     if w != 0.0:
-                        t = succ[s]
-                        for v in range(Vu):  # unsigned indices: no wraparound test, so it vectorizes
-                            cur[t + v] += w * cond[s, v]
+                        _push_row(lang, w, cur, s)
         tot = _sum_at(cur, sj, n)
         if store:
             c[j] = tot
@@ -137,11 +206,12 @@ def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
 
 @njit(cache=True, parallel=True)
 def _forward_backward(lang, obs, chunk, out):
-    cond, succ = lang.conditional, lang.successor
+    succ = lang.successor
     tokens, mask = obs.tokens, obs.mask
     loglik, marginals, unstable = out.loglik, out.marginals, out.unstable
     B, L = tokens.shape
-    S, V = cond.shape
+    S = lang.initial.shape[0]
+    V = _vocab(lang)
     Vu = uint64(V)
     emit = np.arange(S).astype(np.uint64) % Vu
     nchunks = (B + chunk - 1) // chunk
@@ -174,11 +244,7 @@ def _forward_backward(lang, obs, chunk, out):
                     for i in range(n):
                         s = sj[i]
                         if aj[s] > 0.0:
-                            t = succ[s]
-                            y = 0.0
-                            for v in range(Vu):
-                                y += cond[s, v] * nxt[t + v]
-                            beta[s] = y * inv
+                            beta[s] = _dot_row(lang, s, nxt) * inv
                         else:
                             beta[s] = 0.0
                 else:
@@ -186,7 +252,7 @@ def _forward_backward(lang, obs, chunk, out):
                     x1 = uint64(tokens[b, j + 1])
                     for i in range(n):
                         s = sj[i]
-                        beta[s] = cond[s, x1] * nxt[succ[s] + x1] * inv if aj[s] > 0.0 else 0.0
+                        beta[s] = _entry(lang, s, x1) * nxt[succ[s] + x1] * inv if aj[s] > 0.0 else 0.0
                 if mask[b, j]:  # q(x_j = v | obs) = sum_{s % V = v} alpha_j(s) beta_j(s), normalized
                     for v in range(V):
                         acc[v] = 0.0
@@ -211,7 +277,7 @@ def _forward_backward(lang, obs, chunk, out):
 @njit(cache=True, parallel=True)
 def _loglik(lang, obs, chunk, loglik):
     B, L = obs.tokens.shape
-    S = lang.conditional.shape[0]
+    S = lang.initial.shape[0]
     nchunks = (B + chunk - 1) // chunk
     for k in prange(nchunks):
         alpha = np.empty((2, S))
@@ -232,18 +298,19 @@ def _observations(obs: Observations) -> Observations:
     return Observations(np.ascontiguousarray(obs.tokens, dtype=np.int64), np.ascontiguousarray(obs.mask, dtype=np.bool_))
 
 
-def forward_backward_ngram(ngram: NGram, obs: Observations) -> Posterior:
+def forward_backward_ngram(ngram: NGram, obs: Observations, layout: str = "auto") -> Posterior:
     """Masked forward-backward of an n-gram over its sparse successor structure; a
-    :class:`~numerics.inference.posterior.Posterior`."""
+    :class:`~numerics.inference.posterior.Posterior`. ``layout``: of the conditional
+    (:func:`~numerics.languages.arrays.kernel_arrays`; ``auto``: only the non-zeros when it is mostly zeros)."""
     B, L = obs.tokens.shape
     out = new_buffers(B, L, ngram.vocab_size)
-    _forward_backward(kernel_arrays(ngram), _observations(obs), _chunk(B), out)
+    _forward_backward(kernel_arrays(ngram, layout), _observations(obs), _chunk(B), out)
     check_stable(out)
     return Posterior(out.loglik, out.marginals)
 
 
-def loglik_ngram(ngram: NGram, obs: Observations) -> np.ndarray:
-    """Forward pass only: ``log q(x_obs)`` per sequence of an n-gram."""
+def loglik_ngram(ngram: NGram, obs: Observations, layout: str = "auto") -> np.ndarray:
+    """Forward pass only: ``log q(x_obs)`` per sequence of an n-gram (``layout`` as in :func:`forward_backward_ngram`)."""
     loglik = np.empty(obs.tokens.shape[0])
-    _loglik(kernel_arrays(ngram), _observations(obs), _chunk(obs.tokens.shape[0]), loglik)
+    _loglik(kernel_arrays(ngram, layout), _observations(obs), _chunk(obs.tokens.shape[0]), loglik)
     return loglik

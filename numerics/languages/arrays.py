@@ -1,12 +1,18 @@
 """A language's arrays as the compiled kernels read them, with its kind resolved once.
 
 A kernel never asks "is this an n-gram?" at run time. :func:`kernel_arrays` turns a language into
-one of two NamedTuples, :class:`HMMArrays` (dense) or :class:`NGramArrays` (sparse successor
-layout), and numba compiles a kernel once per NamedTuple *type*. A step that differs between the
-two (a forward step, a posterior marginal, ...) is written twice, and :func:`by_kind` joins the
-two versions into one function that picks by the type of its first argument: at compile time
-inside numba (an ``overload``), by ``isinstance`` when called from Python. The drivers are then
-written once, for both kinds (see :mod:`numerics.sampling.oracle`).
+one of three NamedTuples, :class:`HMMArrays` (dense), :class:`NGramArrays` (successor layout,
+the ``(S, V)`` conditional dense) or :class:`SparseNGramArrays` (successor layout, only the
+non-zero conditionals, CSR and CSC), and numba compiles a kernel once per NamedTuple *type*. A
+step that differs between the kinds (a forward step, a posterior marginal, ...) is written once
+per kind, and :func:`by_kind` joins the versions into one function that picks by the type of its
+first argument: at compile time inside numba (an ``overload``), by ``isinstance`` when called
+from Python. The drivers are then written once, for every kind (see :mod:`numerics.sampling.oracle`).
+
+The sparse layout is chosen in one place, :func:`kernel_arrays`: an n-gram whose conditional has
+at most :data:`SPARSE_DENSITY` of its ``S V`` entries non-zero (a fitted word-level bigram: tens of
+thousands of non-zeros out of ``V^2 = 16.7M``) gets :class:`SparseNGramArrays`, whose steps cost
+the non-zeros they visit instead of ``S V``.
 
 Every array is a fresh, writable, C-contiguous copy (float64; integers int64 or uint64), so a
 kernel has exactly one compiled signature per kind whatever the caller passed (read-only
@@ -20,12 +26,22 @@ from __future__ import annotations
 import inspect
 from typing import Callable, NamedTuple, Union
 
+import numba as nb
 import numpy as np
 from numba.extending import overload
 
 from numerics.languages.hmm import HMM, Language, NGram
 
-__all__ = ["HMMArrays", "NGramArrays", "KernelArrays", "kernel_arrays", "by_kind", "contiguous"]
+__all__ = [
+    "HMMArrays", "NGramArrays", "SparseNGramArrays", "KernelArrays", "SPARSE_DENSITY", "LAYOUTS", "kernel_arrays",
+    "by_kind", "contiguous", "sparse_entry",
+]
+
+#: An n-gram whose conditional has at most this share of non-zero entries gets the sparse layout
+#: (``layout="auto"``). At this density a sparse step (about ``3 nnz`` reads) costs well under the
+#: dense step's ``S V`` multiply-adds; the presets (random rows, at most 30% pruned) stay dense.
+SPARSE_DENSITY = 0.05
+LAYOUTS = ("auto", "dense", "sparse")
 
 
 class HMMArrays(NamedTuple):
@@ -83,7 +99,63 @@ class NGramArrays(NamedTuple):
     order: int
 
 
-KernelArrays = Union[HMMArrays, NGramArrays]
+class SparseNGramArrays(NamedTuple):
+    """An n-gram as :class:`NGramArrays`, with only the non-zero conditionals (CSR by window, CSC by token).
+
+    Row ``s`` of the conditional holds ``data[indptr[s]:indptr[s + 1]]`` at the tokens
+    ``indices[indptr[s]:indptr[s + 1]]`` (ascending); column ``v`` holds ``col_data[col_indptr[v]:col_indptr[v + 1]]``
+    at the windows ``col_indices[...]`` (ascending). A kernel visits non-zeros in ascending order,
+    the order in which the dense n-gram kernels add the same terms (the skipped ones are exact zeros).
+
+    Attributes
+    ----------
+    initial : (S,) float64
+        Law of the window at the first position.
+    indptr : (S + 1,) int64
+    indices : (nnz,) uint64
+    data : (nnz,) float64
+        CSR of ``conditional[s, v]``.
+    col_indptr : (V + 1,) int64
+    col_indices : (nnz,) int64
+    col_data : (nnz,) float64
+        CSC of the same matrix.
+    successor, digit_weights, order
+        As in :class:`NGramArrays`.
+    vocab : int
+        ``V``.
+    """
+
+    initial: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    col_indptr: np.ndarray
+    col_indices: np.ndarray
+    col_data: np.ndarray
+    successor: np.ndarray
+    digit_weights: np.ndarray
+    order: int
+    vocab: int
+
+
+KernelArrays = Union[HMMArrays, NGramArrays, SparseNGramArrays]
+
+
+@nb.njit(cache=True)
+def sparse_entry(lang, s, v):
+    """``conditional[s, v]`` of a :class:`SparseNGramArrays` (binary search in the ascending tokens of row ``s``)."""
+    indices = lang.indices
+    lo = lang.indptr[s]
+    end = lang.indptr[s + 1]
+    hi = end
+    vu = np.uint64(v)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < vu:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lang.data[lo] if (lo < end and indices[lo] == vu) else 0.0
 
 
 def contiguous(x: np.ndarray, dtype=np.float64) -> np.ndarray:
@@ -91,21 +163,43 @@ def contiguous(x: np.ndarray, dtype=np.float64) -> np.ndarray:
     return np.array(x, dtype=dtype, order="C", copy=True)
 
 
-def kernel_arrays(language: Language) -> KernelArrays:
-    """The kernels' view of ``language``: :class:`NGramArrays` for an :class:`NGram`, :class:`HMMArrays` for an :class:`HMM`.
+def kernel_arrays(language: Language, layout: str = "auto") -> KernelArrays:
+    """The kernels' view of ``language``: :class:`NGramArrays` or :class:`SparseNGramArrays` for an
+    :class:`NGram`, :class:`HMMArrays` for an :class:`HMM`.
 
-    The one place where the kind of a language is decided for the compiled kernels.
+    The one place where the kind of a language is decided for the compiled kernels. ``layout``
+    (n-grams only): ``"auto"`` picks the sparse layout when at most :data:`SPARSE_DENSITY` of the
+    conditional's entries are non-zero (module docstring); ``"dense"`` / ``"sparse"`` force one
+    (tests compare the two on the same language).
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if isinstance(language, NGram):
         V, n = language.vocab_size, language.order
         weights = np.ones(max(n - 1, 1), dtype=np.int64)
         for d in range(1, n - 1):
             weights[d] = weights[d - 1] * V
+        S = language.n_states
+        successor = contiguous((np.arange(S) % (S // V)) * V, np.uint64)  # successors()[:, 0], without the (S, V) table
+        cond = language.conditional
+        if layout == "sparse" or (layout == "auto" and np.count_nonzero(cond) <= SPARSE_DENSITY * cond.size):
+            rows, cols = np.nonzero(cond)  # row-major: ascending v within each row
+            vals = cond[rows, cols]
+            indptr = np.zeros(cond.shape[0] + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows, minlength=cond.shape[0]), out=indptr[1:])
+            by_col = np.lexsort((rows, cols))  # column-major: ascending s within each column
+            col_indptr = np.zeros(V + 1, dtype=np.int64)
+            np.cumsum(np.bincount(cols, minlength=V), out=col_indptr[1:])
+            return SparseNGramArrays(
+                contiguous(language.initial), indptr, contiguous(cols, np.uint64), contiguous(vals),
+                col_indptr, contiguous(rows[by_col], np.int64), contiguous(vals[by_col]),
+                successor, weights, int(n), int(V),
+            )
         return NGramArrays(
             contiguous(language.initial),
-            contiguous(language.conditional),
-            contiguous(language.conditional.T),
-            contiguous(language.successors()[:, 0], np.uint64),
+            contiguous(cond),
+            contiguous(cond.T),
+            successor,
             weights,
             int(n),
         )
@@ -119,30 +213,37 @@ def kernel_arrays(language: Language) -> KernelArrays:
     raise TypeError(f"language must be an HMM or NGram, got {type(language).__name__}")
 
 
-def by_kind(dense: Callable, ngram: Callable) -> Callable:
-    """One function that calls ``dense`` on :class:`HMMArrays` and ``ngram`` on :class:`NGramArrays`.
+def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) -> Callable:
+    """One function that calls ``dense`` on :class:`HMMArrays`, ``ngram`` on :class:`NGramArrays` and
+    ``sparse`` on :class:`SparseNGramArrays`.
 
-    ``dense`` and ``ngram`` are numba functions with the same parameters, the first being the
-    arrays. Inside a numba function the choice is made at compile time (the kind is part of the
-    argument's type, so no run-time branch is left, and the chosen version is compiled in place
-    of the call, with no wrapper in between); from Python it is made by ``isinstance``. The
-    returned function carries ``dense``'s name (without ``_dense``), signature and docstring,
-    which documents both.
+    The versions are numba functions with the same parameters, the first being the arrays;
+    ``sparse = None``: the ``ngram`` version serves both n-gram layouts (it must then read only
+    the fields they share: ``initial``, ``successor``, ``digit_weights``, ``order``). Inside a
+    numba function the choice is made at compile time (the kind is part of the argument's type,
+    so no run-time branch is left, and the chosen version is compiled in place of the call, with
+    no wrapper in between); from Python it is made by ``isinstance``. The returned function
+    carries ``dense``'s name (without ``_dense``), signature and docstring, which documents all.
     """
+    sparse = ngram if sparse is None else sparse
     signature = inspect.signature(dense.py_func)
-    if list(signature.parameters) != list(inspect.signature(ngram.py_func).parameters):
-        raise TypeError(f"{dense.__name__} and {ngram.__name__} must have the same parameters")
+    for other in (ngram, sparse):
+        if list(signature.parameters) != list(inspect.signature(other.py_func).parameters):
+            raise TypeError(f"{dense.__name__} and {other.__name__} must have the same parameters")
 
     def dispatch(arrays, *args):
+        if isinstance(arrays, SparseNGramArrays):
+            return sparse(arrays, *args)
         if isinstance(arrays, NGramArrays):
             return ngram(arrays, *args)
         if isinstance(arrays, HMMArrays):
             return dense(arrays, *args)
-        raise TypeError(f"expected HMMArrays or NGramArrays, got {type(arrays).__name__}")
+        raise TypeError(f"expected HMMArrays, NGramArrays or SparseNGramArrays, got {type(arrays).__name__}")
+
+    versions = {HMMArrays: dense.py_func, NGramArrays: ngram.py_func, SparseNGramArrays: sparse.py_func}
 
     def implementation(*args):  # numba's typing: the Python source of the version for this type
-        kind = getattr(args[0], "instance_class", None)
-        return dense.py_func if kind is HMMArrays else ngram.py_func if kind is NGramArrays else None
+        return versions.get(getattr(args[0], "instance_class", None))
 
     implementation.__signature__ = signature  # numba matches it against the version's parameters
     overload(dispatch)(implementation)

@@ -23,7 +23,7 @@ import numpy as np
 
 from numerics.languages.hmm import HMM, NGram
 
-__all__ = ["as_generator", "softmax_rows", "prune_rows", "random_rows", "random_ngram", "random_hmm"]
+__all__ = ["as_generator", "softmax_rows", "prune_rows", "random_rows", "random_ngram", "random_sparse_ngram", "random_hmm"]
 
 Seed = Union[int, np.random.Generator]
 
@@ -75,6 +75,11 @@ def random_rows(
     return prune_rows(p, threshold)
 
 
+def _check_order_vocab(order: int, vocab: int) -> None:
+    if int(order) != order or order < 2 or int(vocab) != vocab or vocab < 1:
+        raise ValueError(f"need integer order >= 2 and vocab >= 1, got order={order!r}, vocab={vocab!r}")
+
+
 def random_ngram(
     order: int = 2,
     vocab: int = 8,
@@ -85,13 +90,48 @@ def random_ngram(
     zero_fraction: float = 0.0,
 ) -> NGram:
     """A random n-gram (module docstring): ``initial`` over the ``V^(n-1)`` windows, then ``conditional`` ``(V^(n-1), V)``."""
-    if int(order) != order or order < 2 or int(vocab) != vocab or vocab < 1:
-        raise ValueError(f"need integer order >= 2 and vocab >= 1, got order={order!r}, vocab={vocab!r}")
+    _check_order_vocab(order, vocab)
     rng = as_generator(seed)
     S = int(vocab) ** (int(order) - 1)
     initial = random_rows(rng, (S,), temperature, threshold, zero_fraction)
     conditional = random_rows(rng, (S, int(vocab)), temperature, threshold, zero_fraction)
     return NGram(int(order), initial, conditional)
+
+
+def random_sparse_ngram(
+    order: int = 2,
+    vocab: int = 4096,
+    nonzeros: int = 50_000,
+    zipf: float = 1.1,
+    temperature: float = 1.0,
+    seed: Seed = 0,
+) -> NGram:
+    """A random mostly-zero n-gram shaped like a word-level model fitted to text (Zipf-like rows).
+
+    Token popularity ``w_v ∝ (v + 1)^(-zipf)``. Window ``s`` (newest token ``s % V``) gets
+    ``k_s = clip(round(nonzeros * w_{s % V} / sum_s' w_{s' % V}), 1, V)`` successors (frequent tokens
+    have many, rare ones one or two), chosen without replacement with probabilities ``∝ w``
+    (Gumbel top-``k``: the ``k_s`` largest ``log w_v + G_{s,v}``); their probabilities are
+    ``∝ w_v exp(temperature g)``. ``initial`` is ``∝ w_{s % V}`` times ``exp(temperature g)``, on
+    every window. Draws in order: the Gumbels ``(S, V)``, the normals ``(S, V)``, the normals ``(S,)``.
+    The number of non-zeros is about ``nonzeros`` (rounding and the clip move it).
+    """
+    _check_order_vocab(order, vocab)
+    if int(nonzeros) != nonzeros or nonzeros < 1 or not zipf >= 0.0:
+        raise ValueError(f"need integer nonzeros >= 1 and zipf >= 0, got nonzeros={nonzeros!r}, zipf={zipf!r}")
+    rng = as_generator(seed)
+    V = int(vocab)
+    S = V ** (int(order) - 1)
+    logw = -float(zipf) * np.log(np.arange(1, V + 1, dtype=np.float64))
+    row_w = np.exp(logw[np.arange(S) % V])
+    k = np.clip(np.rint(int(nonzeros) * row_w / row_w.sum()), 1, V).astype(np.int64)
+    keys = logw[None, :] + rng.gumbel(size=(S, V))
+    kth = np.take_along_axis(np.sort(keys, axis=1), (V - k)[:, None], axis=1)  # the k_s-th largest key of row s
+    g = rng.standard_normal((S, V))
+    conditional = np.where(keys >= kth, np.exp(logw[None, :] + temperature * g), 0.0)
+    conditional /= conditional.sum(axis=1, keepdims=True)
+    initial = row_w * np.exp(temperature * rng.standard_normal(S))
+    return NGram(int(order), initial / initial.sum(), conditional)
 
 
 def random_hmm(

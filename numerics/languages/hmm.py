@@ -22,7 +22,38 @@ import numpy as np
 from numerics.draws import inverse_cdf_rows
 from numerics.tolerances import PROB_SUM_ATOL
 
-__all__ = ["HMM", "NGram", "Language", "load_language_file"]
+__all__ = ["HMM", "NGram", "Language", "load_language_file", "MAX_DENSE_ENTRIES", "SPARSE_KEYS"]
+
+#: Largest ``S V`` of an n-gram conditional held dense (2 GiB of float64): a sparse input or file
+#: beyond it is refused before anything is allocated.
+MAX_DENSE_ENTRIES = 2**28
+#: ``.npz`` keys of an n-gram saved in the sparse (CSR) form, besides ``order`` and ``initial``.
+SPARSE_KEYS = ("conditional_shape", "conditional_indptr", "conditional_indices", "conditional_data")
+
+
+def _dense_from_csr(name: str, shape, indptr, indices, data) -> np.ndarray:
+    """The dense ``(S, V)`` array of a CSR triple, after checking it (named errors, sizes first)."""
+    shape = np.asarray(shape)
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or np.any(shape < 1):
+        raise ValueError(f"{name}: shape must be two positive integers, got {shape.tolist()!r}")
+    S, V = (int(d) for d in shape)
+    if S * V > MAX_DENSE_ENTRIES:
+        raise ValueError(f"{name}: a {S} x {V} conditional ({S * V} entries) exceeds the {MAX_DENSE_ENTRIES} entries "
+                         "the engine holds dense (an n-gram this large does not fit the oracle's messages either)")
+    indptr, indices, data = np.asarray(indptr), np.asarray(indices), np.asarray(data)
+    if indptr.shape != (S + 1,) or indptr.dtype.kind not in "iu" or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name}: indptr must be {S + 1} non-decreasing integers from 0")
+    nnz = int(indptr[-1])
+    if indices.shape != (nnz,) or data.shape != (nnz,) or indices.dtype.kind not in "iu":
+        raise ValueError(f"{name}: indices and data must hold indptr[-1] = {nnz} entries, got {indices.shape} and {data.shape}")
+    if nnz and (indices.min() < 0 or indices.max() >= V):
+        raise ValueError(f"{name}: a column index is outside 0..{V - 1}")
+    dense = np.zeros((S, V))
+    rows = np.repeat(np.arange(S), np.diff(indptr))
+    if np.any(np.bincount(rows * V + indices.astype(np.int64), minlength=S * V) > 1):
+        raise ValueError(f"{name}: an entry is given twice")
+    dense[rows, indices] = data
+    return dense
 
 
 def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
@@ -146,8 +177,11 @@ class NGram:
         ``n >= 2``; ``n = 2`` is a first-order Markov chain over tokens.
     initial : (V^(n-1),) array
         Law of the state at position 1.
-    conditional : (V^(n-1), V) array
-        ``conditional[s, v] = q(x_{j+1} = v | state s at position j)``.
+    conditional : (V^(n-1), V) array or scipy.sparse matrix
+        ``conditional[s, v] = q(x_{j+1} = v | state s at position j)``. A scipy.sparse matrix is
+        stored dense (refused beyond :data:`MAX_DENSE_ENTRIES`); the kernels read a mostly-zero
+        conditional through its non-zeros whichever way it was given
+        (:func:`numerics.languages.arrays.kernel_arrays`).
     """
 
     order: int
@@ -158,7 +192,12 @@ class NGram:
         if int(self.order) != self.order or self.order < 2:
             raise ValueError(f"order must be an integer >= 2, got {self.order!r}")
         object.__setattr__(self, "order", int(self.order))
-        conditional = _check_distribution("conditional", self.conditional, 2)
+        cond = self.conditional
+        if hasattr(cond, "tocsr") and hasattr(cond, "nnz"):  # scipy.sparse, without importing scipy here
+            csr = cond.tocsr()
+            csr.sort_indices()
+            cond = _dense_from_csr("conditional", np.array(csr.shape), csr.indptr, csr.indices, csr.data)
+        conditional = _check_distribution("conditional", cond, 2)
         initial = _check_distribution("initial", self.initial, 1)
         V = conditional.shape[1]
         S = V ** (self.order - 1)
@@ -198,9 +237,27 @@ class NGram:
         emission[np.arange(S), self.emitted_token()] = 1.0
         return HMM(self.initial, transition, emission)
 
-    def save(self, path: str | Path) -> None:
-        """Write ``.npz`` with keys ``order``, ``initial``, ``conditional``."""
-        np.savez(path, order=np.int64(self.order), initial=self.initial, conditional=self.conditional)
+    def save(self, path: str | Path, *, sparse: bool | None = None) -> None:
+        """Write ``.npz`` with keys ``order``, ``initial`` and ``conditional`` (dense) or the CSR keys
+        :data:`SPARSE_KEYS` (sparse: ``conditional_shape`` ``(S, V)``, ``conditional_indptr``
+        ``(S+1,)``, ``conditional_indices`` (tokens, ascending per row) and ``conditional_data``).
+
+        ``sparse = None``: sparse when the kernels would read it sparse (at most
+        :data:`numerics.languages.arrays.SPARSE_DENSITY` non-zero). Both forms load to the same language.
+        """
+        from numerics.languages.arrays import SPARSE_DENSITY
+
+        cond = self.conditional
+        if sparse is None:
+            sparse = np.count_nonzero(cond) <= SPARSE_DENSITY * cond.size
+        if not sparse:
+            np.savez(path, order=np.int64(self.order), initial=self.initial, conditional=cond)
+            return
+        rows, cols = np.nonzero(cond)
+        indptr = np.zeros(cond.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=cond.shape[0]), out=indptr[1:])
+        np.savez(path, order=np.int64(self.order), initial=self.initial, conditional_shape=np.array(cond.shape, dtype=np.int64),
+                 conditional_indptr=indptr, conditional_indices=cols.astype(np.int64), conditional_data=cond[rows, cols])
 
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
@@ -231,8 +288,8 @@ def load_language_file(path: str | Path) -> Language:
     """Load a language written by :meth:`HMM.save` or :meth:`NGram.save`.
 
     An ``.npz`` with keys ``initial``, ``transition``, ``emission`` is an :class:`HMM`; one with
-    ``order``, ``initial``, ``conditional`` is an :class:`NGram`. Anything else is a ``ValueError``
-    naming the keys that were found.
+    ``order``, ``initial``, ``conditional`` (or the sparse form's :data:`SPARSE_KEYS`) is an
+    :class:`NGram`. Anything else is a ``ValueError`` naming the keys that were found.
     """
     path = Path(path)
     try:
@@ -251,13 +308,18 @@ def load_language_file(path: str | Path) -> Language:
                          + ("it is empty" if size == 0 else f"{size} bytes of another format or a truncated archive"))
     if {"initial", "transition", "emission"} <= keys:
         return HMM(arrays["initial"], arrays["transition"], arrays["emission"])
-    if {"order", "initial", "conditional"} <= keys:
+    sparse = set(SPARSE_KEYS) <= keys
+    if {"order", "initial"} <= keys and ("conditional" in keys or sparse):
         order = arrays["order"]
         if order.shape != () or order.dtype.kind not in "iuf":
             raise ValueError(f"order in {str(path)!r} must be one integer, got an array of shape {order.shape} "
                              f"and dtype {order.dtype}")
-        return NGram(order.item(), arrays["initial"], arrays["conditional"])  # NGram refuses 2.5, not truncated
+        if "conditional" in keys:
+            conditional = arrays["conditional"]
+        else:
+            conditional = _dense_from_csr(f"conditional in {str(path)!r}", *(arrays[k] for k in SPARSE_KEYS))
+        return NGram(order.item(), arrays["initial"], conditional)  # NGram refuses 2.5, not truncated
     raise ValueError(
         f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM) "
-        "or order/initial/conditional (n-gram)"
+        "or order/initial/conditional (n-gram; or order/initial/" + "/".join(SPARSE_KEYS) + ")"
     )

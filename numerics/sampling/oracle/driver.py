@@ -33,9 +33,9 @@ import numpy as np
 
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
-from numerics.languages.arrays import kernel_arrays
+from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
 from numerics.languages.hmm import Language
-from numerics.sampling.oracle.jumps import language_powers
+from numerics.sampling.oracle.jumps import language_powers, no_powers
 from numerics.sampling.oracle.messages import (
     advance,
     alpha_query,
@@ -203,11 +203,13 @@ def _reveal_chunk(lang, powers, sample, skip_single, reveal_steps, x, U, scores,
         scores.jensen[b] = out.jensen
 
 
-def _run(language: Language, sample: bool, skip_single: bool, reveal_steps: np.ndarray, x: np.ndarray, U: np.ndarray) -> RevealScores:
+def _run(language: Language, sample: bool, skip_single: bool, reveal_steps: np.ndarray, x: np.ndarray, U: np.ndarray,
+         layout: str) -> RevealScores:
     B = reveal_steps.shape[0]
     scores = RevealScores(np.empty(B), np.empty(B), np.empty(B))
-    args = (kernel_arrays(language), language_powers(language, reveal_steps.shape[1]), sample, skip_single, reveal_steps, x, U, scores,
-            language.vocab_size)
+    lang = kernel_arrays(language, layout)
+    powers = no_powers() if isinstance(lang, SparseNGramArrays) else language_powers(language, reveal_steps.shape[1])
+    args = (lang, powers, sample, skip_single, reveal_steps, x, U, scores, language.vocab_size)
     run_chunks(_reveal_chunk, B, args)
     return scores
 
@@ -221,22 +223,25 @@ def _check_steps(reveal_steps: np.ndarray) -> np.ndarray:
     return reveal_steps
 
 
-def reveal_sample(language: Language, reveal_steps: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+def reveal_sample(language: Language, reveal_steps: np.ndarray, uniforms: np.ndarray, *, layout: str = "auto") -> np.ndarray:
     """Tokens of the oracle factorized sampler for given ``reveal_steps`` and token ``uniforms`` (both ``(B, L)``).
 
     Position ``j`` (revealed at step ``reveal_steps[b, j]``) gets the float64 inverse CDF at
-    ``uniforms[b, j]`` of ``q(x_j | x_{tau_<i})``; see the module docstring.
+    ``uniforms[b, j]`` of ``q(x_j | x_{tau_<i})``; see the module docstring. ``layout``: the
+    n-gram layout of :func:`~numerics.languages.arrays.kernel_arrays` (``auto``: sparse when the
+    conditional is mostly zeros).
     """
     reveal_steps = _check_steps(reveal_steps)
     U = np.ascontiguousarray(uniforms, dtype=np.float64)
     if U.shape != reveal_steps.shape:
         raise ValueError(f"uniforms {U.shape} and reveal_steps {reveal_steps.shape} differ in shape")
     x = np.zeros(reveal_steps.shape, dtype=np.int64)
-    _run(language, True, False, reveal_steps, x, U)
+    _run(language, True, False, reveal_steps, x, U, layout)
     return x
 
 
-def reveal_score(language: Language, reveal_steps: np.ndarray, tokens: np.ndarray, *, chain: bool = False) -> RevealScores:
+def reveal_score(language: Language, reveal_steps: np.ndarray, tokens: np.ndarray, *, chain: bool = False,
+                 layout: str = "auto") -> RevealScores:
     """Per sequence ``log p(x | tau)``, ``log q(x)`` and the Jensen term ``log q(x) - log p(x | tau)``.
 
     ``tokens`` ``x`` are given (e.g. ``x ~ q`` for the Jensen bound); ``reveal_steps`` is the
@@ -244,7 +249,7 @@ def reveal_score(language: Language, reveal_steps: np.ndarray, tokens: np.ndarra
     unless ``chain=True`` they are skipped (only their invalidations are kept), which makes the
     cost scale with the number of multi-position steps, and ``log_p``, ``log_q`` are then NaN.
     ``log q(x)`` comes from the chain rule along the reveal order and is ``-inf`` for ``x``
-    outside ``supp q``.
+    outside ``supp q``. ``layout`` as in :func:`reveal_sample`.
     """
     reveal_steps = _check_steps(reveal_steps)
     x = np.ascontiguousarray(tokens, dtype=np.int64)
@@ -253,4 +258,4 @@ def reveal_score(language: Language, reveal_steps: np.ndarray, tokens: np.ndarra
     V = language.vocab_size
     if np.any((x < 0) | (x >= V)):
         raise ValueError(f"tokens must be in 0..{V - 1}")
-    return _run(language, False, not chain, reveal_steps, x.copy(), np.zeros(reveal_steps.shape))
+    return _run(language, False, not chain, reveal_steps, x.copy(), np.zeros(reveal_steps.shape), layout)

@@ -13,6 +13,10 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 :func:`forward_jump_pays` / :func:`backward_jump_pays` say so. For an n-gram the product is
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, whose columns of ``P^m`` are stored contiguously (``Powers.by_token``).
+
+A sparse n-gram (:class:`~numerics.languages.arrays.SparseNGramArrays`) never jumps: ``P^m`` fills
+in (``S^2`` entries, 134 MB per power at ``S = 4096``), while its single steps cost the non-zeros;
+:func:`no_powers` is its placeholder, never read.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "jump_backward",
     "forward_jump_pays",
     "backward_jump_pays",
+    "no_powers",
 ]
 
 POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
@@ -93,6 +98,11 @@ def language_powers(language: Language, length: int) -> Powers:
     powers = Powers(Pm, by_token)
     _POWERS_CACHE[key] = (language, powers)
     return powers
+
+
+def no_powers() -> Powers:
+    """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
+    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)))
 
 
 @nb.njit(cache=True)
@@ -173,7 +183,12 @@ def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
     normalize(out)
 
 
-jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram)
+@nb.njit(cache=True)
+def _jump_forward_sparse(lang, powers, vec, out, m, vfix, tmp, acc):
+    raise ValueError("a sparse n-gram has no precomputed powers: forward_jump_pays is always False for it")
+
+
+jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_sparse)
 
 
 @nb.njit(cache=True)
@@ -182,6 +197,18 @@ def _rows_times(P, w, out, s2):
     acc = 0.0
     for t in range(w.shape[0]):
         acc += P[s2, t] * w[t]
+    out[s2] = acc
+
+
+@nb.njit(cache=True)
+def _rows_times_token(by_token, m, wfix, w, out, s2):
+    """``out[s2] = sum_c P^m[s2, c V + wfix] w[c V + wfix]``: :func:`_rows_times` where ``w`` is non-zero
+    only on the windows ending in ``wfix``, the same terms added in the same order (the skipped ones are
+    exact zeros), so the same float64 result from ``V`` times fewer products."""
+    V = w.shape[0] // by_token.shape[3]
+    acc = 0.0
+    for c in range(by_token.shape[3]):
+        acc += by_token[m, wfix, s2, c] * w[c * V + wfix]
     out[s2] = acc
 
 
@@ -228,26 +255,31 @@ def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     if m > Pm.shape[0] - 1:
         m = _chain_backward(Pm, tmp, out, m)
     if rowfix < 0:
-        for s2 in range(S):
-            _rows_times(Pm[m], tmp, out, s2)
+        if wfix >= 0:  # every row, but only the columns where w can be non-zero
+            for s2 in range(S):
+                _rows_times_token(by_token, m, wfix, tmp, out, s2)
+        else:
+            for s2 in range(S):
+                _rows_times(Pm[m], tmp, out, s2)
         normalize(out)
         return
     for s2 in range(S):
         out[s2] = 0.0
     if wfix >= 0:  # w lives on the windows ending in wfix: by_token[m, wfix, s, c] = P^m[s, c V + wfix]
         for c in range(C):
-            s2 = c * V + rowfix
-            acc = 0.0
-            for c2 in range(C):
-                acc += by_token[m, wfix, s2, c2] * tmp[c2 * V + wfix]
-            out[s2] = acc
+            _rows_times_token(by_token, m, wfix, tmp, out, c * V + rowfix)
     else:
         for c in range(C):
             _rows_times(Pm[m], tmp, out, c * V + rowfix)
     normalize(out)
 
 
-jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram)
+@nb.njit(cache=True)
+def _jump_backward_sparse(lang, powers, w, out, m, rowfix, wfix, tmp):
+    raise ValueError("a sparse n-gram has no precomputed powers: backward_jump_pays is always False for it")
+
+
+jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram, _jump_backward_sparse)
 
 
 @nb.njit(cache=True)
@@ -274,7 +306,12 @@ def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
     return jump_cost < step_cost
 
 
-forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram)
+@nb.njit(cache=True)
+def _forward_jump_pays_sparse(lang, vec, m, landing_observed):
+    return False
+
+
+forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram, _forward_jump_pays_sparse)
 
 
 @nb.njit(cache=True)
@@ -297,4 +334,9 @@ def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     return jump_cost < step_cost
 
 
-backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram)
+@nb.njit(cache=True)
+def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
+    return False
+
+
+backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _backward_jump_pays_sparse)

@@ -19,6 +19,10 @@ n-gram version joined by :func:`~numerics.languages.arrays.by_kind`, so callers 
 the kind. Messages are normalized to sum 1 after every step; a zero vector stays zero (never
 clamped). Callable from numba and (slowly) from Python.
 
+The sparse n-gram steps (:class:`~numerics.languages.arrays.SparseNGramArrays`) add the same
+terms in the same order as the n-gram steps, skipping the zero conditionals: a step costs the
+non-zeros of the rows (or the column) it visits plus ``O(S)``.
+
 The n-gram steps never form the dense ``S x S`` product: a forward step pushes only from windows
 of non-zero ``alpha`` along their ``V`` successors, a backward step visits ``V`` successors per
 window (only the windows ending in the observed token when there is one): ``O(V^n)`` per
@@ -32,7 +36,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from numerics.languages.arrays import by_kind
+from numerics.languages.arrays import by_kind, sparse_entry
 
 __all__ = [
     "Evidence",
@@ -137,6 +141,14 @@ def _forward_step_dense(lang, ev, prev, out, p):
 
 
 @nb.njit(cache=True)
+def _initial_windows(initial, out, V, vfix):
+    """n-gram ``alpha_0``: ``initial`` on the windows ending in ``vfix`` (all where ``vfix = -1``), normalized."""
+    for s in range(out.shape[0]):
+        out[s] = initial[s] if (vfix < 0 or s % V == vfix) else 0.0
+    normalize(out)
+
+
+@nb.njit(cache=True)
 def _forward_step_ngram(lang, ev, prev, out, p):
     initial, cond = lang.initial, lang.conditional
     tokens = ev.tokens
@@ -145,9 +157,7 @@ def _forward_step_ngram(lang, ev, prev, out, p):
     W = S // V
     vfix = tokens[p] if observed(ev, p) else -1
     if p == 0:
-        for s in range(S):
-            out[s] = initial[s] if (vfix < 0 or s % V == vfix) else 0.0
-        normalize(out)
+        _initial_windows(initial, out, V, vfix)
         return
     for s in range(S):
         out[s] = 0.0
@@ -171,7 +181,39 @@ def _forward_step_ngram(lang, ev, prev, out, p):
     normalize(out)
 
 
-forward_step = by_kind(_forward_step_dense, _forward_step_ngram)
+@nb.njit(cache=True)
+def _forward_step_sparse(lang, ev, prev, out, p):
+    initial, succ = lang.initial, lang.successor
+    indptr, indices, data = lang.indptr, lang.indices, lang.data
+    col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
+    tokens = ev.tokens
+    S = out.shape[0]
+    V = lang.vocab
+    vfix = tokens[p] if observed(ev, p) else -1
+    if p == 0:
+        _initial_windows(initial, out, V, vfix)
+        return
+    for s in range(S):
+        out[s] = 0.0
+    # the dense n-gram step's terms without its zero ones, in its order (ascending window s)
+    if vfix >= 0:
+        vu = np.uint64(vfix)
+        for k in range(col_indptr[vfix], col_indptr[vfix + 1]):  # the windows that can emit vfix next
+            s = col_indices[k]
+            pa = prev[s]
+            if pa != 0.0:
+                out[succ[s] + vu] += pa * col_data[k]
+    else:
+        for s in range(S):
+            pa = prev[s]
+            if pa != 0.0:
+                o = succ[s]
+                for k in range(indptr[s], indptr[s + 1]):
+                    out[o + indices[k]] += pa * data[k]
+    normalize(out)
+
+
+forward_step = by_kind(_forward_step_dense, _forward_step_ngram, _forward_step_sparse)
 
 
 # ----- backward step -----------------------------------------------------------------------------
@@ -243,7 +285,47 @@ def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     normalize(out)
 
 
-backward_step = by_kind(_backward_step_dense, _backward_step_ngram)
+@nb.njit(cache=True)
+def _backward_step_sparse(lang, ev, nxt, out, p, tmp):
+    succ = lang.successor
+    indptr, indices, data = lang.indptr, lang.indices, lang.data
+    col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
+    S = out.shape[0]
+    V = lang.vocab
+    q = p + 1
+    x = ev.tokens
+    obs = observed(ev, q)
+    for s in range(S):
+        out[s] = 0.0
+    if observed(ev, p):  # only the windows ending in x_p
+        xp = x[p]
+        for c in range(S // V):
+            s = c * V + xp
+            o = succ[s]
+            if obs:
+                out[s] = sparse_entry(lang, s, x[q]) * nxt[o + np.uint64(x[q])]
+            else:
+                acc = 0.0
+                for k in range(indptr[s], indptr[s + 1]):
+                    acc += data[k] * nxt[o + indices[k]]
+                out[s] = acc
+    elif obs:
+        v = x[q]
+        vu = np.uint64(v)
+        for k in range(col_indptr[v], col_indptr[v + 1]):
+            s = col_indices[k]
+            out[s] = col_data[k] * nxt[succ[s] + vu]
+    else:
+        for s in range(S):
+            o = succ[s]
+            acc = 0.0
+            for k in range(indptr[s], indptr[s + 1]):
+                acc += data[k] * nxt[o + indices[k]]
+            out[s] = acc
+    normalize(out)
+
+
+backward_step = by_kind(_backward_step_dense, _backward_step_ngram, _backward_step_sparse)
 
 
 # ----- reading the messages ----------------------------------------------------------------------
@@ -307,7 +389,16 @@ def _apply_evidence_ngram(lang, vec, v):
                 vec[c * V + w] = 0.0
 
 
-apply_evidence = by_kind(_apply_evidence_dense, _apply_evidence_ngram)
+@nb.njit(cache=True)
+def _apply_evidence_sparse(lang, vec, v):
+    V = lang.vocab
+    for c in range(vec.shape[0] // V):
+        for w in range(V):
+            if w != v:
+                vec[c * V + w] = 0.0
+
+
+apply_evidence = by_kind(_apply_evidence_dense, _apply_evidence_ngram, _apply_evidence_sparse)
 
 
 @nb.njit(cache=True)
