@@ -40,6 +40,7 @@ BENCH_COMMANDS: tuple[click.Command, ...] = (
     exact.bench_sweep_command,  # mdm-theory bench sweep
     neural.bench_sampling_cmd,  # mdm-theory bench sampling
     bench_adaptive.bench_adaptive_command,  # mdm-theory bench adaptive
+    bench_fb.bench_sparse_ngram,  # mdm-theory bench sparse-ngram
 )
 
 

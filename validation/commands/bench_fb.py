@@ -21,15 +21,16 @@ ratios are measured in one run on one machine.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
 import click
 import numpy as np
 
-from ._common import emit, json_option
+from ._common import emit, json_option, to_jsonable
 
-__all__ = ["BENCH_COMMANDS", "run_benchmark"]
+__all__ = ["BENCH_COMMANDS", "run_benchmark", "run_sparse_benchmark"]
 
 MAX_ABS_DIFF_OK = 1e-9  # float64 scaled recursions in two orders agree far better than this
 
@@ -185,4 +186,124 @@ def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, langua
     emit(r, as_json, human)
 
 
-BENCH_COMMANDS = [bench_forward_backward]
+
+
+def run_sparse_benchmark(vocab: int = 4096, nonzeros: int = 50_000, length: int = 1024, batch: int = 64,
+                         mask_rate: float = 0.5, samples: int = 1000, n_steps: int = 64, dense_batch: int = 2,
+                         seed: int = 0) -> dict:
+    """The sparse n-gram path on a word-level-like bigram (module docstring of ``bench sparse-ngram``).
+
+    1. One oracle Monte Carlo point first (so the process's peak memory is the point's): ``samples``
+       sequences of the oracle factorized sampler at ``length``, ``n_steps`` (linear schedule), and
+       their exact ``log q`` (SER and generative perplexity); wall time and ``ru_maxrss``.
+    2. The masked forward-backward, sparse layout on ``batch`` sequences, dense layout on the first
+       ``dense_batch`` of them (its ``S V`` per masked position), throughput per sequence each, and
+       their largest difference on the shared sequences. ``dense_batch = 0``: the dense throughput is
+       an estimate from its operation count at the sparse run's rate per operation (labelled so).
+    """
+    import resource
+
+    from numerics._threads import kernel_threads
+    from numerics.inference import log_q
+    from numerics.inference._ngram import forward_backward_ngram
+    from numerics.inference.posterior import Observations
+    from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
+    from numerics.languages.generators import random_sparse_ngram
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.samplers import sample_oracle
+    from numerics.schedules import make_schedule
+
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0 = time.perf_counter()
+    lang = random_sparse_ngram(2, vocab, nonzeros, seed=np.random.default_rng([seed, 1]))
+    build_s = time.perf_counter() - t0
+    nnz = int(np.count_nonzero(lang.conditional))
+    if not isinstance(kernel_arrays(lang), SparseNGramArrays):
+        raise click.UsageError(f"{nnz} non-zeros of {vocab}^2 is too dense for the sparse layout")
+    result: dict = {"vocab": vocab, "nonzeros": nnz, "density": nnz / vocab**2, "threads": kernel_threads(),
+                    "language": f"random_sparse_ngram(order=2, vocab={vocab}, nonzeros={nonzeros}, zipf=1.1, seed=[{seed}, 1])",
+                    "build_seconds": build_s}
+    # 1. one oracle Monte Carlo point
+    warm = sample_oracle(lang, make_schedule("linear", 4), 2, 16, np.random.default_rng(0))  # compile, excluded
+    log_q(lang, warm.tokens)
+    t0 = time.perf_counter()
+    run = sample_oracle(lang, make_schedule("linear", n_steps), samples, length, np.random.default_rng([seed, 3]))
+    sample_s = time.perf_counter() - t0
+    loglik = log_q(lang, run.tokens)
+    point_s = time.perf_counter() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["point"] = {
+        "samples": samples, "length": length, "n_steps": n_steps, "schedule": "linear",
+        "seconds": point_s, "sampler_seconds": sample_s, "max_rss_mib": rss1, "max_rss_mib_before": rss0,
+        "ser": to_jsonable(mc.ser_from_loglik(loglik)), "gen_ppl": to_jsonable(mc.gen_ppl_from_loglik(loglik, length)),
+    }
+    # 2. forward-backward, sparse against dense
+    rng = np.random.default_rng([seed, 2])
+    tokens = lang.sample(batch, length, rng)
+    obs = Observations(tokens, rng.random((batch, length)) < mask_rate)
+    forward_backward_ngram(lang, Observations(tokens[:1, :8], obs.mask[:1, :8]), "sparse")  # compile
+    t0 = time.perf_counter()
+    sparse = forward_backward_ngram(lang, obs, "sparse")
+    sparse_s = time.perf_counter() - t0
+    result["sparse_seq_per_s"] = batch / sparse_s
+    dense_ops = float(vocab) * vocab * np.count_nonzero(obs.mask) / batch  # S V per masked position, per sequence
+    if dense_batch > 0:
+        sub = Observations(tokens[:dense_batch], obs.mask[:dense_batch])
+        forward_backward_ngram(lang, Observations(tokens[:1, :8], obs.mask[:1, :8]), "dense")  # compile
+        t0 = time.perf_counter()
+        dense = forward_backward_ngram(lang, sub, "dense")
+        dense_s = time.perf_counter() - t0
+        result["dense_seq_per_s"] = dense_batch / dense_s
+        result["dense_measured_on"] = dense_batch
+        result["dense_is_estimate"] = False
+        result["max_abs_diff_sparse_vs_dense"] = float(max(np.max(np.abs(sparse.loglik[:dense_batch] - dense.loglik)),
+                                                           np.nanmax(np.abs(sparse.marginals[:dense_batch] - dense.marginals))))
+    else:
+        sparse_ops = float(nnz) * np.count_nonzero(obs.mask) / batch  # at most nnz per masked position
+        result["dense_seq_per_s"] = result["sparse_seq_per_s"] * sparse_ops / dense_ops
+        result["dense_is_estimate"] = True
+        result["max_abs_diff_sparse_vs_dense"] = None
+    result["sparse_vs_dense_speedup"] = result["sparse_seq_per_s"] / result["dense_seq_per_s"]
+    result.update(length=length, batch=batch, mask_rate=mask_rate, seed=seed,
+                  cpu_count=os.cpu_count(), loadavg=os.getloadavg())
+    return result
+
+
+def _num(value, spec: str) -> str:
+    """``value`` formatted, or ``inf`` where the JSON record holds ``None`` (an infinite estimate)."""
+    return "inf" if value is None else format(value, spec)
+
+
+@click.command("sparse-ngram")
+@click.option("--vocab", "-V", type=click.IntRange(2, 65536), default=4096, show_default=True)
+@click.option("--nonzeros", type=click.IntRange(1), default=50_000, show_default=True, help="about this many non-zero conditionals")
+@click.option("--length", "-L", type=click.IntRange(1), default=1024, show_default=True)
+@click.option("--batch", "-B", type=click.IntRange(1), default=64, show_default=True, help="forward-backward sequences (sparse)")
+@click.option("--samples", type=click.IntRange(2), default=1000, show_default=True, help="sequences of the oracle point")
+@click.option("-N", "--n-steps", type=click.IntRange(1), default=64, show_default=True, help="reveal steps of the oracle point")
+@click.option("--dense-batch", type=click.IntRange(0), default=2, show_default=True,
+              help="sequences for the dense layout (0: estimate its throughput from its operation count)")
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+def bench_sparse_ngram(vocab, nonzeros, length, batch, samples, n_steps, dense_batch, seed, as_json):
+    """The sparse n-gram path on a word-level-like bigram: one oracle Monte Carlo point (time, peak
+    memory) and the forward-backward against the dense layout, same run."""
+    if vocab * vocab > 2**28:
+        raise click.BadParameter(f"V^2 = {vocab * vocab} exceeds the 2^28 conditional entries the engine holds", param_hint="--vocab")
+    r = run_sparse_benchmark(vocab, nonzeros, length, batch, 0.5, samples, n_steps, dense_batch, seed)
+    p = r["point"]
+    dense_label = "estimate from its operation count" if r["dense_is_estimate"] else f"measured on {r['dense_measured_on']} sequences"
+    human = (
+        f"bigram V={r['vocab']} nnz={r['nonzeros']} (density {r['density']:.2e}) L={r['length']} threads={r['threads']}\n"
+        f"  oracle point: {p['samples']} samples, N={p['n_steps']}: {p['seconds']:.1f} s "
+        f"(sampler {p['sampler_seconds']:.1f} s), max RSS {p['max_rss_mib']:.0f} MiB; "
+        f"SER {_num(p['ser']['value'], '.3f')}, gen ppl {_num(p['gen_ppl']['value'], '.1f')} (Monte Carlo estimates, "
+        f"{p['samples']} samples)\n"
+        f"  forward-backward: sparse {r['sparse_seq_per_s']:.2f} seq/s, dense {r['dense_seq_per_s']:.4f} seq/s "
+        f"({dense_label}): {r['sparse_vs_dense_speedup']:.0f}x\n"
+        f"  load {r['loadavg'][0]:.1f} on {r['cpu_count']} CPUs"
+    )
+    emit(r, as_json, human)
+
+
+BENCH_COMMANDS = [bench_forward_backward, bench_sparse_ngram]
