@@ -28,6 +28,6 @@ def test_bench_sparse_ngram_estimate_and_bad_input():
     out = json.loads(r.output)
     assert out["dense_is_estimate"] is True and out["max_abs_diff_sparse_vs_dense"] is None
     r = CliRunner().invoke(main, ["bench", "sparse-ngram", "-V", "20000", "--json"])
-    assert r.exit_code == 2 and "exceeds" in json.loads(r.output)["error"]
+    assert r.exit_code == 2 and "exceeds" in json.loads(r.output)["error"]["message"]
     r = CliRunner().invoke(main, ["bench", "sparse-ngram", "-V", "16", "--nonzeros", "200", "--json"])
-    assert r.exit_code == 2 and "too dense" in json.loads(r.output)["error"]
+    assert r.exit_code == 2 and "too dense" in json.loads(r.output)["error"]["message"]
