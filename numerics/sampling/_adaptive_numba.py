@@ -38,6 +38,7 @@ from numerics.sampling._adaptive_paths import (
     new_workspace,
     path_arrays,
     refresh,
+    selected_rows,
     uniform_all,
 )
 
@@ -256,6 +257,8 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
             t += 1
         calls += 1
         r = _select(rule, post, k, scratch)
+        if not dead:
+            selected_rows(lang, x, sel, r, post, work)
         for i in range(r):
             j = sel[i]
             if sample:

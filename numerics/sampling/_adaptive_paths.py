@@ -66,12 +66,14 @@ __all__ = [
     "new_workspace",
     "initial",
     "refresh",
+    "selected_rows",
     "uniform_all",
 ]
 
 CONFIDENCE_CODES = {"maxprob": 0, "margin": 1, "neg-entropy": 2}
 GRID_SCALE = 1e9  # confidences and entropies are compared as integers on a 1e-9 grid (module adaptive)
 _MAXPROB, _MARGIN, _NEGENT = 0, 1, 2
+_CHAIN_POOL = 1 << 21  # grid values the chain path caches per chunk of sequences (2 x 16 MiB of int64)
 
 
 class ChainArrays(NamedTuple):
@@ -146,9 +148,37 @@ class Posterior(NamedTuple):
 
 
 class ChainWork(NamedTuple):
-    """Scratch of the chain path: ``row`` (1, V) float64, a chain-rule factor's row."""
+    """Scratch of the chain path: the grid values of gaps, cached by what they depend on.
+
+    A masked ``j`` between its revealed neighbours ``lb < j < rb`` has the row
+    ``q(x_j = v | x_S) ∝ P^d[a, v] P^{g-d}[v, c]`` with ``d = j - lb``, ``g = rb - lb``, ``a = x_lb``
+    and ``c = x_rb`` (the virtual token ``V`` where there is no neighbour), so the grid values of a
+    whole gap are a function of ``(a, c, g)``: computed once per chunk of sequences and copied
+    wherever that gap recurs. With no right neighbour (``c = V``) the row does not depend on ``g``
+    (``powers_t[., V] = 1``): one entry ``(a, V, L + 1)`` serves every such gap. A row itself is
+    computed only for the positions a step reveals (:func:`selected_rows`).
+
+    Attributes
+    ----------
+    row : (1, V) float64
+        A row being computed.
+    left, right : (L,) int64
+        ``lb`` and ``rb`` of every masked position (``-1`` and ``L``: none).
+    index : (V+1, V+1, L+2) int64
+        Where the grid values of the gap ``(a, c, g)`` start in the pools; ``-1``: not computed yet.
+    confidence, entropy : (C,) int64
+        Pools of grid values: position ``lb + d`` of the gap at ``index[a, c, g] + d - 1``.
+    fill : (1,) int64
+        Entries of the pools in use; a gap that does not fit is computed in place, uncached.
+    """
 
     row: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    index: np.ndarray
+    confidence: np.ndarray
+    entropy: np.ndarray
+    fill: np.ndarray
 
 
 class SegmentWork(NamedTuple):
@@ -210,13 +240,12 @@ def _grid(value):
 
 
 @nb.njit(cache=True, inline="always")
-def set_confidence(post, conf, j):
-    """Grid confidence of the normalized row ``post.marginals[j]``, and its entropy when ``conf.need_entropy`` (else 0)."""
-    marg = post.marginals
+def grid_values(rows, i, conf):
+    """``(confidence, entropy)`` on the grid of the normalized row ``rows[i]`` (entropy 0 unless ``conf.need_entropy``)."""
     top1 = 0.0
     top2 = 0.0
-    for v in range(marg.shape[1]):
-        p = marg[j, v]
+    for v in range(rows.shape[1]):
+        p = rows[i, v]
         if p > top1:
             top2 = top1
             top1 = p
@@ -224,8 +253,8 @@ def set_confidence(post, conf, j):
             top2 = p
     h = 0.0
     if conf.need_entropy:
-        for v in range(marg.shape[1]):
-            p = marg[j, v]
+        for v in range(rows.shape[1]):
+            p = rows[i, v]
             if p > 0.0:
                 h -= p * np.log(p)
     if conf.kind == _MAXPROB:
@@ -234,8 +263,15 @@ def set_confidence(post, conf, j):
         c = top1 - top2
     else:
         c = -h
-    post.confidence[j] = _grid(c)
-    post.entropy[j] = _grid(h)
+    return _grid(c), _grid(h)
+
+
+@nb.njit(cache=True, inline="always")
+def set_confidence(post, conf, j):
+    """The grid values (:func:`grid_values`) of ``post.marginals[j]`` into ``post.confidence[j]``, ``post.entropy[j]``."""
+    c, h = grid_values(post.marginals, j, conf)
+    post.confidence[j] = c
+    post.entropy[j] = h
 
 
 @nb.njit(cache=True)
@@ -274,18 +310,15 @@ def _normalize_row(out, row):
 
 
 @nb.njit(cache=True, inline="always")
-def _chain_row(Pm, PmT, x, j, lb, rb, out, row):
-    """``out[row] = q(x_j | x_lb, x_rb)`` normalized (``lb = -1``: no left token, ``rb = L``: none right); the total.
+def _chain_row(lang, a, c, d, d2, out, row):
+    """``out[row] ∝ P^d[a, v] P^{d2}[v, c]`` normalized (a neighbour's token, or ``V`` for none, at distance
+    ``d`` left and ``d2`` right); returns the total before normalizing.
 
-    ``out[row, v] ∝ P^{j-lb}[x_lb, v] P^{rb-j}[v, x_rb]`` from ``Pm`` = :attr:`ChainArrays.powers`
-    and ``PmT`` = :attr:`ChainArrays.powers_t`; the virtual token ``V`` stands for "no token", so
-    ``lb = -1`` gives ``(mu P^j)[v]``. No branch in the loop.
+    From :attr:`ChainArrays.powers` and :attr:`ChainArrays.powers_t`: ``a = V`` gives ``(mu P^{d-1})[v]``,
+    ``c = V`` a right factor 1 (any ``d2``). No branch in the loop.
     """
-    L = x.shape[0]
+    Pm, PmT = lang.powers, lang.powers_t
     V = out.shape[1]
-    a = x[lb] if lb >= 0 else V
-    c = x[rb] if rb < L else V
-    d, d2 = j - lb, rb - j
     total = 0.0
     for v in range(V):
         w = Pm[d, a, v] * PmT[d2, c, v]
@@ -298,13 +331,49 @@ def _chain_row(Pm, PmT, x, j, lb, rb, out, row):
     return total
 
 
+@nb.njit(cache=True, inline="always")
+def _token_at(x, p, V):
+    """``x[p]``, or the virtual token ``V`` outside ``0..L-1`` (no neighbour)."""
+    return x[p] if 0 <= p < x.shape[0] else V
+
+
 @nb.njit(cache=True)
-def _chain_gap(lang, conf, x, sel, i0, r, post, row):
-    """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
-    tokens (left to right) and the marginals of its masked positions. Returns ``(next i, log joint, ok)``."""
-    Pm, PmT = lang.powers, lang.powers_t
-    rev = post.revealed
+def _gap_values(lang, conf, x, lb, rb, post, work):
+    """Grid values and neighbours of the masked positions ``lb < j < rb`` (``ChainWork``'s cache)."""
     L = x.shape[0]
+    V = work.row.shape[1]
+    a, c = _token_at(x, lb, V), _token_at(x, rb, V)
+    g = rb - lb
+    key = L + 1 if c == V else g
+    n = L if c == V else g - 1
+    off = work.index[a, c, key]
+    pool_c, pool_h, fill = work.confidence, work.entropy, work.fill
+    if off < 0 and fill[0] + n <= pool_c.shape[0]:
+        off = fill[0]
+        fill[0] += n
+        work.index[a, c, key] = off
+        for d in range(1, n + 1):
+            _chain_row(lang, a, c, d, g - d if c < V else 0, work.row, 0)
+            pool_c[off + d - 1], pool_h[off + d - 1] = grid_values(work.row, 0, conf)
+    conf_int, ent_int, left, right = post.confidence, post.entropy, work.left, work.right
+    for j in range(lb + 1, rb):
+        if off >= 0:
+            conf_int[j] = pool_c[off + j - lb - 1]
+            ent_int[j] = pool_h[off + j - lb - 1]
+        else:  # the pools are full: computed in place
+            _chain_row(lang, a, c, j - lb, rb - j, work.row, 0)
+            conf_int[j], ent_int[j] = grid_values(work.row, 0, conf)
+        left[j] = lb
+        right[j] = rb
+
+
+@nb.njit(cache=True)
+def _chain_gap(lang, conf, x, sel, i0, r, post, work):
+    """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
+    tokens (left to right) and the grid values of its masked positions. Returns ``(next i, log joint, ok)``."""
+    rev, row = post.revealed, work.row
+    L = x.shape[0]
+    V = row.shape[1]
     d = sel[i0]
     a = d - 1
     while a >= 0 and not rev[a]:
@@ -317,24 +386,19 @@ def _chain_gap(lang, conf, x, sel, i0, r, post, row):
         i1 += 1
     logj = 0.0
     lb = a
+    c = _token_at(x, b, V)
     for i in range(i0, i1):  # q(x_d | x_lb, x_b): new tokens to the left are known, those to the right not yet
         dd = sel[i]
-        tot = _chain_row(Pm, PmT, x, dd, lb, b, row, 0)
+        tot = _chain_row(lang, _token_at(x, lb, V), c, dd - lb, b - dd, row, 0)
         if tot == 0.0 or row[0, x[dd]] == 0.0:
             return i1, -np.inf, False
         logj += np.log(row[0, x[dd]])
         lb = dd
     lb = a
-    i = i0
-    marg = post.marginals
-    for j in range(a + 1, b):
-        if i < i1 and sel[i] == j:
-            lb = j
-            i += 1
-            continue
-        rb = sel[i] if i < i1 else b
-        _chain_row(Pm, PmT, x, j, lb, rb, marg, j)
-        set_confidence(post, conf, j)
+    for i in range(i0, i1):
+        _gap_values(lang, conf, x, lb, sel[i], post, work)
+        lb = sel[i]
+    _gap_values(lang, conf, x, lb, b, post, work)
     return i1, logj, True
 
 
@@ -348,7 +412,7 @@ def _refresh_chain(lang, conf, x, sel, r, post, work, term):
     i = 0
     ok = True
     while i < r and ok:
-        i, logj, ok = _chain_gap(lang, conf, x, sel, i, r, post, work.row)
+        i, logj, ok = _chain_gap(lang, conf, x, sel, i, r, post, work)
         term += logj
     return term, ok
 
@@ -376,12 +440,14 @@ def _push_ngram(lang, alpha, p, out):
     S, V = cond.shape
     W = S // V
     out[:] = 0.0
-    for s in range(S):
-        a = alpha[p, s]
-        if a != 0.0:
-            o = (s % W) * V
-            for v in range(V):
-                out[o + v] += a * cond[s, v]
+    for a in range(V):  # window s = a W + b moves to b V + v
+        for b in range(W):
+            s = a * W + b
+            w = alpha[p, s]
+            if w != 0.0:
+                o = b * V
+                for v in range(V):
+                    out[o + v] += w * cond[s, v]
 
 
 _push = by_kind(_push_dense, _push_ngram)
@@ -411,15 +477,17 @@ def _pull_ngram(lang, beta, p, v):
     cond = lang.conditional
     S, V = cond.shape
     W = S // V
-    for s in range(S):
-        o = (s % W) * V
-        if v >= 0:  # the other successors' terms are exact zeros
-            acc = cond[s, v] * beta[p + 1, o + v]
-        else:
-            acc = 0.0
-            for k in range(V):
-                acc += cond[s, k] * beta[p + 1, o + k]
-        beta[p, s] = acc
+    for a in range(V):
+        for b in range(W):
+            s = a * W + b
+            o = b * V
+            if v >= 0:  # the other successors' terms are exact zeros
+                acc = cond[s, v] * beta[p + 1, o + v]
+            else:
+                acc = 0.0
+                for k in range(V):
+                    acc += cond[s, k] * beta[p + 1, o + k]
+            beta[p, s] = acc
     _normalize_row(beta, p)
 
 
@@ -448,13 +516,13 @@ def _marginal_dense(lang, work, j, marg):
 @nb.njit(cache=True)
 def _marginal_ngram(lang, work, j, marg):
     alpha, beta = work.alpha, work.beta
-    S = alpha.shape[1]
     V = marg.shape[1]
     marg[j, :] = 0.0
-    for s in range(S):
-        w = alpha[j, s] * beta[j, s]
-        if w != 0.0:
-            marg[j, s % V] += w
+    for c in range(alpha.shape[1] // V):
+        for v in range(V):
+            w = alpha[j, c * V + v] * beta[j, c * V + v]
+            if w != 0.0:
+                marg[j, v] += w
     return _normalize_row(marg, j)
 
 
@@ -479,11 +547,12 @@ def _factor_ngram(lang, pred, beta, j, v):
     V = lang.conditional.shape[1]
     den = 0.0
     num = 0.0
-    for s in range(pred.shape[0]):
-        w = pred[s] * beta[j, s]
-        den += w
-        if s % V == v:
-            num += w
+    for c in range(pred.shape[0] // V):
+        for u in range(V):
+            w = pred[c * V + u] * beta[j, c * V + u]
+            den += w
+            if u == v:
+                num += w
     return num, den
 
 
@@ -643,16 +712,34 @@ def _refresh_interval(lang, conf, x, sel, r, post, work, term):
 refresh = by_path(_refresh_chain, _refresh_interval, _refresh_segment)
 
 
+@nb.njit(cache=True)
+def _selected_rows_chain(lang, x, sel, r, post, work):
+    """Make ``post.marginals[j]`` the current row of every position ``j`` in ``sel[:r]`` (before the step's
+    reveals). The chain path computes these rows now (it keeps only grid values of the others);
+    the other paths keep every row current: nothing to do."""
+    V = work.row.shape[1]
+    left, right = work.left, work.right
+    for i in range(r):
+        j = sel[i]
+        lb, rb = left[j], right[j]
+        _chain_row(lang, _token_at(x, lb, V), _token_at(x, rb, V), j - lb, rb - j, post.marginals, j)
+
+
+@nb.njit(cache=True)
+def _selected_rows_other(lang, x, sel, r, post, work):
+    pass
+
+
+selected_rows = by_path(_selected_rows_chain, _selected_rows_other, _selected_rows_other)
+
+
 # ----- the all-masked sequence, scratch, and the arrays of a language --------------------------------
 
 
 @nb.njit(cache=True)
 def _initial_chain(lang, conf, x, post, work):
-    """Marginals and grid values of the all-masked sequence."""
-    L = x.shape[0]
-    for j in range(L):
-        _chain_row(lang.powers, lang.powers_t, x, j, -1, L, post.marginals, j)
-        set_confidence(post, conf, j)
+    """Marginals (the chain path: grid values only) and grid values of the all-masked sequence."""
+    _gap_values(lang, conf, x, -1, x.shape[0], post, work)
 
 
 @nb.njit(cache=True)
@@ -685,8 +772,13 @@ initial = by_path(_initial_chain, _initial_interval, _initial_segment)
 
 @nb.njit(cache=True)
 def _new_workspace_chain(lang, length, vocab_size):
-    """The path's scratch (:class:`ChainWork`, :class:`IntervalWork` or :class:`SegmentWork`) for one sequence."""
-    return ChainWork(np.empty((1, vocab_size)))
+    """The path's scratch (:class:`ChainWork`, :class:`IntervalWork` or :class:`SegmentWork`) for one chunk of sequences."""
+    V1 = vocab_size + 1
+    entries = V1 * length + V1 * vocab_size * (length * (length + 1) // 2)  # every gap (a, c, g) there can be
+    C = min(entries, _CHAIN_POOL)
+    return ChainWork(np.empty((1, vocab_size)), np.empty(length, dtype=np.int64), np.empty(length, dtype=np.int64),
+                     np.full((V1, V1, length + 2), -1, dtype=np.int64), np.empty(C, dtype=np.int64),
+                     np.empty(C, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 
 @nb.njit(cache=True)
