@@ -179,16 +179,76 @@ def _entropy_prefix(cand, order, count, ent_int, gamma_int, sel):
 
 
 @nb.njit(cache=True)
+def _threshold_select(rule, post, sel):
+    """The threshold rule in one pass: every masked ``j`` with confidence ``>= gamma`` into ``sel`` (in
+    position order), or else the first in the order ``(-confidence, priority)``; returns their number."""
+    rev, conf_int = post.revealed, post.confidence
+    prio, gamma_int = rule.priority, rule.gamma
+    L = rev.shape[0]
+    r = 0
+    best = -1
+    best_key = 0
+    for j in range(L):
+        if not rev[j]:
+            c = conf_int[j]
+            if c >= gamma_int:
+                sel[r] = j
+                r += 1
+            key = -c * L + prio[j]
+            if best < 0 or key < best_key:
+                best = j
+                best_key = key
+    if r == 0:
+        sel[0] = best
+        r = 1
+    return r
+
+
+@nb.njit(cache=True)
+def _entropy_single(rule, post):
+    """The entropy-sum rule's first position when it reveals only one, else ``-1``.
+
+    One pass finds the two masked positions first in the order ``(entropy, priority)``; the step
+    reveals only the first when there is no second or when the two entropies sum to more than ``gamma``.
+    """
+    rev, ent_int, prio = post.revealed, post.entropy, rule.priority
+    L = rev.shape[0]
+    j1 = j2 = -1
+    k1 = k2 = 0
+    for j in range(L):
+        if not rev[j]:
+            key = ent_int[j] * L + prio[j]
+            if j1 < 0 or key < k1:
+                j2, k2 = j1, k1
+                j1, k1 = j, key
+            elif j2 < 0 or key < k2:
+                j2, k2 = j, key
+    if j2 < 0 or ent_int[j1] + ent_int[j2] > rule.gamma:
+        return j1
+    return -1
+
+
+@nb.njit(cache=True)
 def _select(rule, post, k, scratch):
     """Positions revealed by this step into ``scratch.chosen`` (sorted by position); returns their number.
 
     Order: ``(-confidence, priority)`` for top-k and threshold, ``(entropy, priority)`` for the
     entropy-sum rule (lower first); ``priority`` is the seeded tie rank. Keys are distinct.
-    ``k``: top-k's size of this step.
+    ``k``: top-k's size of this step. Threshold takes one pass, and so does an entropy-sum step
+    that reveals one position; the others sort (partially) the keys of all masked positions.
     """
+    sel = scratch.chosen
+    code = rule.code
+    if code == _THRESHOLD:
+        return _threshold_select(rule, post, sel)
+    if code == _ENTROPY:
+        j = _entropy_single(rule, post)
+        if j >= 0:
+            sel[0] = j
+            return 1
     rev, conf_int, ent_int = post.revealed, post.confidence, post.entropy
-    prio, gamma_int, code = rule.priority, rule.gamma, rule.code
-    cand, keys, sel = scratch.candidates, scratch.keys, scratch.chosen
+    prio, gamma_int = rule.priority, rule.gamma
+    cand, keys = scratch.candidates, scratch.keys
     bufk, bufi = scratch.best_keys, scratch.best_index
     L = rev.shape[0]
     nm = 0
@@ -200,19 +260,7 @@ def _select(rule, post, k, scratch):
             else:
                 keys[nm] = -conf_int[j] * L + prio[j]
             nm += 1
-    r = 0
-    if code == _THRESHOLD:
-        best = 0
-        for i in range(nm):
-            if conf_int[cand[i]] >= gamma_int:
-                sel[r] = cand[i]
-                r += 1
-            if keys[i] < keys[best]:
-                best = i
-        if r == 0:
-            sel[0] = cand[best]
-            r = 1
-    elif code == _TOPK:
+    if code == _TOPK:
         r = min(k, nm)
         if r <= _PARTIAL:
             _smallest(keys, nm, r, bufk, bufi)

@@ -371,16 +371,10 @@ def _gap_values(lang, conf, x, lb, rb, post, work):
 def _chain_gap(lang, conf, x, sel, i0, r, post, work):
     """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
     tokens (left to right) and the grid values of its masked positions. Returns ``(next i, log joint, ok)``."""
-    rev, row = post.revealed, work.row
-    L = x.shape[0]
+    row = work.row
     V = row.shape[1]
     d = sel[i0]
-    a = d - 1
-    while a >= 0 and not rev[a]:
-        a -= 1
-    b = d + 1
-    while b < L and not rev[b]:
-        b += 1
+    a, b = work.left[d], work.right[d]
     i1 = i0
     while i1 < r and sel[i1] < b:
         i1 += 1
