@@ -9,7 +9,8 @@ kernel (:mod:`numerics.sampling._adaptive_numba`) and replays the rule along as 
 sequences for ``KL(q || p)`` by the chain-rule identity. The target is
 ``adaptive / random <= 3`` (issues 11 and 20). Timings on a shared machine are noisy; the ratio is
 the figure that means something, and the load average and numba's thread count are printed next
-to it (``NUMBA_NUM_THREADS=1`` gives the 1-thread figures).
+to it (``NUMBA_NUM_THREADS=1`` gives the 1-thread figures). Beside wall seconds the process's CPU
+seconds (all threads) are kept: on a loaded machine they vary less than the wall clock.
 
 The samplers are data: :data:`BENCH_SAMPLERS` lists each one's name and point parameters, so a new
 decoder is benchmarked by adding one line there.
@@ -46,12 +47,13 @@ BENCH_SAMPLERS = (
 )
 
 
-def _timed(cfg) -> tuple[float, dict]:
+def _timed(cfg) -> tuple[float, float, dict]:
+    """``(wall seconds, CPU seconds of the process (all threads), point)`` of one point."""
     from validation.sweep import evaluate_point
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = evaluate_point(cfg)
-    return time.perf_counter() - t0, result
+    return time.perf_counter() - t0, time.process_time() - c0, result
 
 
 def run_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, samples: int = 1000,
@@ -86,16 +88,20 @@ def run_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, s
         _timed(config(name, 16, 4))
     load_before = os.getloadavg()
     each: dict[str, list[float]] = {name: [] for name in order}
+    cpu: dict[str, list[float]] = {name: [] for name in order}
     results = {}
     for _ in range(repeats):
         for name in order:
-            seconds, results[name] = _timed(config(name, length, samples))
+            seconds, cpu_seconds, results[name] = _timed(config(name, length, samples))
             each[name].append(seconds)
+            cpu[name].append(cpu_seconds)
     best = {name: min(t) for name, t in each.items()}
+    best_cpu = {name: min(t) for name, t in cpu.items()}
     ratios = {name: best[name] / best["random"] for name in names}
     return {
         "language": language, "length": length, "steps": steps, "samples": samples, "repeats": repeats,
         "samplers": params, "seconds": best, "seconds_each": each, "ratio_to_random": ratios,
+        "cpu_seconds": best_cpu, "cpu_ratio_to_random": {name: best_cpu[name] / best_cpu["random"] for name in names},
         "target_ratio": RATIO_TARGET, "within_target": {name: r <= RATIO_TARGET for name, r in ratios.items()},
         "mean_calls": {name: results[name]["nfe"]["value"] for name in order},
         "threads": kernel_threads(), "cpu_count": os.cpu_count(), "loadavg_before": load_before,
@@ -120,9 +126,10 @@ def bench_adaptive_command(language, length, steps, samples, samplers, gamma, re
         result = run_benchmark(language, length, steps, samples, names, gamma, repeats)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    lines = [f"random: {result['seconds']['random']:.2f} s"]
+    lines = [f"random: {result['seconds']['random']:.2f} s ({result['cpu_seconds']['random']:.2f} s CPU)"]
     lines += [f"{n}: {result['seconds'][n]:.2f} s, {result['ratio_to_random'][n]:.2f}x random "
-              f"({'within' if result['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target)" for n in names]
+              f"({'within' if result['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target); "
+              f"CPU {result['cpu_ratio_to_random'][n]:.2f}x" for n in names]
     lines.append(f"load {result['loadavg_before'][0]:.1f} -> {result['loadavg_after'][0]:.1f} on "
                  f"{result['cpu_count']} CPUs, {result['threads']} numba threads (a shared machine: the ratio, "
                  "measured in one run, is the figure)")
