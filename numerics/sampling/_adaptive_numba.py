@@ -1,10 +1,10 @@
 """Fast exact kernels of the oracle adaptive samplers (numba): the rule's steps, sampling and scoring.
 
-One pass per sequence: at each step the rule (:mod:`numerics.sampling.adaptive`) picks ``D`` from
-the grid confidences of the masked positions (``_select``), the tokens of ``D`` are drawn by the
-float64 inverse CDF of their marginals at the sequence's uniforms (sampling) or read from the
-given sequence (scoring), and :mod:`numerics.sampling._adaptive_paths` updates the marginals that
-``D`` can change.
+One pass per sequence: at each step the rule (a :class:`Rule`, :mod:`numerics.sampling.adaptive`)
+picks ``D`` from the grid confidences of the masked positions (``_select``), the tokens of ``D``
+are drawn by the float64 inverse CDF of their marginals at the sequence's uniforms (sampling) or
+read from the given sequence (scoring), and :mod:`numerics.sampling._adaptive_paths` updates the
+marginals that ``D`` can change (``refresh``, chosen by the language's path arrays at compile time).
 
 Scoring is the chain-rule identity (I1) of ``docs/methods/adaptive.md``. For a rule that is a
 deterministic function of the revealed values, ``p(x) = prod_t prod_{j in D_t} q(x_j | x_{S_t})``
@@ -15,9 +15,14 @@ along the unique path of ``x``, hence per sequence
 the joint factor from the chain rule over the new positions (the paths module), accumulated term
 by term. A jointly impossible reveal (factor 0) leaves ``supp q``: every later marginal is
 uniform (the samplers' convention) and the term is NaN.
+
+Sequences run in parallel chunks (:func:`numerics._threads.run_chunks`); each chunk allocates its
+own :class:`~numerics.sampling._adaptive_paths.Posterior`, path scratch and :class:`Selection`.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -25,23 +30,116 @@ import numpy as np
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
 from numerics.sampling._adaptive_paths import (
-    _KIND_CHAIN,
-    _KIND_SEGMENT,
     CONFIDENCE_CODES,
     GRID_SCALE,
-    _chain_refresh,
-    _initial,
-    _interval_refresh,
-    _language_arrays,
-    _segment_refresh,
-    _uniform_all,
+    Confidence,
+    initial,
+    new_posterior,
+    new_workspace,
+    path_arrays,
+    refresh,
+    selected_rows,
+    uniform_all,
 )
 
-__all__ = ["adaptive_run", "RULE_CODES", "CONFIDENCE_CODES", "GRID_SCALE"]
+__all__ = ["RULE_CODES", "CONFIDENCE_CODES", "GRID_SCALE", "Rule", "AdaptiveRun", "make_rule", "adaptive_run"]
 
 RULE_CODES = {"topk": 0, "threshold": 1, "entropy-sum": 2}
 _TOPK, _THRESHOLD, _ENTROPY = 0, 1, 2
 _PARTIAL = 32  # select up to this many smallest keys by one bounded insertion pass, more by a full argsort
+
+
+class Rule(NamedTuple):
+    """An adaptive rule as the kernels read it (:func:`make_rule`; module :mod:`numerics.sampling.adaptive`).
+
+    Attributes
+    ----------
+    code : int
+        :data:`RULE_CODES`: ``topk``, ``threshold`` or ``entropy-sum``.
+    confidence : Confidence
+        Which grid values the marginal rows get (:class:`~numerics.sampling._adaptive_paths.Confidence`).
+    sizes : (T,) int64
+        Top-k's ``k_t`` (steps with ``k_t = 0`` are skipped); ``[0]`` for the other rules.
+    gamma : int
+        ``gamma`` on the grid (threshold: confidence; entropy-sum: the entropy budget); 0 for top-k.
+    priority : (L,) int64
+        ``priority[j]``: position ``j``'s place among ties (0 first), a permutation of ``0..L-1``.
+    """
+
+    code: int
+    confidence: Confidence
+    sizes: np.ndarray
+    gamma: int
+    priority: np.ndarray
+
+
+class Selection(NamedTuple):
+    """Scratch of one step's selection (``_select``).
+
+    Attributes
+    ----------
+    candidates, keys : (L,) int64
+        The masked positions and their sort keys (distinct: ``key * L + priority``).
+    chosen : (L,) int64
+        The step's positions, sorted (the first ``r``).
+    best_keys, best_index : (_PARTIAL,) int64
+        The bounded insertion pass's smallest keys and their indices into ``candidates``.
+    """
+
+    candidates: np.ndarray
+    keys: np.ndarray
+    chosen: np.ndarray
+    best_keys: np.ndarray
+    best_index: np.ndarray
+
+
+class Sequence(NamedTuple):
+    """One sequence's rows of the batch: ``tokens`` (written when sampling), ``uniforms``, ``steps`` (written), each (L,)."""
+
+    tokens: np.ndarray
+    uniforms: np.ndarray
+    steps: np.ndarray
+
+
+class SequenceResult(NamedTuple):
+    """One sequence's outcome (fields as in :class:`AdaptiveRun`)."""
+
+    calls: int
+    chain_rule: float
+    outside_support: bool
+
+
+class AdaptiveRun(NamedTuple):
+    """The oracle adaptive rule run on ``B`` sequences (:func:`adaptive_run`).
+
+    Attributes
+    ----------
+    tokens : (B, L) int64
+        The sequences: drawn (sampling) or the given ones (scoring).
+    steps : (B, L) int64
+        ``steps[b, j]``: the step (1-based call) that revealed ``j``.
+    calls : (B,) int64
+        Denoiser calls of each sequence (its number of steps).
+    chain_rule : (B,) float64
+        ``log q(x) - log p(x)`` by the chain-rule identity (I1), accumulated step by step; NaN
+        once the sequence left ``supp q``.
+    outside_support : (B,) bool
+        Some step's new tokens were jointly impossible under ``q`` (every later marginal uniform).
+    """
+
+    tokens: np.ndarray
+    steps: np.ndarray
+    calls: np.ndarray
+    chain_rule: np.ndarray
+    outside_support: np.ndarray
+
+
+def make_rule(rule: str, confidence: str, sizes: np.ndarray, gamma_grid: int, priority: np.ndarray) -> Rule:
+    """The :class:`Rule` of the adaptive rule ``rule`` with the confidence ``confidence`` (names as in
+    :data:`RULE_CODES`, :data:`CONFIDENCE_CODES`), arrays made contiguous int64."""
+    need_entropy = rule == "entropy-sum" or confidence == "neg-entropy"
+    return Rule(RULE_CODES[rule], Confidence(CONFIDENCE_CODES[confidence], need_entropy),
+                np.ascontiguousarray(sizes, np.int64), int(gamma_grid), np.ascontiguousarray(priority, np.int64))
 
 
 @nb.njit(cache=True)
@@ -81,35 +179,88 @@ def _entropy_prefix(cand, order, count, ent_int, gamma_int, sel):
 
 
 @nb.njit(cache=True)
-def _select(rule, rev, conf_int, ent_int, prio, k, gamma_int, cand, keys, sel, bufk, bufi):
-    """Positions revealed by this step into ``sel`` (sorted by position); returns their number.
+def _threshold_select(rule, post, sel):
+    """The threshold rule in one pass: every masked ``j`` with confidence ``>= gamma`` into ``sel`` (in
+    position order), or else the first in the order ``(-confidence, priority)``; returns their number."""
+    rev, conf_int = post.revealed, post.confidence
+    prio, gamma_int = rule.priority, rule.gamma
+    L = rev.shape[0]
+    r = 0
+    best = -1
+    best_key = 0
+    for j in range(L):
+        if not rev[j]:
+            c = conf_int[j]
+            if c >= gamma_int:
+                sel[r] = j
+                r += 1
+            key = -c * L + prio[j]
+            if best < 0 or key < best_key:
+                best = j
+                best_key = key
+    if r == 0:
+        sel[0] = best
+        r = 1
+    return r
+
+
+@nb.njit(cache=True)
+def _entropy_single(rule, post):
+    """The entropy-sum rule's first position when it reveals only one, else ``-1``.
+
+    One pass finds the two masked positions first in the order ``(entropy, priority)``; the step
+    reveals only the first when there is no second or when the two entropies sum to more than ``gamma``.
+    """
+    rev, ent_int, prio = post.revealed, post.entropy, rule.priority
+    L = rev.shape[0]
+    j1 = j2 = -1
+    k1 = k2 = 0
+    for j in range(L):
+        if not rev[j]:
+            key = ent_int[j] * L + prio[j]
+            if j1 < 0 or key < k1:
+                j2, k2 = j1, k1
+                j1, k1 = j, key
+            elif j2 < 0 or key < k2:
+                j2, k2 = j, key
+    if j2 < 0 or ent_int[j1] + ent_int[j2] > rule.gamma:
+        return j1
+    return -1
+
+
+@nb.njit(cache=True)
+def _select(rule, post, k, scratch):
+    """Positions revealed by this step into ``scratch.chosen`` (sorted by position); returns their number.
 
     Order: ``(-confidence, priority)`` for top-k and threshold, ``(entropy, priority)`` for the
     entropy-sum rule (lower first); ``priority`` is the seeded tie rank. Keys are distinct.
+    ``k``: top-k's size of this step. Threshold takes one pass, and so does an entropy-sum step
+    that reveals one position; the others sort (partially) the keys of all masked positions.
     """
+    sel = scratch.chosen
+    code = rule.code
+    if code == _THRESHOLD:
+        return _threshold_select(rule, post, sel)
+    if code == _ENTROPY:
+        j = _entropy_single(rule, post)
+        if j >= 0:
+            sel[0] = j
+            return 1
+    rev, conf_int, ent_int = post.revealed, post.confidence, post.entropy
+    prio, gamma_int = rule.priority, rule.gamma
+    cand, keys = scratch.candidates, scratch.keys
+    bufk, bufi = scratch.best_keys, scratch.best_index
     L = rev.shape[0]
     nm = 0
     for j in range(L):
         if not rev[j]:
             cand[nm] = j
-            if rule == _ENTROPY:
+            if code == _ENTROPY:
                 keys[nm] = ent_int[j] * L + prio[j]
             else:
                 keys[nm] = -conf_int[j] * L + prio[j]
             nm += 1
-    r = 0
-    if rule == _THRESHOLD:
-        best = 0
-        for i in range(nm):
-            if conf_int[cand[i]] >= gamma_int:
-                sel[r] = cand[i]
-                r += 1
-            if keys[i] < keys[best]:
-                best = i
-        if r == 0:
-            sel[0] = cand[best]
-            r = 1
-    elif rule == _TOPK:
+    if code == _TOPK:
         r = min(k, nm)
         if r <= _PARTIAL:
             _smallest(keys, nm, r, bufk, bufi)
@@ -130,15 +281,16 @@ def _select(rule, rev, conf_int, ent_int, prio, k, gamma_int, cand, keys, sel, b
 
 
 @nb.njit(cache=True)
-def _sequence(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x, U, step_of, order, l, init, succ,
-              sprob, E, Pm, PmT, alpha, beta, marg, conf_int, ent_int, rev, newf, cand, keys, sel, pred, m, bufk,
-              bufi):
-    """Run one sequence; returns ``(calls, log q(x) - log p(x) term, dead)`` (``x`` written when sampling)."""
+def _sequence(lang, rule, sample, seq, post, work, scratch):
+    """Run one sequence (``seq.tokens`` written when ``sample``); returns its :class:`SequenceResult`."""
+    x, U, step_of = seq.tokens, seq.uniforms, seq.steps
+    marg, rev, newf = post.marginals, post.revealed, post.new
+    sizes, conf, code = rule.sizes, rule.confidence, rule.code
+    sel = scratch.chosen
     L = x.shape[0]
     rev[:] = False
     newf[:] = False
-    _initial(kind, x, rev, init, succ, sprob, E, Pm, PmT, l, alpha, beta, marg, conf_kind, need_ent, conf_int,
-             ent_int, pred)
+    initial(lang, conf, x, post, work)
     dead = False
     calls = 0
     term = 0.0
@@ -146,13 +298,15 @@ def _sequence(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x
     t = 0
     while n_rev < L:
         k = 0
-        if rule == _TOPK:
+        if code == _TOPK:
             while sizes[t] == 0:
                 t += 1
             k = sizes[t]
             t += 1
         calls += 1
-        r = _select(rule, rev, conf_int, ent_int, prio, k, gamma_int, cand, keys, sel, bufk, bufi)
+        r = _select(rule, post, k, scratch)
+        if not dead:
+            selected_rows(lang, x, sel, r, post, work)
         for i in range(r):
             j = sel[i]
             if sample:
@@ -162,27 +316,7 @@ def _sequence(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x
             step_of[j] = calls
             newf[j] = True
         if not dead:
-            ok = True
-            if kind == _KIND_CHAIN:
-                i = 0
-                while i < r and ok:
-                    i, logj, ok = _chain_refresh(i, sel, r, x, rev, Pm, PmT, marg, conf_kind, need_ent, conf_int,
-                                                 ent_int, m)
-                    term += logj
-            elif kind == _KIND_SEGMENT:
-                covered = -1
-                for i in range(r):
-                    if sel[i] <= covered:
-                        continue
-                    covered, logj, ok = _segment_refresh(sel[i], x, rev, newf, order, init, succ, sprob, E, alpha,
-                                                         beta, marg, conf_kind, need_ent, conf_int, ent_int, pred)
-                    term += logj
-                    if not ok:
-                        break
-            else:
-                logj, ok = _interval_refresh(sel, r, x, rev, newf, l, marg, conf_kind, need_ent, conf_int, ent_int, m)
-                newf[:] = False  # used as the interval path's scratch "known" flags
-                term += logj
+            term, ok = refresh(lang, conf, x, sel, r, post, work, term)
             dead = not ok
         for i in range(r):
             rev[sel[i]] = True
@@ -190,61 +324,40 @@ def _sequence(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x
         n_rev += r
         if dead:
             term = np.nan
-            _uniform_all(rev, marg, conf_kind, need_ent, conf_int, ent_int)
-    return calls, term, dead
+            uniform_all(post, conf)
+    return SequenceResult(calls, term, dead)
 
 
 @nb.njit(cache=True, nogil=True)
-def _kernel(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x, U, steps, out, order, l, init, succ,
-            sprob, E, Pm, PmT, V, lo, hi):
-    """Sequences ``lo..hi-1``; releases the GIL so threads run chunks in parallel."""
-    L = x.shape[1]
-    S = init.shape[0] if kind == _KIND_SEGMENT else 1
-    alpha = np.empty((L, S))
-    beta = np.empty((L, S))
-    marg = np.empty((L, V))
-    conf_int = np.empty(L, dtype=np.int64)
-    ent_int = np.empty(L, dtype=np.int64)
-    rev = np.zeros(L, dtype=np.bool_)
-    newf = np.zeros(L, dtype=np.bool_)
-    cand = np.empty(L, dtype=np.int64)
-    keys = np.empty(L, dtype=np.int64)
-    sel = np.empty(L, dtype=np.int64)
-    pred = np.empty(S)
-    m = np.empty((1, V))
-    bufk = np.empty(_PARTIAL, dtype=np.int64)
-    bufi = np.empty(_PARTIAL, dtype=np.int64)
+def _kernel(lang, rule, sample, uniforms, run, vocab_size, lo, hi):
+    """Sequences ``lo..hi-1`` of ``run`` (an :class:`AdaptiveRun`); releases the GIL so threads run chunks in parallel."""
+    L = uniforms.shape[1]
+    post = new_posterior(L, vocab_size)
+    work = new_workspace(lang, L, vocab_size)
+    scratch = Selection(np.empty(L, dtype=np.int64), np.empty(L, dtype=np.int64), np.empty(L, dtype=np.int64),
+                        np.empty(_PARTIAL, dtype=np.int64), np.empty(_PARTIAL, dtype=np.int64))
     for b in range(lo, hi):
-        calls, term, dead = _sequence(sample, kind, rule, conf_kind, need_ent, sizes, gamma_int, prio, x[b], U[b],
-                                      steps[b], order, l, init, succ, sprob, E, Pm, PmT, alpha, beta, marg, conf_int,
-                                      ent_int, rev, newf, cand, keys, sel, pred, m, bufk, bufi)
-        out[b, 0] = calls
-        out[b, 1] = term
-        out[b, 2] = 1.0 if dead else 0.0
+        out = _sequence(lang, rule, sample, Sequence(run.tokens[b], uniforms[b], run.steps[b]), post, work, scratch)
+        run.calls[b] = out.calls
+        run.chain_rule[b] = out.chain_rule
+        run.outside_support[b] = out.outside_support
 
 
-def adaptive_run(language, rule: str, confidence: str, sizes: np.ndarray, gamma_int: int, prio: np.ndarray,
-                 tokens: np.ndarray, uniforms: np.ndarray, *, sample: bool, path: str = "auto"
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run the oracle adaptive rule on ``B`` sequences; returns ``(steps (B, L), out (B, 3))``.
+def adaptive_run(language, rule: Rule, tokens: np.ndarray, uniforms: np.ndarray, *, sample: bool,
+                 path: str = "auto") -> AdaptiveRun:
+    """Run the oracle adaptive ``rule`` (:func:`make_rule`) on ``B`` sequences; returns an :class:`AdaptiveRun`.
 
-    ``sample=True`` draws the tokens (written into ``tokens``) by the float64 inverse CDF at
-    ``uniforms``; ``sample=False`` replays the rule along the given ``tokens`` (scoring).
-    ``out[b] = (calls, log q(x) - log p(x), dead)``: the term is NaN once the sequence left
-    ``supp q`` (``dead = 1``). ``steps[b, j]`` is the step that revealed ``j``.
+    ``sample=True`` draws the tokens (written into ``tokens``, ``(B, L)`` int64, which the result
+    holds) by the float64 inverse CDF at ``uniforms`` ``(B, L)``; ``sample=False`` replays the rule
+    along the given ``tokens`` (scoring). ``path`` as in
+    :func:`~numerics.sampling._adaptive_paths.path_arrays`.
     """
-    if path not in ("auto", "segment"):
-        raise ValueError(f"path must be 'auto' or 'segment', got {path!r}")
-    x = tokens
-    B, L = x.shape
-    kind, order, l, init, succ, sprob, E, Pm, PmT = _language_arrays(language, L, path)
-    V = int(language.vocab_size)
-    steps = np.zeros((B, L), dtype=np.int64)
-    out = np.empty((B, 3))
-    conf_kind = CONFIDENCE_CODES[confidence]
-    need_ent = rule == "entropy-sum" or confidence == "neg-entropy"
-    args = (bool(sample), kind, RULE_CODES[rule], conf_kind, need_ent, np.ascontiguousarray(sizes, np.int64),
-            np.int64(gamma_int), np.ascontiguousarray(prio, np.int64), x, np.ascontiguousarray(uniforms, np.float64),
-            steps, out, order, l, init, succ, sprob, E, Pm, PmT, V)
+    if tokens.ndim != 2 or tokens.dtype != np.int64 or not tokens.flags.c_contiguous:
+        raise ValueError("tokens must be a C-contiguous (B, L) int64 array (the kernel writes into it)")
+    B, L = tokens.shape
+    lang = path_arrays(language, L, path)
+    run = AdaptiveRun(tokens, np.zeros((B, L), dtype=np.int64), np.zeros(B, dtype=np.int64), np.empty(B),
+                      np.zeros(B, dtype=np.bool_))
+    args = (lang, rule, bool(sample), np.ascontiguousarray(uniforms, np.float64), run, int(language.vocab_size))
     run_chunks(_kernel, B, args)
-    return steps, out
+    return run

@@ -2,24 +2,29 @@
 
 An adaptive sampler (:mod:`numerics.sampling.adaptive`) ranks *all* masked positions at every step
 by their oracle marginals ``q(x_j | x_S)``. One pass per sequence keeps the marginals and their grid
-confidences and, after a step reveals ``D``, recomputes only what ``D`` can change, with the
-chain-rule factors ``q(x_{j_m} | x_S, x_{j_1..j_{m-1}})`` of the new tokens (left to right) on the way:
+values (a :class:`Posterior`) and, after a step reveals ``D``, recomputes only what ``D`` can
+change, with the chain-rule factors ``q(x_{j_m} | x_S, x_{j_1..j_{m-1}})`` of the new tokens (left
+to right) on the way. The language comes as the arrays of its *path*, resolved once by
+:func:`path_arrays`; every function below that differs between paths is written once per path
+and joined by :func:`by_path` (at compile time inside numba, as
+:func:`~numerics.languages.arrays.by_kind` does for dense and n-gram arrays):
 
-* **first-order token chains** (2-grams, ``_KIND_CHAIN``): given its nearest revealed neighbours
-  ``lb < j < rb``, ``q(x_j = v | x_S) ∝ P^{j-lb}[x_lb, v] P^{rb-j}[v, x_rb]`` (``(mu P^j)[v]`` with no
-  left neighbour, no right factor with no right neighbour), read from the precomputed powers
-  ``P^d``, ``d <= L``. A reveal changes only the gap between its old neighbours.
-* **n-grams of higher order and HMMs** (``_KIND_SEGMENT``): forward messages ``alpha_j`` (evidence
-  ``<= j``) and backward messages ``beta_j`` (evidence ``> j``) along padded successor lists. For an
-  n-gram a run of ``n - 1`` revealed tokens ending at ``p`` fixes the window at ``p`` (a separator):
-  a reveal ``d`` changes only the segment between the nearest separator to its left (ending at
-  ``a``; ``alpha`` restarts from the stored point mass there) and the nearest separator run to its
-  right (ending at ``e``; ``beta`` restarts from ones, since the known window makes the right evidence a
-  scalar), both under the *old* evidence. A general HMM has no separators: the whole sequence.
-  The chain factor of a new ``j`` is the predictive forward message under the new evidence times
-  the *old* ``beta_j``.
-* **the interval language** (Example C.7, ``_KIND_INTERVAL``): intervals are independent and a
-  masked token is uniform over the tokens whose pair bits agree with its revealed partners, so a
+* **first-order token chains** (2-grams, :class:`ChainArrays`): given its nearest revealed
+  neighbours ``lb < j < rb``, ``q(x_j = v | x_S) ∝ P^{j-lb}[x_lb, v] P^{rb-j}[v, x_rb]``
+  (``(mu P^j)[v]`` with no left neighbour, no right factor with no right neighbour), read from the
+  precomputed powers ``P^d``, ``d <= L``. A reveal changes only the gap between its old neighbours.
+* **n-grams of higher order and HMMs** (the segment path, on
+  :func:`~numerics.languages.arrays.kernel_arrays`' :class:`~numerics.languages.arrays.NGramArrays`
+  and :class:`~numerics.languages.arrays.HMMArrays`): forward messages ``alpha_j`` (evidence ``<= j``)
+  and backward messages ``beta_j`` (evidence ``> j``). For an n-gram a run of ``n - 1`` revealed
+  tokens ending at ``p`` fixes the window at ``p`` (a separator): a reveal ``d`` changes only the
+  segment between the nearest separator to its left (ending at ``a``; ``alpha`` restarts from the
+  stored point mass there) and the nearest separator run to its right (ending at ``e``; ``beta``
+  restarts from ones, since the known window makes the right evidence a scalar), both under the
+  *old* evidence. A general HMM has no separators: the whole sequence. The chain factor of a new
+  ``j`` is the predictive forward message under the new evidence times the *old* ``beta_j``.
+* **the interval language** (Example C.7, :class:`IntervalArrays`): intervals are independent and
+  a masked token is uniform over the tokens whose pair bits agree with its revealed partners, so a
   reveal touches only its interval.
 
 A factor 0 means the new tokens are jointly impossible: the sequence left ``supp q`` and the caller
@@ -34,19 +39,198 @@ Confidences are compared on the integer grid ``floor(value * GRID_SCALE + 1/2)``
 
 from __future__ import annotations
 
+import inspect
+from typing import Callable, NamedTuple, Union
+
 import numba as nb
 import numpy as np
+from numba.extending import overload
 
-from numerics.languages.hmm import HMM, NGram
+from numerics.languages.arrays import HMMArrays, NGramArrays, by_kind, kernel_arrays
+from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
+from numerics.sampling.oracle.steps import apply_evidence
 from numerics.sampling.oracle.steps import normalize as _normalize
 
-__all__ = ["CONFIDENCE_CODES", "GRID_SCALE"]
+__all__ = [
+    "CONFIDENCE_CODES",
+    "GRID_SCALE",
+    "ChainArrays",
+    "IntervalArrays",
+    "PathArrays",
+    "Confidence",
+    "Posterior",
+    "path_arrays",
+    "by_path",
+    "new_posterior",
+    "new_workspace",
+    "initial",
+    "refresh",
+    "selected_rows",
+    "uniform_all",
+]
 
 CONFIDENCE_CODES = {"maxprob": 0, "margin": 1, "neg-entropy": 2}
 GRID_SCALE = 1e9  # confidences and entropies are compared as integers on a 1e-9 grid (module adaptive)
-_KIND_SEGMENT, _KIND_CHAIN, _KIND_INTERVAL = 0, 1, 2  # which update path a language takes
 _MAXPROB, _MARGIN, _NEGENT = 0, 1, 2
+_CHAIN_POOL = 1 << 21  # grid values the chain path caches per chunk of sequences (2 x 16 MiB of int64)
+
+
+class ChainArrays(NamedTuple):
+    """A first-order token chain (a 2-gram with ``P`` = its ``conditional``) for the chain path.
+
+    The virtual token ``V`` stands for "no revealed neighbour" on that side.
+
+    Attributes
+    ----------
+    powers : (L+1, V+1, V) float64
+        ``powers[d, w] = P^d[w]`` (``d = 0..L``); ``powers[d, V] = mu P^{d-1}`` (``d >= 1``).
+    powers_t : (L+1, V+1, V) float64
+        ``powers_t[d, w, v] = P^d[v, w]`` (the right factor read contiguously); ``powers_t[d, V] = 1``.
+    """
+
+    powers: np.ndarray
+    powers_t: np.ndarray
+
+
+class IntervalArrays(NamedTuple):
+    """The interval language (Example C.7) for the interval path.
+
+    Attributes
+    ----------
+    interval_length : int
+        ``l``: positions ``[m l, (m+1) l)`` form one interval.
+    """
+
+    interval_length: int
+
+
+PathArrays = Union[ChainArrays, IntervalArrays, HMMArrays, NGramArrays]
+
+
+class Confidence(NamedTuple):
+    """Which grid values a marginal row gets (:func:`set_confidence`).
+
+    Attributes
+    ----------
+    kind : int
+        :data:`CONFIDENCE_CODES`: ``max_v p(v)``, top-1 minus top-2, or ``-H(p)``.
+    need_entropy : bool
+        Compute ``H(p)`` (the entropy-sum rule, the ``neg-entropy`` confidence); else it is 0.
+    """
+
+    kind: int
+    need_entropy: bool
+
+
+class Posterior(NamedTuple):
+    """The state of one sequence between steps: the exact marginals of its masked positions.
+
+    Attributes
+    ----------
+    marginals : (L, V) float64
+        ``q(x_j = v | x_S)`` of every masked ``j`` (normalized; uniform once outside ``supp q``).
+    confidence : (L,) int64
+        The :class:`Confidence` of ``marginals[j]`` on the grid.
+    entropy : (L,) int64
+        ``H(marginals[j])`` (nats) on the grid; 0 unless ``need_entropy``.
+    revealed : (L,) bool
+        ``S``: positions revealed at earlier steps.
+    new : (L,) bool
+        ``D``: positions of the current step (their tokens are set, the marginals not yet updated).
+    """
+
+    marginals: np.ndarray
+    confidence: np.ndarray
+    entropy: np.ndarray
+    revealed: np.ndarray
+    new: np.ndarray
+
+
+class ChainWork(NamedTuple):
+    """Scratch of the chain path: the grid values of gaps, cached by what they depend on.
+
+    A masked ``j`` between its revealed neighbours ``lb < j < rb`` has the row
+    ``q(x_j = v | x_S) ∝ P^d[a, v] P^{g-d}[v, c]`` with ``d = j - lb``, ``g = rb - lb``, ``a = x_lb``
+    and ``c = x_rb`` (the virtual token ``V`` where there is no neighbour), so the grid values of a
+    whole gap are a function of ``(a, c, g)``: computed once per chunk of sequences and copied
+    wherever that gap recurs. With no right neighbour (``c = V``) the row does not depend on ``g``
+    (``powers_t[., V] = 1``): one entry ``(a, V, L + 1)`` serves every such gap. A row itself is
+    computed only for the positions a step reveals (:func:`selected_rows`).
+
+    Attributes
+    ----------
+    row : (1, V) float64
+        A row being computed.
+    left, right : (L,) int64
+        ``lb`` and ``rb`` of every masked position (``-1`` and ``L``: none).
+    index : (V+1, V+1, L+2) int64
+        Where the grid values of the gap ``(a, c, g)`` start in the pools; ``-1``: not computed yet.
+    confidence, entropy : (C,) int64
+        Pools of grid values: position ``lb + d`` of the gap at ``index[a, c, g] + d - 1``.
+    fill : (1,) int64
+        Entries of the pools in use; a gap that does not fit is computed in place, uncached.
+    """
+
+    row: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    index: np.ndarray
+    confidence: np.ndarray
+    entropy: np.ndarray
+    fill: np.ndarray
+
+
+class SegmentWork(NamedTuple):
+    """Scratch of the segment path.
+
+    Attributes
+    ----------
+    alpha, beta : (L, S) float64
+        Forward and backward messages of every position (normalized).
+    predictive : (S,) float64
+        The forward message being advanced.
+    """
+
+    alpha: np.ndarray
+    beta: np.ndarray
+    predictive: np.ndarray
+
+
+class IntervalWork(NamedTuple):
+    """Scratch of the interval path: ``known`` (L,) bool (old evidence plus new tokens so far), ``row`` (1, V)."""
+
+    known: np.ndarray
+    row: np.ndarray
+
+
+def by_path(chain: Callable, interval: Callable, segment: Callable) -> Callable:
+    """One function that calls ``chain`` on :class:`ChainArrays`, ``interval`` on :class:`IntervalArrays`
+    and ``segment`` on :class:`~numerics.languages.arrays.HMMArrays` / :class:`~numerics.languages.arrays.NGramArrays`.
+
+    The versions are numba functions with the same parameters, the first being the arrays; inside
+    numba the choice is made at compile time from the arrays' type (an ``overload``, as
+    :func:`~numerics.languages.arrays.by_kind`), from Python by the type.
+    """
+    signature = inspect.signature(chain.py_func)
+    versions = {ChainArrays: chain, IntervalArrays: interval, HMMArrays: segment, NGramArrays: segment}
+    for f in (interval, segment):
+        if list(inspect.signature(f.py_func).parameters) != list(signature.parameters):
+            raise TypeError(f"{f.__name__} and {chain.__name__} must have the same parameters")
+
+    def dispatch(arrays, *args):
+        return versions[type(arrays)](arrays, *args)
+
+    def implementation(*args):  # numba's typing: the Python source of the version for this type
+        version = versions.get(getattr(args[0], "instance_class", None))
+        return None if version is None else version.py_func
+
+    implementation.__signature__ = signature
+    overload(dispatch)(implementation)
+    dispatch.__name__ = dispatch.__qualname__ = chain.__name__.removeprefix("_").removesuffix("_chain")
+    dispatch.__doc__ = chain.__doc__
+    dispatch.__signature__ = signature
+    return dispatch
 
 
 @nb.njit(cache=True, inline="always")
@@ -56,41 +240,57 @@ def _grid(value):
 
 
 @nb.njit(cache=True, inline="always")
-def _set_confidence(j, marg, conf_kind, need_ent, conf_int, ent_int):
-    """Grid confidence of the normalized row ``marg[j]``, and its entropy when ``need_ent`` (else 0)."""
+def grid_values(rows, i, conf):
+    """``(confidence, entropy)`` on the grid of the normalized row ``rows[i]`` (entropy 0 unless ``conf.need_entropy``)."""
     top1 = 0.0
     top2 = 0.0
-    for v in range(marg.shape[1]):
-        p = marg[j, v]
+    for v in range(rows.shape[1]):
+        p = rows[i, v]
         if p > top1:
             top2 = top1
             top1 = p
         elif p > top2:
             top2 = p
     h = 0.0
-    if need_ent:
-        for v in range(marg.shape[1]):
-            p = marg[j, v]
+    if conf.need_entropy:
+        for v in range(rows.shape[1]):
+            p = rows[i, v]
             if p > 0.0:
                 h -= p * np.log(p)
-    if conf_kind == _MAXPROB:
+    if conf.kind == _MAXPROB:
         c = top1
-    elif conf_kind == _MARGIN:
+    elif conf.kind == _MARGIN:
         c = top1 - top2
     else:
         c = -h
-    conf_int[j] = _grid(c)
-    ent_int[j] = _grid(h)
+    return _grid(c), _grid(h)
+
+
+@nb.njit(cache=True, inline="always")
+def set_confidence(post, conf, j):
+    """The grid values (:func:`grid_values`) of ``post.marginals[j]`` into ``post.confidence[j]``, ``post.entropy[j]``."""
+    c, h = grid_values(post.marginals, j, conf)
+    post.confidence[j] = c
+    post.entropy[j] = h
 
 
 @nb.njit(cache=True)
-def _uniform_all(rev, marg, conf_kind, need_ent, conf_int, ent_int):
+def uniform_all(post, conf):
     """Every masked marginal becomes uniform (the sequence left ``supp q``)."""
+    marg, rev = post.marginals, post.revealed
     V = marg.shape[1]
     for j in range(rev.shape[0]):
         if not rev[j]:
             marg[j, :] = 1.0 / V
-            _set_confidence(j, marg, conf_kind, need_ent, conf_int, ent_int)
+            set_confidence(post, conf, j)
+
+
+@nb.njit(cache=True)
+def new_posterior(length, vocab_size):
+    """An empty :class:`Posterior` for ``length`` positions and ``vocab_size`` tokens."""
+    return Posterior(np.empty((length, vocab_size)), np.empty(length, dtype=np.int64),
+                     np.empty(length, dtype=np.int64), np.zeros(length, dtype=np.bool_),
+                     np.zeros(length, dtype=np.bool_))
 
 
 # ----- first-order token chains (2-grams): marginals from powers of P --------------------------
@@ -98,10 +298,7 @@ def _uniform_all(rev, marg, conf_kind, need_ent, conf_int, ent_int):
 
 @nb.njit(cache=True, inline="always")
 def _normalize_row(out, row):
-    """``out[row] /= sum(out[row])`` (by one reciprocal, as ``_normalize``) unless the sum is 0; returns the sum.
-
-    Rows are passed as ``(array, index)``, never as views: a view across a call costs more than the row.
-    """
+    """``out[row] /= sum(out[row])`` (by one reciprocal, as ``_normalize``) unless the sum is 0; returns the sum."""
     total = 0.0
     for v in range(out.shape[1]):
         total += out[row, v]
@@ -113,18 +310,15 @@ def _normalize_row(out, row):
 
 
 @nb.njit(cache=True, inline="always")
-def _chain_row(j, lb, rb, x, Pm, PmT, out, row):
-    """``out[row] = q(x_j | x_lb, x_rb)`` normalized (``lb = -1``: no left token, ``rb = L``: none right); the total.
+def _chain_row(lang, a, c, d, d2, out, row):
+    """``out[row] ∝ P^d[a, v] P^{d2}[v, c]`` normalized (a neighbour's token, or ``V`` for none, at distance
+    ``d`` left and ``d2`` right); returns the total before normalizing.
 
-    ``out[row, v] ∝ P^{j-lb}[x_lb, v] P^{rb-j}[v, x_rb]``; the virtual token ``V`` stands for "no
-    token": ``Pm[d, V] = mu P^{d-1}`` (so ``lb = -1`` gives ``(mu P^j)[v]``) and ``PmT[d, V] = 1``
-    (``PmT[d, w, v] = P^d[v, w]``, the right factor read contiguously). No branch in the loop.
+    From :attr:`ChainArrays.powers` and :attr:`ChainArrays.powers_t`: ``a = V`` gives ``(mu P^{d-1})[v]``,
+    ``c = V`` a right factor 1 (any ``d2``). No branch in the loop.
     """
-    L = x.shape[0]
+    Pm, PmT = lang.powers, lang.powers_t
     V = out.shape[1]
-    a = x[lb] if lb >= 0 else V
-    c = x[rb] if rb < L else V
-    d, d2 = j - lb, rb - j
     total = 0.0
     for v in range(V):
         w = Pm[d, a, v] * PmT[d2, c, v]
@@ -137,89 +331,240 @@ def _chain_row(j, lb, rb, x, Pm, PmT, out, row):
     return total
 
 
+@nb.njit(cache=True, inline="always")
+def _token_at(x, p, V):
+    """``x[p]``, or the virtual token ``V`` outside ``0..L-1`` (no neighbour)."""
+    return x[p] if 0 <= p < x.shape[0] else V
+
+
 @nb.njit(cache=True)
-def _chain_refresh(i0, sel, r, x, rev, Pm, PmT, marg, conf_kind, need_ent, conf_int, ent_int, m):
-    """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
-    tokens (left to right) and the marginals of its masked positions. Returns ``(next i, log joint, ok)``."""
+def _gap_values(lang, conf, x, lb, rb, post, work):
+    """Grid values and neighbours of the masked positions ``lb < j < rb`` (``ChainWork``'s cache)."""
     L = x.shape[0]
+    V = work.row.shape[1]
+    a, c = _token_at(x, lb, V), _token_at(x, rb, V)
+    g = rb - lb
+    key = L + 1 if c == V else g
+    n = L if c == V else g - 1
+    off = work.index[a, c, key]
+    pool_c, pool_h, fill = work.confidence, work.entropy, work.fill
+    if off < 0 and fill[0] + n <= pool_c.shape[0]:
+        off = fill[0]
+        fill[0] += n
+        work.index[a, c, key] = off
+        for d in range(1, n + 1):
+            _chain_row(lang, a, c, d, g - d if c < V else 0, work.row, 0)
+            pool_c[off + d - 1], pool_h[off + d - 1] = grid_values(work.row, 0, conf)
+    conf_int, ent_int, left, right = post.confidence, post.entropy, work.left, work.right
+    for j in range(lb + 1, rb):
+        if off >= 0:
+            conf_int[j] = pool_c[off + j - lb - 1]
+            ent_int[j] = pool_h[off + j - lb - 1]
+        else:  # the pools are full: computed in place
+            _chain_row(lang, a, c, j - lb, rb - j, work.row, 0)
+            conf_int[j], ent_int[j] = grid_values(work.row, 0, conf)
+        left[j] = lb
+        right[j] = rb
+
+
+@nb.njit(cache=True)
+def _chain_gap(lang, conf, x, sel, i0, r, post, work):
+    """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
+    tokens (left to right) and the grid values of its masked positions. Returns ``(next i, log joint, ok)``."""
+    row = work.row
+    V = row.shape[1]
     d = sel[i0]
-    a = d - 1
-    while a >= 0 and not rev[a]:
-        a -= 1
-    b = d + 1
-    while b < L and not rev[b]:
-        b += 1
+    a, b = work.left[d], work.right[d]
     i1 = i0
     while i1 < r and sel[i1] < b:
         i1 += 1
     logj = 0.0
     lb = a
+    c = _token_at(x, b, V)
     for i in range(i0, i1):  # q(x_d | x_lb, x_b): new tokens to the left are known, those to the right not yet
         dd = sel[i]
-        tot = _chain_row(dd, lb, b, x, Pm, PmT, m, 0)
-        if tot == 0.0 or m[0, x[dd]] == 0.0:
+        tot = _chain_row(lang, _token_at(x, lb, V), c, dd - lb, b - dd, row, 0)
+        if tot == 0.0 or row[0, x[dd]] == 0.0:
             return i1, -np.inf, False
-        logj += np.log(m[0, x[dd]])
+        logj += np.log(row[0, x[dd]])
         lb = dd
     lb = a
-    i = i0
-    for j in range(a + 1, b):
-        if i < i1 and sel[i] == j:
-            lb = j
-            i += 1
-            continue
-        rb = sel[i] if i < i1 else b
-        _chain_row(j, lb, rb, x, Pm, PmT, marg, j)
-        _set_confidence(j, marg, conf_kind, need_ent, conf_int, ent_int)
+    for i in range(i0, i1):
+        _gap_values(lang, conf, x, lb, sel[i], post, work)
+        lb = sel[i]
+    _gap_values(lang, conf, x, lb, b, post, work)
     return i1, logj, True
+
+
+@nb.njit(cache=True)
+def _refresh_chain(lang, conf, x, sel, r, post, work, term):
+    """After the step revealing ``sel[:r]`` (sorted; tokens set, ``post.new`` flagged, ``post.revealed``
+    still the old ``S``): add the log chain-rule factors ``log q(x_D | x_S)`` to ``term`` (one
+    partial sum per gap, segment or step) and update the marginals and grid values they change.
+    Returns ``(term, ok)``; ``ok`` is False when the new tokens are jointly impossible (``term``
+    then ``-inf``)."""
+    i = 0
+    ok = True
+    while i < r and ok:
+        i, logj, ok = _chain_gap(lang, conf, x, sel, i, r, post, work)
+        term += logj
+    return term, ok
 
 
 # ----- n-grams of higher order and HMMs: forward/backward messages over segments ----------------
 
 
 @nb.njit(cache=True)
-def _push(alpha, p, out, succ, sprob):
-    """``out = alpha[p] @ A`` along the successor lists, skipping zero entries of ``alpha[p]``."""
+def _push_dense(lang, alpha, p, out):
+    """``out = alpha[p] @ A`` (dense ``A``; n-gram: along the ``V`` successors of each window), skipping
+    zero entries of ``alpha[p]``."""
+    A = lang.transition
+    S = A.shape[0]
     out[:] = 0.0
-    S, K = succ.shape
     for s in range(S):
         a = alpha[p, s]
         if a != 0.0:
-            for k in range(K):
-                out[succ[s, k]] += a * sprob[s, k]
+            for t in range(S):
+                out[t] += a * A[s, t]
 
 
 @nb.njit(cache=True)
-def _pull(beta, p, v, succ, sprob, E):
-    """``beta[p, s] = sum_t A[s, t] e(t) beta[p+1, t]``, ``e(t) = E[t, v]`` (``v < 0``: 1), normalized."""
-    S, K = succ.shape
+def _push_ngram(lang, alpha, p, out):
+    cond = lang.conditional
+    S, V = cond.shape
+    W = S // V
+    out[:] = 0.0
+    for a in range(V):  # window s = a W + b moves to b V + v
+        for b in range(W):
+            s = a * W + b
+            w = alpha[p, s]
+            if w != 0.0:
+                o = b * V
+                for v in range(V):
+                    out[o + v] += w * cond[s, v]
+
+
+_push = by_kind(_push_dense, _push_ngram)
+
+
+@nb.njit(cache=True)
+def _pull_dense(lang, beta, p, v):
+    """``beta[p, s] = sum_t A[s, t] e(t) beta[p+1, t]``, ``e(t) = E[t, v]`` (``v < 0``: 1), normalized.
+
+    n-gram: ``t`` runs over the successors ``(s % W) V + k`` of ``s``; ``e(t) = [k = v]``.
+    """
+    A, ET = lang.transition, lang.emission_t
+    S = A.shape[0]
     for s in range(S):
         acc = 0.0
-        for k in range(K):
-            t = succ[s, k]
-            w = sprob[s, k] * beta[p + 1, t]
+        for t in range(S):
+            w = A[s, t] * beta[p + 1, t]
             if v >= 0:
-                w *= E[t, v]
+                w *= ET[v, t]
             acc += w
         beta[p, s] = acc
     _normalize_row(beta, p)
 
 
 @nb.njit(cache=True)
-def _marginal(alpha, beta, j, E, marg):
-    """``marg[j, v] ∝ sum_s alpha[j, s] beta[j, s] E[s, v]``, normalized; returns the total before normalizing."""
-    S, V = E.shape
+def _pull_ngram(lang, beta, p, v):
+    cond = lang.conditional
+    S, V = cond.shape
+    W = S // V
+    for a in range(V):
+        for b in range(W):
+            s = a * W + b
+            o = b * V
+            if v >= 0:  # the other successors' terms are exact zeros
+                acc = cond[s, v] * beta[p + 1, o + v]
+            else:
+                acc = 0.0
+                for k in range(V):
+                    acc += cond[s, k] * beta[p + 1, o + k]
+            beta[p, s] = acc
+    _normalize_row(beta, p)
+
+
+_pull = by_kind(_pull_dense, _pull_ngram)
+
+
+@nb.njit(cache=True)
+def _marginal_dense(lang, work, j, marg):
+    """``marg[j, v] ∝ sum_s alpha[j, s] beta[j, s] E[s, v]``, normalized; returns the total before normalizing.
+
+    n-gram: the window ``s`` emits its newest token ``s % V``.
+    """
+    ET = lang.emission_t
+    alpha, beta = work.alpha, work.beta
+    S = alpha.shape[1]
+    V = marg.shape[1]
     marg[j, :] = 0.0
     for s in range(S):
         w = alpha[j, s] * beta[j, s]
         if w != 0.0:
             for v in range(V):
-                marg[j, v] += w * E[s, v]
+                marg[j, v] += w * ET[v, s]
     return _normalize_row(marg, j)
 
 
 @nb.njit(cache=True)
-def _sep_end(p, order, rev):
+def _marginal_ngram(lang, work, j, marg):
+    alpha, beta = work.alpha, work.beta
+    V = marg.shape[1]
+    marg[j, :] = 0.0
+    for c in range(alpha.shape[1] // V):
+        for v in range(V):
+            w = alpha[j, c * V + v] * beta[j, c * V + v]
+            if w != 0.0:
+                marg[j, v] += w
+    return _normalize_row(marg, j)
+
+
+_marginal = by_kind(_marginal_dense, _marginal_ngram)
+
+
+@nb.njit(cache=True)
+def _factor_dense(lang, pred, beta, j, v):
+    """``(sum_s pred(s) beta[j, s] E[s, v], sum_s pred(s) beta[j, s])``: the chain factor's numerator and denominator."""
+    ET = lang.emission_t
+    den = 0.0
+    num = 0.0
+    for s in range(pred.shape[0]):
+        w = pred[s] * beta[j, s]
+        den += w
+        num += w * ET[v, s]
+    return num, den
+
+
+@nb.njit(cache=True)
+def _factor_ngram(lang, pred, beta, j, v):
+    V = lang.conditional.shape[1]
+    den = 0.0
+    num = 0.0
+    for c in range(pred.shape[0] // V):
+        for u in range(V):
+            w = pred[c * V + u] * beta[j, c * V + u]
+            den += w
+            if u == v:
+                num += w
+    return num, den
+
+
+_factor = by_kind(_factor_dense, _factor_ngram)
+
+
+@nb.njit(cache=True)
+def _bounds_dense(lang, d, rev):
+    """``(a, e)``: the segment ``a < j <= e`` a reveal at ``d`` changes (old evidence ``rev``).
+
+    ``a`` ends the nearest separator to the left of ``d`` (``-1``: none), ``e`` the nearest separator
+    run to its right (``L - 1``: none). A dense HMM has no separators: the whole sequence.
+    """
+    return -1, rev.shape[0] - 1
+
+
+@nb.njit(cache=True)
+def _sep_end(order, p, rev):
     """The window at ``p`` is fixed by revealed tokens ``p-n+2..p`` (old evidence ``rev``)."""
     if order < 2 or p < order - 2:
         return False
@@ -230,61 +575,82 @@ def _sep_end(p, order, rev):
 
 
 @nb.njit(cache=True)
-def _segment_refresh(d, x, rev, newf, order, init, succ, sprob, E, alpha, beta, marg, conf_kind, need_ent, conf_int,
-                     ent_int, pred):
-    """Recompute the segment around the new reveal ``d``; returns ``(its end e, log joint factor, ok)``."""
-    L, S = alpha.shape
+def _bounds_ngram(lang, d, rev):
+    order = lang.order
+    L = rev.shape[0]
     a = -1
     e = L - 1
     if order >= 2:
         for p in range(d - 1, -1, -1):
-            if _sep_end(p, order, rev):
+            if _sep_end(order, p, rev):
                 a = p
                 break
         for q in range(d + 1, L - order + 2):
-            if _sep_end(q + order - 2, order, rev):
+            if _sep_end(order, q + order - 2, rev):
                 e = q + order - 2
                 break
+    return a, e
+
+
+_bounds = by_kind(_bounds_dense, _bounds_ngram)
+
+
+@nb.njit(cache=True)
+def _segment(lang, conf, x, d, post, work):
+    """Recompute the segment around the new reveal ``d``; returns ``(its end e, log joint factor, ok)``."""
+    rev, newf = post.revealed, post.new
+    alpha, beta, pred = work.alpha, work.beta, work.predictive
+    initial = lang.initial
+    S = alpha.shape[1]
+    a, e = _bounds(lang, d, rev)
     logj = 0.0
     for j in range(a + 1, e + 1):
         if j == 0:
-            pred[:] = init
+            pred[:] = initial
         else:
-            _push(alpha, j - 1, pred, succ, sprob)
+            _push(lang, alpha, j - 1, pred)
         if newf[j]:  # chain-rule factor q(x_j | old evidence, new tokens left of j)
-            den = 0.0
-            num = 0.0
-            for s in range(S):
-                w = pred[s] * beta[j, s]
-                den += w
-                num += w * E[s, x[j]]
+            num, den = _factor(lang, pred, beta, j, x[j])
             if not num > 0.0:
                 return e, -np.inf, False
             logj += np.log(num / den)
         if rev[j] or newf[j]:
-            for s in range(S):
-                pred[s] *= E[s, x[j]]
+            apply_evidence(lang, pred, x[j])
         if _normalize(pred) == 0.0:
             return e, -np.inf, False
         alpha[j] = pred
     beta[e, :] = 1.0 / S
     for j in range(e - 1, a, -1):
         v = x[j + 1] if (rev[j + 1] or newf[j + 1]) else -1
-        _pull(beta, j, v, succ, sprob, E)
+        _pull(lang, beta, j, v)
     for j in range(a + 1, e + 1):
         if not (rev[j] or newf[j]):
-            _marginal(alpha, beta, j, E, marg)
-            _set_confidence(j, marg, conf_kind, need_ent, conf_int, ent_int)
+            _marginal(lang, work, j, post.marginals)
+            set_confidence(post, conf, j)
     return e, logj, True
+
+
+@nb.njit(cache=True)
+def _refresh_segment(lang, conf, x, sel, r, post, work, term):
+    covered = -1
+    ok = True
+    for i in range(r):
+        if sel[i] <= covered:
+            continue
+        covered, logj, ok = _segment(lang, conf, x, sel[i], post, work)
+        term += logj
+        if not ok:
+            break
+    return term, ok
 
 
 # ----- the interval language ---------------------------------------------------------------------
 
 
 @nb.njit(cache=True)
-def _interval_row(j, x, known, l, out, row):
-    """``out[row]`` = law of ``x_j`` given the ``known`` partners in its interval (uniform on the
-    consistent tokens); returns their number (0: the known tokens contradict ``x_j``'s constraints)."""
+def _interval_row(l, x, j, known, out, row):
+    """``out[row]`` = law of ``x_j`` given the ``known`` partners in its interval (``l`` positions; uniform
+    on the consistent tokens); returns their number (0: the known tokens contradict ``x_j``'s constraints)."""
     L = x.shape[0]
     V = out.shape[1]
     base = (j // l) * l
@@ -311,17 +677,18 @@ def _interval_row(j, x, known, l, out, row):
 
 
 @nb.njit(cache=True)
-def _interval_refresh(sel, r, x, rev, known, l, marg, conf_kind, need_ent, conf_int, ent_int, m):
-    """Chain factors of the new tokens (left to right) and the marginals of the touched intervals."""
+def _refresh_interval(lang, conf, x, sel, r, post, work, term):
+    l = lang.interval_length
+    known, m = work.known, work.row
     L = x.shape[0]
-    known[:] = rev
+    known[:] = post.revealed
     logj = 0.0
     for i in range(r):  # x_j given the old evidence and the new tokens left of j (other intervals: independent)
         j = sel[i]
-        count = _interval_row(j, x, known, l, m, 0)
+        count = _interval_row(l, x, j, known, m, 0)
         known[j] = True
         if count == 0 or m[0, x[j]] == 0.0:
-            return -np.inf, False
+            return term + -np.inf, False
         logj += np.log(m[0, x[j]])
     last = -1
     for i in range(r):
@@ -331,43 +698,99 @@ def _interval_refresh(sel, r, x, rev, known, l, marg, conf_kind, need_ent, conf_
         last = base
         for j in range(base, min(base + l, L)):
             if not known[j]:
-                _interval_row(j, x, known, l, marg, j)
-                _set_confidence(j, marg, conf_kind, need_ent, conf_int, ent_int)
-    return logj, True
+                _interval_row(l, x, j, known, post.marginals, j)
+                set_confidence(post, conf, j)
+    return term + logj, True
 
 
-# ----- the all-masked sequence, and the kernel arguments of a language -------------------------------
+refresh = by_path(_refresh_chain, _refresh_interval, _refresh_segment)
 
 
 @nb.njit(cache=True)
-def _initial(kind, x, rev, init, succ, sprob, E, Pm, PmT, l, alpha, beta, marg, conf_kind, need_ent, conf_int,
-             ent_int, pred):
-    """Marginals and confidences of the all-masked sequence."""
-    L = x.shape[0]
-    if kind == _KIND_SEGMENT:
-        S = alpha.shape[1]
-        alpha[0] = init
-        _normalize_row(alpha, 0)
-        for j in range(1, L):
-            _push(alpha, j - 1, pred, succ, sprob)
-            alpha[j] = pred
-            _normalize_row(alpha, j)
-        beta[L - 1, :] = 1.0 / S
-        for j in range(L - 2, -1, -1):
-            _pull(beta, j, -1, succ, sprob, E)
+def _selected_rows_chain(lang, x, sel, r, post, work):
+    """Make ``post.marginals[j]`` the current row of every position ``j`` in ``sel[:r]`` (before the step's
+    reveals). The chain path computes these rows now (it keeps only grid values of the others);
+    the other paths keep every row current: nothing to do."""
+    V = work.row.shape[1]
+    left, right = work.left, work.right
+    for i in range(r):
+        j = sel[i]
+        lb, rb = left[j], right[j]
+        _chain_row(lang, _token_at(x, lb, V), _token_at(x, rb, V), j - lb, rb - j, post.marginals, j)
+
+
+@nb.njit(cache=True)
+def _selected_rows_other(lang, x, sel, r, post, work):
+    pass
+
+
+selected_rows = by_path(_selected_rows_chain, _selected_rows_other, _selected_rows_other)
+
+
+# ----- the all-masked sequence, scratch, and the arrays of a language --------------------------------
+
+
+@nb.njit(cache=True)
+def _initial_chain(lang, conf, x, post, work):
+    """Marginals (the chain path: grid values only) and grid values of the all-masked sequence."""
+    _gap_values(lang, conf, x, -1, x.shape[0], post, work)
+
+
+@nb.njit(cache=True)
+def _initial_interval(lang, conf, x, post, work):
+    for j in range(x.shape[0]):
+        _interval_row(lang.interval_length, x, j, post.revealed, post.marginals, j)
+        set_confidence(post, conf, j)
+
+
+@nb.njit(cache=True)
+def _initial_segment(lang, conf, x, post, work):
+    alpha, beta, pred = work.alpha, work.beta, work.predictive
+    L, S = alpha.shape
+    alpha[0] = lang.initial
+    _normalize_row(alpha, 0)
+    for j in range(1, L):
+        _push(lang, alpha, j - 1, pred)
+        alpha[j] = pred
+        _normalize_row(alpha, j)
+    beta[L - 1, :] = 1.0 / S
+    for j in range(L - 2, -1, -1):
+        _pull(lang, beta, j, -1)
     for j in range(L):
-        if kind == _KIND_SEGMENT:
-            _marginal(alpha, beta, j, E, marg)
-        elif kind == _KIND_CHAIN:
-            _chain_row(j, -1, L, x, Pm, PmT, marg, j)
-        else:
-            _interval_row(j, x, rev, l, marg, j)
-        _set_confidence(j, marg, conf_kind, need_ent, conf_int, ent_int)
+        _marginal(lang, work, j, post.marginals)
+        set_confidence(post, conf, j)
 
 
-def _chain_powers(language: NGram, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """``Pm[d, w] = P^d[w]`` and ``PmT[d, w, v] = P^d[v, w]`` (``d = 0..L``) of a 2-gram (``P`` = ``conditional``),
-    each with the virtual token ``V``: ``Pm[d, V] = mu P^{d-1}`` (``d >= 1``), ``PmT[d, V] = 1``."""
+initial = by_path(_initial_chain, _initial_interval, _initial_segment)
+
+
+@nb.njit(cache=True)
+def _new_workspace_chain(lang, length, vocab_size):
+    """The path's scratch (:class:`ChainWork`, :class:`IntervalWork` or :class:`SegmentWork`) for one chunk of sequences."""
+    V1 = vocab_size + 1
+    entries = V1 * length + V1 * vocab_size * (length * (length + 1) // 2)  # every gap (a, c, g) there can be
+    C = min(entries, _CHAIN_POOL)
+    return ChainWork(np.empty((1, vocab_size)), np.empty(length, dtype=np.int64), np.empty(length, dtype=np.int64),
+                     np.full((V1, V1, length + 2), -1, dtype=np.int64), np.empty(C, dtype=np.int64),
+                     np.empty(C, dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+@nb.njit(cache=True)
+def _new_workspace_interval(lang, length, vocab_size):
+    return IntervalWork(np.zeros(length, dtype=np.bool_), np.empty((1, vocab_size)))
+
+
+@nb.njit(cache=True)
+def _new_workspace_segment(lang, length, vocab_size):
+    S = lang.initial.shape[0]
+    return SegmentWork(np.empty((length, S)), np.empty((length, S)), np.empty(S))
+
+
+new_workspace = by_path(_new_workspace_chain, _new_workspace_interval, _new_workspace_segment)
+
+
+def _chain_powers(language: NGram, length: int) -> ChainArrays:
+    """:class:`ChainArrays` of a 2-gram for sequences of ``length`` positions."""
     P = np.asarray(language.conditional)
     V = P.shape[0]
     powers = np.empty((length + 1, V, V))
@@ -379,36 +802,24 @@ def _chain_powers(language: NGram, length: int) -> tuple[np.ndarray, np.ndarray]
     Pm[1:, V] = np.asarray(language.initial) @ powers[:length]  # (L, V): rows mu P^(d-1)
     PmT = np.ones((length + 1, V + 1, V))
     PmT[:, :V] = powers.transpose(0, 2, 1)
-    return Pm, PmT
+    return ChainArrays(Pm, PmT)
 
 
-def _language_arrays(language, length: int, path: str):
-    """Kernel arguments ``(kind, order, l, init, succ, sprob, E, Pm, PmT)`` of a language.
+def path_arrays(language, length: int, path: str = "auto") -> PathArrays:
+    """The arrays of ``language``'s update path (module docstring), resolved once.
 
-    ``path``: ``"auto"`` (the chain path for a 2-gram, segments for other n-grams and HMMs, the
-    interval path for :class:`IntervalLanguage`) or ``"segment"`` (force the message path; tests).
+    ``path``: ``"auto"`` (:class:`ChainArrays` for a 2-gram, :func:`~numerics.languages.arrays.kernel_arrays`
+    for other n-grams and HMMs, :class:`IntervalArrays` for :class:`IntervalLanguage`) or
+    ``"segment"`` (force the message path where there is one; tests).
     """
-    d2, d3 = np.zeros((1, 1)), np.zeros((1, 1, 1))
-    i2 = np.zeros((1, 1), dtype=np.int64)
+    if path not in ("auto", "segment"):
+        raise ValueError(f"path must be 'auto' or 'segment', got {path!r}")
     if isinstance(language, IntervalLanguage):
-        return _KIND_INTERVAL, 0, language.l, np.ones(1), i2, d2, d2, d3, d3
-    if isinstance(language, NGram):
-        if language.order == 2 and path == "auto":
-            Pm, PmT = _chain_powers(language, length)
-            return _KIND_CHAIN, 2, 0, np.ones(1), i2, d2, d2, Pm, PmT
-        emission = np.zeros((language.n_states, language.vocab_size))
-        emission[np.arange(language.n_states), language.emitted_token()] = 1.0
-        return (_KIND_SEGMENT, language.order, 0, np.array(language.initial),
-                np.ascontiguousarray(language.successors()), np.array(language.conditional), emission, d3, d3)
-    if isinstance(language, HMM):
-        A = language.transition
-        nz = A > 0
-        K = max(int(nz.sum(axis=1).max()), 1)
-        succ = np.zeros((A.shape[0], K), dtype=np.int64)
-        sprob = np.zeros((A.shape[0], K))
-        for s in range(A.shape[0]):
-            cols = np.flatnonzero(nz[s])
-            succ[s, : cols.size] = cols
-            sprob[s, : cols.size] = A[s, cols]
-        return _KIND_SEGMENT, 0, 0, np.array(language.initial), succ, sprob, np.array(language.emission), d3, d3
-    raise TypeError(f"the fast adaptive path needs an NGram, HMM or IntervalLanguage, got {type(language).__name__}")
+        return IntervalArrays(int(language.l))
+    if isinstance(language, NGram) and language.order == 2 and path == "auto":
+        return _chain_powers(language, length)
+    try:
+        return kernel_arrays(language)
+    except TypeError:
+        raise TypeError("the fast adaptive path needs an NGram, HMM or IntervalLanguage, "
+                        f"got {type(language).__name__}") from None

@@ -55,7 +55,7 @@ from scipy.special import entr
 from numerics.estimate import CONFIDENCE, Estimate
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
-from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, adaptive_run
+from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, Rule, adaptive_run, make_rule
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.samplers import PATHS, RandomOrder, SampleResult, Sampler, _batches, _call, draw_inverse_cdf
 from numerics.schedules import Schedule
@@ -276,6 +276,11 @@ class AdaptiveSampler(Sampler):
         """Top-k's ``k_t`` (:func:`topk_sizes`); ``[0]`` for the other rules."""
         return topk_sizes(self.schedule, length) if self.rule == "topk" else np.zeros(1, dtype=np.int64)
 
+    def kernel_rule(self, length: int) -> Rule:
+        """The rule as the fast kernels read it (:class:`~numerics.sampling._adaptive_numba.Rule`) at length ``L``."""
+        return make_rule(self.rule, self.confidence, self.step_sizes(length), self.gamma_grid,
+                         tie_priority(length, self.tie_seed))
+
     def choose(self, probs: np.ndarray, masked: np.ndarray, priority: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """``(positions, normalized rows)`` one step reveals given the marginal rows ``(L, V)`` of one sequence."""
         c = confidence_grid(probs, self.confidence)
@@ -300,18 +305,16 @@ class AdaptiveSampler(Sampler):
         if path == "oracle" and language is None:
             raise ValueError("path='oracle' needs an OracleDenoiser of an HMM/NGram or an IntervalOracle")
         fast = language is not None and path != "generic"
-        sizes = self.step_sizes(length)
-        prio = tie_priority(length, self.tie_seed)
         batches = _batches(int(n), int(bs))
         uniforms = [rng.random((B, length)) for B in batches]
         if fast:
-            tokens = np.zeros((int(n), length), dtype=np.int64)
-            steps, out = adaptive_run(language, self.rule, self.confidence, sizes, self.gamma_grid, prio, tokens,
-                                      np.concatenate(uniforms), sample=True)
-            per_seq = out[:, 0].astype(np.int64)
+            run = adaptive_run(language, self.kernel_rule(length), np.zeros((int(n), length), dtype=np.int64),
+                               np.concatenate(uniforms), sample=True)
+            tokens, steps, per_seq = run.tokens, run.steps, run.calls
             kind = "ngram" if isinstance(language, NGram) else "interval" if isinstance(language, IntervalLanguage) else "hmm"
             where = "oracle-" + kind
         else:
+            sizes, prio = self.step_sizes(length), tie_priority(length, self.tie_seed)
             runs = [self._run_generic(denoiser, U, prio, sizes) for U in uniforms]
             tokens = np.concatenate([r[0] for r in runs])
             steps = np.concatenate([r[1] for r in runs])
@@ -383,12 +386,10 @@ def chain_rule_terms(sampler: AdaptiveSampler, language, tokens: np.ndarray) -> 
     if x.ndim != 2 or np.any((x < 0) | (x >= language.vocab_size)):
         raise ValueError(f"tokens must be a (B, L) array of tokens in 0..{language.vocab_size - 1}")
     L = x.shape[1]
-    _, out = adaptive_run(language, sampler.rule, sampler.confidence, sampler.step_sizes(L), sampler.gamma_grid,
-                          tie_priority(L, sampler.tie_seed), x,
-                          np.zeros(x.shape), sample=False)
-    if np.any(out[:, 2] > 0):
-        raise ValueError(f"sequence {int(np.argmax(out[:, 2] > 0))} is outside supp q: the identity needs x ~ q")
-    return ChainRuleScore(out[:, 1].copy(), out[:, 0].astype(np.int64))
+    run = adaptive_run(language, sampler.kernel_rule(L), x, np.zeros(x.shape), sample=False)
+    if np.any(run.outside_support):
+        raise ValueError(f"sequence {int(np.argmax(run.outside_support))} is outside supp q: the identity needs x ~ q")
+    return ChainRuleScore(run.chain_rule, run.calls)
 
 
 def _mean_estimate(values: np.ndarray, method: str, confidence: float) -> Estimate:

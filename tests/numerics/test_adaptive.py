@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,7 @@ from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.generators import random_rows
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
+from numerics.languages.presets import load_language
 from numerics.sampling._adaptive_numba import adaptive_run
 from numerics.sampling.adaptive import (
     GRID_SCALE,
@@ -35,6 +38,7 @@ from numerics.sampling.adaptive import (
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.samplers import RandomOrder, Sampler, sample_factorized
 from numerics.schedules import cosine, from_u, linear
+from tests.tolerances import ATOL_LOG, RTOL_EXACT
 
 
 def _languages():
@@ -70,6 +74,69 @@ def test_fast_kernel_equals_generic_path_sample_by_sample(name, sampler):
     assert np.all(fast.nfe_sequence == fast.reveal_steps.max(axis=1))
 
 
+# Regression pin against the kernels *before* their refactor onto NamedTuples (issue 18): the
+# sha256 (first 32 hex digits) of the bytes of tokens, reveal steps and calls of 24 sampled
+# sequences and of the (I1) terms and calls of 24 scored sequences ``x ~ q``, per (language,
+# sampler), computed with main's code at commit 95f339f (the 9-tuple / ``out (B, 3)`` kernels).
+# Bit for bit: any change of a sample, a step or the last bit of a term changes the hash.
+# The comment after each hash shows the first two terms in float.hex, for a reader.
+PIN_SAMPLERS = [
+    AdaptiveSampler("topk", schedule=cosine(4), confidence="margin"),
+    AdaptiveSampler("threshold", gamma=0.6, tie_seed=3),
+    AdaptiveSampler("threshold", gamma=-0.5, confidence="neg-entropy"),
+    AdaptiveSampler("entropy-sum", gamma=0.8, tie_seed=None),
+    AdaptiveSampler("threshold", gamma=0.3),
+    AdaptiveSampler("entropy-sum", gamma=3.0),
+]
+PINS = {
+    ("2gram", 0): "9a24dc112d1824680681b2d2d7bca6f4",  # terms[:2] = ['0x1.3293e07784d06p-2', '-0x1.d9cc2e4354ac8p-2']
+    ("2gram", 1): "84ade6670853c66e7e82e28285bf1b2e",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("2gram", 2): "ff66148a8306844248309ee1bc4f4491",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("2gram", 3): "ff66148a8306844248309ee1bc4f4491",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("2gram", 4): "3e0f85642af47a1c0bd078fb97c65794",  # terms[:2] = ['0x1.b934860459240p-3', '0x1.3721085e3b098p+1']
+    ("2gram", 5): "ed397c52bf23bbe9a1b37e900143a3c1",  # terms[:2] = ['0x1.1647f4e1512f8p-4', '0x1.db92e5947f5c8p-1']
+    ("3gram", 0): "e18708eb1ccb9635fa5643e701a87dbf",  # terms[:2] = ['0x1.5500dd2efda2dp-1', '-0x1.b6be50e058840p-3']
+    ("3gram", 1): "98904439a00b9a0310c9d090685989cc",  # terms[:2] = ['-0x1.db30f178a18e0p-4', '-0x1.b96f7d2eb2d5ep-2']
+    ("3gram", 2): "e2775ae6fbc97336a444e4d216815cee",  # terms[:2] = ['0x1.8000000000000p-52', '0x1.0000000000000p-52']
+    ("3gram", 3): "3fc38a23dacc94fbf8767dc26312c2ef",  # terms[:2] = ['0x1.8000000000000p-52', '0x1.0000000000000p-52']
+    ("3gram", 4): "59a439ddeedca9c9c95ca8dd87e5b2fa",  # terms[:2] = ['0x1.4452026f8c6d7p+2', '0x1.38d82937b6edap+2']
+    ("3gram", 5): "dd47d00eee36b96e3fb1d9d68a32c694",  # terms[:2] = ['0x1.7128256d9f569p+0', '-0x1.847da41466a90p-3']
+    ("hmm", 0): "5b540b565b8fa6623cf1ad7d7510d528",  # terms[:2] = ['0x1.8dab8604d4960p-1', '-0x1.5e00cdf0361bcp-2']
+    ("hmm", 1): "39cd049dc6137c130bb091a0c0abd75b",  # terms[:2] = ['0x1.686b6735368c0p-1', '-0x1.b555935dec108p-3']
+    ("hmm", 2): "8f31b43e2e4987f2c514c72e356caad0",  # terms[:2] = ['0x1.8000000000000p-50', '0x1.0000000000000p-51']
+    ("hmm", 3): "8f31b43e2e4987f2c514c72e356caad0",  # terms[:2] = ['0x1.8000000000000p-50', '0x1.0000000000000p-51']
+    ("hmm", 4): "08ecf9548a6c6305d7e6f78c32d41426",  # terms[:2] = ['0x1.c2892dbfe23f0p-1', '-0x1.207a4998c2740p-3']
+    ("hmm", 5): "adaf9681c23d014bdec81e5fc78ff460",  # terms[:2] = ['0x1.307aa13abc7d0p-2', '-0x1.9626ae04322d8p-3']
+    ("interval", 0): "b84bec02b60f274019e76b99ac71ca93",  # terms[:2] = ['0x1.62e42fefa39f5p-1', '0x1.62e42fefa39f5p-1']
+    ("interval", 1): "4a70fd4c425559db3645dd05c6eb3f2e",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("interval", 2): "8f380e7251adf0614e1bc159368a019a",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("interval", 3): "9454e6f4965078ca4a0df60871c638f2",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("interval", 4): "42b971283dcb4bb39190dd1e6bd02dc5",  # terms[:2] = ['0x1.62e42fefa39eep+1', '0x1.62e42fefa39eep+1']
+    ("interval", 5): "0dfaadafe7c78acd593a569db7b2d6a8",  # terms[:2] = ['0x1.62e42fefa39eep+1', '0x1.62e42fefa39eep+1']
+    ("preset-2gram", 0): "4ee9b72a9fb0547d1e0fba2b76f620ae",  # terms[:2] = ['0x1.368f679d7e55fp+3', '0x1.3195dd5b5f462p+4']
+    ("preset-2gram", 1): "88f7be5d2f0a32a21f37144b9ebcf9b6",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("preset-2gram", 2): "88f7be5d2f0a32a21f37144b9ebcf9b6",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("preset-2gram", 3): "88f7be5d2f0a32a21f37144b9ebcf9b6",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
+    ("preset-2gram", 4): "9b0c20ffffa894ab87a9fcac9492f65b",  # terms[:2] = ['0x1.cb435e641cdf9p+2', '0x1.e17b27f4a06b0p+2']
+    ("preset-2gram", 5): "7d44a81da8fd56c470f91f2a4050545c",  # terms[:2] = ['0x1.a53f4bbe9befcp+1', '0x1.d22871ae6a307p+1']
+}
+
+
+@pytest.mark.parametrize("case", list(PINS), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_kernels_reproduce_the_pre_refactor_numbers_bit_for_bit(case):
+    name, i = case
+    lang = {**LANGS, "interval": IntervalLanguage(3), "preset-2gram": load_language("2gram")}[name]
+    L = 40 if name == "preset-2gram" else 13
+    den = IntervalOracle(lang) if name == "interval" else OracleDenoiser(lang, strict=False)
+    s = PIN_SAMPLERS[i]
+    run = s.sample(den, 24, L, np.random.default_rng(7))
+    score = chain_rule_terms(s, lang, lang.sample(24, L, np.random.default_rng(8)))
+    h = hashlib.sha256()
+    for a in (run.tokens, run.reveal_steps, run.nfe_sequence, score.terms, score.calls):
+        h.update(np.ascontiguousarray(a).tobytes())
+    assert h.hexdigest()[:32] == PINS[case]
+
+
 @pytest.mark.parametrize("sampler", [AdaptiveSampler("topk", schedule=linear(1)), AdaptiveSampler("topk", schedule=from_u([0.0, 0.85, 1.0])),
                                      AdaptiveSampler("entropy-sum", gamma=1000.0), AdaptiveSampler("entropy-sum", gamma=45.0)],
                          ids=lambda s: s.label)
@@ -89,16 +156,14 @@ def test_chain_path_equals_segment_path_on_a_two_gram(sampler):
     lang = LANGS["2gram"]
     L, n = 12, 30
     U = np.random.default_rng(2).random((n, L))
-    args = (sampler.rule, sampler.confidence, sampler.step_sizes(L), sampler.gamma_grid, tie_priority(L, 0))
-    outs = []
-    for language, path in ((lang, "auto"), (lang, "segment"), (lang.to_hmm(), "auto")):
-        x = np.zeros((n, L), dtype=np.int64)
-        steps, out = adaptive_run(language, *args, x, U, sample=True, path=path)
-        outs.append((x, steps, out))
-    for x, steps, out in outs[1:]:
-        np.testing.assert_array_equal(x, outs[0][0])
-        np.testing.assert_array_equal(steps, outs[0][1])
-        np.testing.assert_allclose(out, outs[0][2], rtol=1e-12, atol=1e-12)
+    runs = [adaptive_run(language, sampler.kernel_rule(L), np.zeros((n, L), dtype=np.int64), U, sample=True, path=path)
+            for language, path in ((lang, "auto"), (lang, "segment"), (lang.to_hmm(), "auto"))]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run.tokens, runs[0].tokens)
+        np.testing.assert_array_equal(run.steps, runs[0].steps)
+        np.testing.assert_array_equal(run.calls, runs[0].calls)
+        np.testing.assert_array_equal(run.outside_support, runs[0].outside_support)
+        np.testing.assert_allclose(run.chain_rule, runs[0].chain_rule, rtol=RTOL_EXACT, atol=ATOL_LOG)
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS, ids=lambda s: s.label)

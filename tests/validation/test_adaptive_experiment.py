@@ -107,6 +107,11 @@ def test_bench_adaptive_smoke():
     assert set(d["ratio_to_random"]) == {"topk", "threshold"} and d["target_ratio"] == 3.0
     assert all(v > 0 and math.isfinite(v) for v in d["ratio_to_random"].values())
     assert d["mean_calls"]["topk"] == 4.0
+    assert d["samplers"] == {"random": {}, "topk": {}, "threshold": {"gamma": 0.5}} and d["threads"] >= 1
+    assert all(len(t) == 1 and d["seconds"][n] == t[0] for n, t in d["seconds_each"].items())
+    assert set(d["cpu_ratio_to_random"]) == {"topk", "threshold"} and all(v > 0 for v in d["cpu_seconds"].values())
+    bad = CliRunner().invoke(main, ["bench", "adaptive", "--samplers", "topk,greedy", "--json"])
+    assert bad.exit_code == 2 and "greedy" in json.loads(bad.output)["error"]["message"]
 
 
 def test_answer_sentence_from_rows():
