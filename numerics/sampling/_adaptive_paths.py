@@ -819,7 +819,7 @@ def path_arrays(language, length: int, path: str = "auto") -> PathArrays:
     if isinstance(language, NGram) and language.order == 2 and path == "auto":
         return _chain_powers(language, length)
     try:
-        return kernel_arrays(language)
+        return kernel_arrays(language, layout="dense")  # the adaptive kernels have no sparse n-gram version
     except TypeError:
         raise TypeError("the fast adaptive path needs an NGram, HMM or IntervalLanguage, "
                         f"got {type(language).__name__}") from None
