@@ -66,13 +66,11 @@ def resolve_language(spec: str) -> Language:
 
 def language_fingerprint(language: Language) -> str:
     """A 16-hex-digit hash of the language's parameters (so a changed preset never reuses old data)."""
-    h = hashlib.sha256(type(language).__name__.encode())
-    if isinstance(language, NGram):
-        parts = [np.int64(language.order), language.initial, language.conditional]
-    elif isinstance(language, HMM):
-        parts = [language.initial, language.transition, language.emission]
-    else:
+    if not hasattr(language, "kernel_language"):
         raise TypeError(f"not a language: {type(language).__name__}")
+    language = language.kernel_language()  # the interval language: its HMM, as when the preset loaded as one
+    h = hashlib.sha256(type(language).__name__.encode())
+    parts = language.arrays().values()  # HMM: initial, transition, emission; NGram: order, initial, conditional
     for p in parts:
         h.update(np.ascontiguousarray(p, dtype=np.float64).tobytes())
     return h.hexdigest()[:16]

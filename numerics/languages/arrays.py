@@ -94,8 +94,10 @@ def contiguous(x: np.ndarray, dtype=np.float64) -> np.ndarray:
 def kernel_arrays(language: Language) -> KernelArrays:
     """The kernels' view of ``language``: :class:`NGramArrays` for an :class:`NGram`, :class:`HMMArrays` for an :class:`HMM`.
 
-    The one place where the kind of a language is decided for the compiled kernels.
+    The one place where the kind of a language is decided for the compiled kernels. Any other
+    language (the interval language, a sparse HMM) is read through its ``kernel_language()``.
     """
+    language = _kernel_language(language)
     if isinstance(language, NGram):
         V, n = language.vocab_size, language.order
         weights = np.ones(max(n - 1, 1), dtype=np.int64)
@@ -117,6 +119,13 @@ def kernel_arrays(language: Language) -> KernelArrays:
             contiguous(language.emission.T),
         )
     raise TypeError(f"language must be an HMM or NGram, got {type(language).__name__}")
+
+
+def _kernel_language(language: Language):
+    resolve = getattr(language, "kernel_language", None)
+    if resolve is None:
+        raise TypeError(f"not a language (no kernel_language()): {type(language).__name__}")
+    return resolve()
 
 
 def by_kind(dense: Callable, ngram: Callable) -> Callable:

@@ -22,7 +22,7 @@ import numpy as np
 from numerics.draws import inverse_cdf_rows
 from numerics.tolerances import PROB_SUM_ATOL
 
-__all__ = ["HMM", "NGram", "Language", "load_language_file"]
+__all__ = ["HMM", "NGram", "KernelLanguage", "Language", "load_language_file"]
 
 
 def _check_distribution(name: str, array: np.ndarray, ndim: int) -> np.ndarray:
@@ -110,12 +110,22 @@ class HMM:
     def vocab_size(self) -> int:
         return self.emission.shape[1]
 
+    kind = "hmm"  # what the language is (``Language.kind``): the key of every per-kind choice
+
     def to_hmm(self) -> HMM:
         return self
 
+    def kernel_language(self) -> HMM:
+        """The form the compiled kernels and the dense exact methods read: the HMM itself."""
+        return self
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The parameters as the ``.npz`` file holds them: ``initial``, ``transition``, ``emission``."""
+        return {"initial": self.initial, "transition": self.transition, "emission": self.emission}
+
     def save(self, path: str | Path) -> None:
         """Write ``.npz`` with keys ``initial``, ``transition``, ``emission``."""
-        np.savez(path, initial=self.initial, transition=self.transition, emission=self.emission)
+        np.savez(path, **self.arrays())
 
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
@@ -198,9 +208,19 @@ class NGram:
         emission[np.arange(S), self.emitted_token()] = 1.0
         return HMM(self.initial, transition, emission)
 
+    kind = "ngram"
+
+    def kernel_language(self) -> NGram:
+        """The form the compiled kernels read: the n-gram itself (its sparse kernels)."""
+        return self
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The parameters as the ``.npz`` file holds them: ``order``, ``initial``, ``conditional``."""
+        return {"order": np.int64(self.order), "initial": self.initial, "conditional": self.conditional}
+
     def save(self, path: str | Path) -> None:
         """Write ``.npz`` with keys ``order``, ``initial``, ``conditional``."""
-        np.savez(path, order=np.int64(self.order), initial=self.initial, conditional=self.conditional)
+        np.savez(path, **self.arrays())
 
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
@@ -217,7 +237,15 @@ class NGram:
         return out
 
 
-Language = Union[HMM, NGram]
+#: What the compiled kernels take (:func:`numerics.languages.arrays.kernel_arrays`); every language
+#: gives its own with ``language.kernel_language()``.
+KernelLanguage = Union[HMM, NGram]
+
+#: Every kind of language the engine's functions accept. Each says what it is (``kind``: ``"hmm"``,
+#: ``"ngram"``, ``"interval"``, ``"sparse-hmm"``), gives the form the kernels read
+#: (``kernel_language()``), samples itself (``sample``) and writes itself (``arrays``, ``save``); a
+#: function that has a closed form for one kind finds it from the object, never from a preset's name.
+Language = Union[HMM, NGram, "SparseHMM", "IntervalLanguage"]  # the last two: numerics.languages.interval
 
 
 def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
@@ -228,11 +256,12 @@ def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
 
 
 def load_language_file(path: str | Path) -> Language:
-    """Load a language written by :meth:`HMM.save` or :meth:`NGram.save`.
+    """Load a language written by :meth:`HMM.save`, :meth:`NGram.save` or ``IntervalLanguage.save``.
 
     An ``.npz`` with keys ``initial``, ``transition``, ``emission`` is an :class:`HMM`; one with
-    ``order``, ``initial``, ``conditional`` is an :class:`NGram`. Anything else is a ``ValueError``
-    naming the keys that were found.
+    ``order``, ``initial``, ``conditional`` is an :class:`NGram`; one with ``interval_l`` is the
+    interval language (:class:`~numerics.languages.interval.IntervalLanguage`, with its closed
+    forms). Anything else is a ``ValueError`` naming the keys that were found.
     """
     path = Path(path)
     try:
@@ -257,7 +286,15 @@ def load_language_file(path: str | Path) -> Language:
             raise ValueError(f"order in {str(path)!r} must be one integer, got an array of shape {order.shape} "
                              f"and dtype {order.dtype}")
         return NGram(order.item(), arrays["initial"], arrays["conditional"])  # NGram refuses 2.5, not truncated
+    if keys == {"interval_l"}:
+        from numerics.languages.interval import IntervalLanguage  # interval.py imports this module
+
+        l = arrays["interval_l"]
+        if l.shape != () or l.dtype.kind not in "iu":
+            raise ValueError(f"interval_l in {str(path)!r} must be one integer, got an array of shape {l.shape} "
+                             f"and dtype {l.dtype}")
+        return IntervalLanguage(l.item())
     raise ValueError(
-        f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM) "
-        "or order/initial/conditional (n-gram)"
+        f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM), "
+        "order/initial/conditional (n-gram) or interval_l (interval language)"
     )

@@ -71,7 +71,7 @@ def test_random_point_keeps_its_hash_stream_and_numbers():
     old = ("language", "length", "steps", "schedule", "method", "samples", "seed", "ser_language", "batch_size")
     assert tuple(cfg.as_dict()) == old
     assert config_hash(cfg.as_dict()) == config_hash({k: getattr(cfg, k) for k in old})
-    key = f"{cfg.language}|{cfg.ser_language}|{cfg.length}|{cfg.steps}|{cfg.schedule}|sampler"  # the stream as before
+    key = f"{cfg.language}|{cfg.ser_language}|{cfg.length}|{cfg.n_steps}|{cfg.schedule}|sampler"  # the stream as before
     lang = load_language("2gram")
     run = sample_oracle(lang, linear(4), 12, 24, np.random.default_rng([cfg.seed, zlib.crc32(key.encode())]),
                         batch_size=1)

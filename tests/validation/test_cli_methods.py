@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from numerics.exact.interval import interval_ser
 from numerics.schedules import linear
 from validation.cli import main
-from validation.methods import choose_method, method_costs
+from numerics.languages.presets import load_language
+from numerics.methods import choose_method, method_costs
 
 RTOL_EXACT = 1e-12  # the command's closed form vs the library's, same float64 recursion
 
@@ -42,7 +43,7 @@ def test_without_whole_intervals_the_jensen_bound_and_entropy_stay_exact():
 
 
 def test_ordered_partitions_count():
-    from validation.methods import _ordered_partitions
+    from numerics.methods import _ordered_partitions
 
     assert [_ordered_partitions(L, L) for L in range(1, 6)] == [1, 3, 13, 75, 541]  # Fubini numbers
     assert _ordered_partitions(4, 2) == 1 + 14 and _ordered_partitions(5, 1) == 1
@@ -51,12 +52,12 @@ def test_ordered_partitions_count():
 def test_auto_takes_the_fastest_exact_method():
     """Issue 12: at L = 8 auto took enumeration (12.4 s) where the DP gives the same numbers in under a second."""
     schedule = linear(4)
-    costs = method_costs("hmm", 8, 5, schedule)
+    costs = method_costs(load_language("hmm"), 5, schedule)
     assert costs["dp"].feasible and costs["enumerate"].feasible
     assert costs["dp"].seconds < costs["enumerate"].seconds
-    assert choose_method("auto", "hmm", 8, 5, schedule, 100).method == "dp"
-    assert choose_method("auto", "interval-l2", 2, 8, schedule, 100).method == "closed-form"
-    assert choose_method("auto", "2gram", 8, 256, schedule, 100).method == "mc"
+    assert choose_method("auto", load_language("hmm"), 5, schedule, 100).method == "dp"
+    assert choose_method("auto", load_language("interval-l2"), 8, schedule, 100).method == "closed-form"
+    assert choose_method("auto", load_language("2gram"), 256, schedule, 100).method == "mc"
     code, d = _exact("--language", "hmm", "-L", "5", "-N", "4")
     assert code == 0 and d["method"] == "dp" and d["method_choice"]["requested"] == "auto"
     assert set(d["method_choice"]["exact_methods"]) == {"closed-form", "dp", "enumerate"}
