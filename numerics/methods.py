@@ -142,19 +142,20 @@ def closed_form_length(language: Any) -> int | None:
     return int(language.l) if getattr(language, "kind", None) == "interval" else None
 
 
-def _name(language: Any) -> str:
-    return f"the {getattr(language, 'kind', type(language).__name__)} language"
+def _name(language: Any, name: str | None = None) -> str:
+    """How messages call the language: the name it was given by (a preset, a file), else its kind."""
+    return name if name is not None else f"the {getattr(language, 'kind', type(language).__name__)} language"
 
 
-def method_costs(language: Any, length: int, schedule: Schedule) -> dict[str, MethodCost]:
-    """The cost of each exact method for ``language`` at ``L = length``."""
+def method_costs(language: Any, length: int, schedule: Schedule, *, name: str | None = None) -> dict[str, MethodCost]:
+    """The cost of each exact method for ``language`` (called ``name`` in the notes) at ``L = length``."""
     V, L = int(language.vocab_size), int(length)
     n = int(np.count_nonzero(schedule.pi > 0))
     out = {}
     l = closed_form_length(language)
     if l is None:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
-                                        f"no closed form for {_name(language)} (only the interval language has one)")
+                                        f"no closed form for {_name(language, name)} (only the interval language has one)")
     elif L % l:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
                                         f"the interval closed form needs l = {l} to divide L = {L}")
@@ -186,16 +187,18 @@ def _mc_bytes(samples: int, length: int) -> int:
     return int(samples) * int(length) * MC_BYTES_PER_TOKEN
 
 
-def choose_method(requested: str, language: Any, length: int, schedule: Schedule, samples: int) -> MethodChoice:
+def choose_method(requested: str, language: Any, length: int, schedule: Schedule, samples: int, *,
+                  name: str | None = None) -> MethodChoice:
     """The method a point is computed by (module docstring); ``ValueError`` when the requested
-    method cannot run at this size, naming that method, what rules it out and the estimated cost."""
+    method cannot run at this size, naming that method, the language (``name``, e.g. the preset,
+    else its kind), what rules it out and the estimated cost."""
     if requested not in METHODS:
         raise ValueError(f"unknown method {requested!r}; choose one of {METHODS}")
-    costs = method_costs(language, length, schedule)
+    costs = method_costs(language, length, schedule, name=name)
     if requested in EXACT_METHODS:
         cost = costs[requested]
         if not cost.feasible or cost.seconds > MAX_REQUESTED_S:
-            raise ValueError(f"--method {requested} cannot compute {_name(language)} at L = {length}, "
+            raise ValueError(f"--method {requested} cannot compute {_name(language, name)} at L = {length}, "
                              f"N = {schedule.n_steps}: {cost.describe()}; use --method auto or mc")
         return MethodChoice(requested, requested, costs)
     if requested == "auto":

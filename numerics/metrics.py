@@ -240,8 +240,8 @@ def jensen_bound(language: Language, length: int, schedule: Schedule, *, tokens:
             if rng is None:
                 raise ValueError("the Monte Carlo Jensen bound needs tokens or an rng") from None
             tokens = language.sample(samples, length, rng)
-        steps = schedule.sample_steps(steps_rng if steps_rng is not None else rng, tokens.shape)
-        return kl_jensen_bound_from_tokens(language, steps, tokens, confidence)
+        reveal_steps = schedule.sample_steps(steps_rng if steps_rng is not None else rng, tokens.shape)
+        return kl_jensen_bound_from_tokens(language, reveal_steps, tokens, confidence)
     return jensen_bound_markov(language, length, schedule).total
 
 
@@ -267,6 +267,7 @@ class _Point:
     samples: int
     streams: Streams
     batch_size: int
+    names: tuple  # (language name, SER language name) for messages; None: the kind
 
     @property
     def same_ser(self) -> bool:
@@ -295,7 +296,7 @@ def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, 
     """The random-order sampler: exact law where a method fits, else Monte Carlo (module docstring)."""
     sampler: RandomOrder = point.sampler
     schedule, L, n = sampler.schedule, point.length, point.samples
-    choice = choose_method(point.method, point.language, L, schedule, n)
+    choice = choose_method(point.method, point.language, L, schedule, n, name=point.names[0])
     out: dict[str, Metric] = {
         "kl_chain_rule": Unavailable("the random-order sampler has many reveal paths per output: kl is its true KL"),
         "nfe": Estimate(schedule.expected_nfe(L, batch=point.batch_size), 0.0,
@@ -325,7 +326,7 @@ def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, 
         out["nfe_realized"] = mc.nfe_comparison(run, schedule).realized
     ser_choice = None
     if not point.same_ser:
-        ser_choice = choose_method(point.method, point.ser_language, L, schedule, n)
+        ser_choice = choose_method(point.method, point.ser_language, L, schedule, n, name=point.names[1])
         if ser_choice.method == "mc":
             out["ser"] = oracle_ser_mc(point.ser_language, schedule, n, L, point.streams("sampler-ser"),
                                        batch_size=point.batch_size)
@@ -390,7 +391,8 @@ SAMPLER_KINDS: dict[str, Callable[[_Point], tuple]] = {
 
 def point_metrics(language: Language, length: int, sampler: Union[Sampler, Schedule], *, method: str = "auto",
                   samples: int = 1000, rng: Union[int, np.random.Generator, Streams] = 0,
-                  ser_language: Optional[Language] = None, batch_size: int = 1) -> PointMetrics:
+                  ser_language: Optional[Language] = None, batch_size: int = 1,
+                  names: tuple[Optional[str], Optional[str]] = (None, None)) -> PointMetrics:
     """Every metric of ``sampler`` with the oracle denoiser of ``language`` at length ``length`` (module docstring).
 
     Parameters
@@ -413,6 +415,8 @@ def point_metrics(language: Language, length: int, sampler: Union[Sampler, Sched
         Measure SER on this language (e.g. a pruned variant), by its own best method.
     batch_size : int
         Sequences per sampler batch (the ``ddpm_cache`` NFE depends on it).
+    names : (str or None, str or None)
+        What messages call the language and the SER language (e.g. the preset names); ``None``: their kind.
     """
     if isinstance(sampler, Schedule):
         sampler = RandomOrder(sampler)
@@ -427,7 +431,7 @@ def point_metrics(language: Language, length: int, sampler: Union[Sampler, Sched
     if method == "mc" and samples < 2:
         raise ValueError("Monte Carlo needs samples >= 2")
     point = _Point(language, language if ser_language is None else ser_language, int(length), sampler, method,
-                   int(samples), streams_of(rng), int(batch_size))
+                   int(samples), streams_of(rng), int(batch_size), tuple(names))
     metrics, ran, choice, ser_choice = kind(point)
     missing = set(PointMetrics.metric_names()) - set(metrics)
     if missing:  # a sampler kind must give every field, or say why not

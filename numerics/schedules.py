@@ -214,7 +214,7 @@ def make_schedule(name: str, n_steps: int, **params: float) -> Schedule:
     try:
         family = SCHEDULES[family_name]
     except KeyError:
-        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(SCHEDULES)} "
+        raise ValueError(f"unknown schedule {name!r}; known: {sorted(SCHEDULES)} "
                          f"(a parameter as family:value, e.g. polynomial:3)") from None
     if sep:
         key = SCHEDULE_PARAMETERS.get(family_name)

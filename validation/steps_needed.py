@@ -146,7 +146,7 @@ def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, c
     def evaluate(n: int) -> Evaluation:
         point = replace(cfg, n_steps=int(n))
         schedule = point.make_schedule()
-        choice = choose_method(point.method, language, L, schedule, point.samples)
+        choice = choose_method(point.method, language, L, schedule, point.samples, name=spec)
         if choice.method != "mc":
             e = getattr(exact_metrics(choice.method, language, L, schedule), metric)
             return Evaluation(n, metric, e, _meets(e, target))

@@ -185,7 +185,7 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     same = cfg.ser_language in (None, cfg.language)
     ser_language = None if same else load_language(cfg.ser_language)
     m = point_metrics(language, cfg.length, cfg.make_sampler(), method=cfg.method, samples=cfg.samples, rng=cfg.rng,
-                      ser_language=ser_language, batch_size=cfg.batch_size)
+                      ser_language=ser_language, batch_size=cfg.batch_size, names=(cfg.language, cfg.ser_language))
     out: dict[str, Any] = {"inputs": cfg.as_dict(), "method": m.how.method}
     if m.how.choice is not None:
         out["method_choice"] = m.how.choice.as_dict()

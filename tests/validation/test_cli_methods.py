@@ -78,3 +78,33 @@ def test_a_method_that_cannot_run_is_refused_up_front_by_name(args, says):
     message = d["error"]["message"]
     assert all(s in message for s in says), message
     assert "brute-force table" not in message and not any(len(w) > 40 for w in message.split())
+
+
+def test_schedule_help_lists_every_family_and_a_parameter_is_settable():
+    """Issue 18: --schedule accepted mdlm but its help listed four; the polynomial power was not settable."""
+    from numerics.schedules import SCHEDULES, make_schedule
+
+    for command in ("exact", "sweep", "steps-needed"):
+        text = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+        assert all(name in text for name in SCHEDULES) and "polynomial:3" in text, command
+    code, d = _exact("--language", "2gram", "-L", "3", "-N", "2", "--schedule", "polynomial:3")
+    assert code == 0 and d["schedule_name"] == make_schedule("polynomial", 2, power=3.0).name
+    code, square = _exact("--language", "2gram", "-L", "3", "-N", "2", "--schedule", "polynomial")
+    assert square["kl"]["value"] != d["kl"]["value"]  # the power changed the numbers
+    r = CliRunner().invoke(main, ["exact", "--language", "2gram", "-L", "3", "-N", "2", "--schedule", "cosine:2",
+                                  "--json"])
+    assert r.exit_code == 2 and "takes no parameter" in r.output
+
+
+def test_the_tie_seed_is_an_option_and_an_output_field():
+    """Issue 18: the adaptive rules' tie seed was 0 in exact/sweep and documented nowhere a user looks."""
+    args = ("--language", "interval-l2", "-L", "4", "-N", "2", "--sampler", "topk")
+    code, default = _exact(*args)
+    assert code == 0 and default["tie_seed"] == 0 and "tie_seed" not in default["inputs"]  # hash as before
+    code, seeded = _exact(*args, "--tie-seed", "7")
+    assert code == 0 and seeded["tie_seed"] == 7 and seeded["inputs"]["tie_seed"] == 7
+    code, random = _exact("--language", "2gram", "-L", "3", "-N", "2")
+    assert code == 0 and random["tie_seed"] is None  # no ties to break
+    r = CliRunner().invoke(main, ["steps-needed", "--language", "interval", "-L", "10", "--metric", "ser",
+                                  "--target", "0.5", "--tie-seed", "3", "--json"])
+    assert r.exit_code == 0 and "tie_seed" in json.loads(r.stdout)

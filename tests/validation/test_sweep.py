@@ -314,3 +314,14 @@ def test_an_old_table_row_still_matches_its_hash_and_is_skipped(tmp_path, old, o
     assert report.skipped == 1 and report.computed == 0 and calls == []
     if cfg.sampler != "random":  # another tie seed is another point
         assert config_hash(replace(cfg, tie_seed=3).as_dict()) != old_hash
+
+
+def test_every_flat_row_carries_the_sampler_and_its_tie_seed(tmp_path):
+    from validation.tables import flatten_point
+
+    cfg = PointConfig("2gram", 3, 2, sampler="topk", tie_seed=2)
+    result = evaluate_point(cfg)
+    flat = flatten_point(cfg.as_dict(), json.loads(json.dumps(result, default=float)))
+    assert flat["tie_seed"] == 2 and flat["sampler_name"].startswith("topk")
+    assert flat["kl_value"] == flat["kl_chain_rule_value"] or math.isclose(flat["kl_value"], flat["kl_chain_rule_value"],
+                                                                            rel_tol=1e-12)

@@ -122,7 +122,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         from numerics.schedules import make_schedule
 
         # what evaluating N = 1 would refuse (a size no method can compute), refused before anything runs
-        choose_method(method, lang, length, make_schedule(schedule, 1), samples)
+        choose_method(method, lang, length, make_schedule(schedule, 1), samples, name=language)
         _check_reachable(metric, target, language, lang, length)
         evaluate = oracle_metric(cfg, metric, target, lang, confidence)
 
