@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 

@@ -15,12 +15,15 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from numerics.draws import inverse_cdf_rows
 from numerics.tolerances import PROB_SUM_ATOL
+
+if TYPE_CHECKING:  # interval.py imports this module; the Language union names its classes
+    from numerics.languages.interval import IntervalLanguage, SparseHMM
 
 __all__ = ["HMM", "NGram", "KernelLanguage", "Language", "load_language_file"]
 
