@@ -117,3 +117,16 @@ def test_monte_carlo_terms_that_agree_to_round_off_get_standard_error_zero():
     varied = point_metrics(lang, 8, make_sampler("topk", schedule=make_schedule("linear", 2)), method="mc",
                            samples=30, rng=3)
     assert varied.kl.stderr > 0  # terms that differ keep their standard error
+
+
+def test_the_streams_come_from_a_seed_or_a_generator_and_are_reproducible():
+    lang, schedule = load_language("2gram"), make_schedule("linear", 3)
+
+    def run(rng):
+        return point_metrics(lang, 12, schedule, method="mc", samples=20, rng=rng)
+
+    a, b = run(np.random.default_rng(4)), run(np.random.default_rng(4))
+    assert a.ser == b.ser and a.gen_ppl == b.gen_ppl and a.gen_ppl_data == b.gen_ppl_data
+    assert run(4).gen_ppl == run(4).gen_ppl and run(4).gen_ppl != run(5).gen_ppl
+    with pytest.raises(ValueError, match="seed >= 0"):
+        run(-1)
