@@ -289,6 +289,18 @@ def _data(point: _Point) -> tuple[dict[str, Metric], np.ndarray, np.ndarray]:
     return {"gen_ppl_data": gen_ppl_data, "ter_data": ter_data}, data, loglik
 
 
+def _sample_metrics(point: _Point, tokens: np.ndarray) -> dict[str, Metric]:
+    """``gen_ppl`` (and ``ser`` on the same language) of the sampler's outputs ``tokens``, with exact ``log q``."""
+    from numerics.inference import log_q
+    from numerics.sampling import montecarlo as mc
+
+    loglik = log_q(point.language, tokens)
+    out: dict[str, Metric] = {"gen_ppl": mc.gen_ppl_from_loglik(loglik, point.length)}
+    if point.same_ser:
+        out["ser"] = mc.ser_from_loglik(loglik)
+    return out
+
+
 _NO_MIXTURE_KL = "KL(q || p) of the sampler's mixture law p needs the exact law (an exact method, small L)"
 
 
@@ -307,7 +319,6 @@ def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, 
         out.update({f.name: getattr(m, f.name) for f in fields(m)})
         out["nfe_realized"] = Unavailable("an exact method runs no sampler: nfe is the exact expectation")
     else:
-        from numerics.inference import log_q
         from numerics.sampling import montecarlo as mc
         from numerics.sampling.samplers import sample_oracle
 
@@ -315,10 +326,7 @@ def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, 
             out[k] = Unavailable(_NO_MIXTURE_KL)
         run = sample_oracle(point.language, schedule, n, L, point.streams("sampler"), batch_size=point.batch_size,
                             cache=sampler.cache)
-        loglik = log_q(point.language, run.tokens)
-        out["gen_ppl"] = mc.gen_ppl_from_loglik(loglik, L)
-        if point.same_ser:
-            out["ser"] = mc.ser_from_loglik(loglik)
+        out.update(_sample_metrics(point, run.tokens))
         data_metrics, data, _ = _data(point)
         out.update(data_metrics)
         out["kl_jensen_bound"] = jensen_bound(point.language, L, schedule, tokens=data,
@@ -353,18 +361,14 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
             out["ser"] = adaptive_metrics(point.ser_language, L, sampler, method).metrics.ser
         out.update(kl_chain_rule=r.kl_chain_rule, nfe=r.expected_nfe)
         return out, method, None, None
-    from numerics.inference import log_q
     from numerics.sampling import adaptive as ad
     from numerics.sampling import montecarlo as mc
     from numerics.sampling.denoiser import OracleDenoiser
 
     run = sampler.sample(OracleDenoiser(point.language, strict=False), n, L, point.streams("sampler"),
                          batch_size=point.batch_size)
-    loglik = log_q(point.language, run.tokens)
-    out["gen_ppl"] = mc.gen_ppl_from_loglik(loglik, L)
-    if point.same_ser:
-        out["ser"] = mc.ser_from_loglik(loglik)
-    else:
+    out.update(_sample_metrics(point, run.tokens))
+    if not point.same_ser:
         ser_run = sampler.sample(OracleDenoiser(point.ser_language, strict=False), n, L, point.streams("sampler-ser"),
                                  batch_size=point.batch_size)
         out["ser"] = mc.ser_mc(point.ser_language, ser_run)
