@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from numerics.inference import log_q
-from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.hmm import Language, load_language_file
 from numerics.languages.presets import load_language
 from numerics.provenance import atomic_write_bytes
 
@@ -58,21 +58,22 @@ class Dataset:
 
 
 def resolve_language(spec: str) -> Language:
-    """A preset name (:func:`numerics.languages.presets.load_language`) or a path to a language ``.npz``."""
+    """A preset name (:func:`numerics.languages.presets.load_language`) or a path to a language ``.npz``,
+    in the form the kernels read (``kernel_language()``: the interval language as its minimal HMM),
+    so that training data, validation sets and fingerprints are those of the HMM the models were
+    always trained on."""
     if spec.endswith(".npz") or Path(spec).is_file():
-        return load_language_file(spec)
-    return load_language(spec)
+        return load_language_file(spec).kernel_language()
+    return load_language(spec).kernel_language()
 
 
 def language_fingerprint(language: Language) -> str:
     """A 16-hex-digit hash of the language's parameters (so a changed preset never reuses old data)."""
-    h = hashlib.sha256(type(language).__name__.encode())
-    if isinstance(language, NGram):
-        parts = [np.int64(language.order), language.initial, language.conditional]
-    elif isinstance(language, HMM):
-        parts = [language.initial, language.transition, language.emission]
-    else:
+    if not hasattr(language, "kernel_language"):
         raise TypeError(f"not a language: {type(language).__name__}")
+    language = language.kernel_language()  # the interval language: its HMM, as when the preset loaded as one
+    h = hashlib.sha256(type(language).__name__.encode())
+    parts = language.arrays().values()  # HMM: initial, transition, emission; NGram: order, initial, conditional
     for p in parts:
         h.update(np.ascontiguousarray(p, dtype=np.float64).tobytes())
     return h.hexdigest()[:16]

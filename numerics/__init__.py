@@ -1,6 +1,9 @@
 """Exact numerics of masked diffusion, in four wings: ``languages`` (what is sampled), ``inference``
 (masked forward-backward: the oracle posterior), ``sampling`` (denoisers, samplers, Monte Carlo) and
-``exact`` (exact KL/TER/SER); plus ``schedules``, ``estimate`` and ``provenance`` shared by all.
+``exact`` (exact KL/TER/SER); plus ``schedules``, ``estimate`` and ``provenance`` shared by all, and
+the facade above them: :func:`point_metrics` (every metric of one point by the best method,
+:mod:`numerics.metrics`) with its method policy (:mod:`numerics.methods`). A walkthrough:
+docs/getting-started.md.
 
 Never imports torch or matplotlib (a test checks this).
 """
@@ -19,6 +22,18 @@ from numerics.exact.dp import dp_metrics, dp_output_law
 from numerics.exact.information_curve import InformationCurve, JensenBound, information_curve_table, jensen_bound_from_curve
 from numerics.exact.markov import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
 from numerics.exact.interval import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
+from numerics.estimate import Estimate, Metric, Unavailable
+from numerics.sampling.denoiser import Denoiser, OracleDenoiser
+from numerics.sampling.samplers import RandomOrder, Sampler, SampleResult, sample_factorized, sample_oracle
+from numerics.sampling.adaptive import AdaptiveSampler, make_sampler
+from numerics.sampling.montecarlo import (
+    gen_ppl_mc,
+    kl_jensen_bound_mc,
+    nfe_comparison,
+    ser_mc,
+)
+from numerics.methods import MethodChoice, choose_method
+from numerics.metrics import PointMethod, PointMetrics, exact_entropy, exact_metrics, jensen_bound, point_metrics
 
 __all__ = [
     "HMM",
@@ -67,4 +82,29 @@ __all__ = [
     "interval_validity",
     "prob_distinct_steps",
     "sequence_collision_probability",
+    # samplers, Monte Carlo metrics and the facade (docs/getting-started.md)
+    "Estimate",
+    "Metric",
+    "Unavailable",
+    "Denoiser",
+    "OracleDenoiser",
+    "Sampler",
+    "RandomOrder",
+    "AdaptiveSampler",
+    "make_sampler",
+    "SampleResult",
+    "sample_factorized",
+    "sample_oracle",
+    "ser_mc",
+    "gen_ppl_mc",
+    "kl_jensen_bound_mc",
+    "nfe_comparison",
+    "MethodChoice",
+    "choose_method",
+    "PointMethod",
+    "PointMetrics",
+    "point_metrics",
+    "exact_metrics",
+    "exact_entropy",
+    "jensen_bound",
 ]

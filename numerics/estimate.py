@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
+import numpy as np
 from scipy import stats
+
+from numerics.tolerances import AGREE_RTOL
 
 __all__ = [
     "CONFIDENCE",
@@ -26,6 +29,9 @@ __all__ = [
     "Estimate",
     "clopper_pearson",
     "is_estimate_record",
+    "Metric",
+    "Unavailable",
+    "mean_estimate",
     "normal_interval",
     "unavailable_record",
 ]
@@ -153,3 +159,47 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
     return lo, hi
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A quantity the chosen method cannot give, with the reason (JSON: :func:`unavailable_record`).
+
+    Attributes
+    ----------
+    reason : str
+        Why there is no value (e.g. "KL(q || p) of the sampler's mixture law needs the exact law").
+    """
+
+    reason: str
+
+    value = None  # reads like an estimate without a value
+    exact = False
+
+    def json_record(self) -> dict[str, Any]:
+        return unavailable_record(self.reason)
+
+
+#: A reported quantity: a number with how it was obtained, or why there is none.
+Metric = Union[Estimate, Unavailable]
+
+
+def mean_estimate(values: np.ndarray, method: str, confidence: float = CONFIDENCE, *,
+                  scale: float | None = None) -> Estimate:
+    """The sample mean of i.i.d. Monte Carlo terms with its standard error ``std(ddof=1) / sqrt(n)``.
+
+    Terms equal up to round-off (spread ``max - min <= AGREE_RTOL * scale``, ``scale`` the size of
+    the quantities the terms were computed from, by default ``max |term|``) are a deterministic
+    quantity: the standard error is 0 (the record then says "all samples agree", with no interval;
+    :meth:`Estimate.json_record`), not a standard error of ~1e-18 whose interval misses the exact
+    value by an ulp.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size
+    if n < 2:
+        raise ValueError("need n >= 2 samples for a standard error")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("a Monte Carlo term is not finite")
+    scale = float(np.max(np.abs(v))) if scale is None else float(scale)
+    se = 0.0 if float(np.ptp(v)) <= AGREE_RTOL * scale else float(v.std(ddof=1) / math.sqrt(n))
+    return Estimate(float(v.mean()), se, method, n, confidence=confidence)

@@ -29,7 +29,9 @@ __all__ = [
     "mdlm",
     "MDLM_T_MIN",
     "SCHEDULES",
+    "SCHEDULE_PARAMETERS",
     "make_schedule",
+    "schedule_help",
     "MAX_STEPS",
 ]
 
@@ -192,10 +194,37 @@ SCHEDULES: dict[str, Callable[..., Schedule]] = {
 }
 
 
+#: The one parameter a schedule spec ``"family:value"`` sets (:func:`make_schedule`), per family.
+SCHEDULE_PARAMETERS: dict[str, str] = {"loglinear": "eps", "polynomial": "power"}
+
+
+def schedule_help() -> str:
+    """The families and the spec syntax, for command-line help (one source: :data:`SCHEDULES`)."""
+    params = ", ".join(f"{k}:{v.upper()}" for k, v in SCHEDULE_PARAMETERS.items())
+    return f"Schedule family: {', '.join(SCHEDULES)}; a parameter as FAMILY:VALUE ({params}, e.g. polynomial:3)."
+
+
 def make_schedule(name: str, n_steps: int, **params: float) -> Schedule:
-    """Look up a schedule family by name (``SCHEDULES``) and build it for ``n_steps``."""
+    """Look up a schedule family by name (``SCHEDULES``) and build it for ``n_steps``.
+
+    ``name`` may carry the family's parameter (:data:`SCHEDULE_PARAMETERS`) as ``"family:value"``:
+    ``make_schedule("polynomial:3", N)`` is ``polynomial(N, power=3.0)``.
+    """
+    family_name, sep, value = str(name).partition(":")
     try:
-        family = SCHEDULES[name]
+        family = SCHEDULES[family_name]
     except KeyError:
-        raise ValueError(f"unknown schedule {name!r}; known: {sorted(SCHEDULES)}") from None
+        raise ValueError(f"unknown schedule {name!r}; known: {sorted(SCHEDULES)} "
+                         f"(a parameter as family:value, e.g. polynomial:3)") from None
+    if sep:
+        key = SCHEDULE_PARAMETERS.get(family_name)
+        if key is None:
+            raise ValueError(f"schedule {family_name!r} takes no parameter (got {name!r}); "
+                             f"parameters: {', '.join(f'{k}:{v}' for k, v in SCHEDULE_PARAMETERS.items())}")
+        if key in params:
+            raise ValueError(f"schedule {name!r} sets {key} twice")
+        try:
+            params[key] = float(value)
+        except ValueError:
+            raise ValueError(f"schedule {name!r}: {key} must be a number, got {value!r}") from None
     return family(n_steps, **params)

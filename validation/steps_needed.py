@@ -8,7 +8,7 @@ every case computed, not a theorem); the answer's neighbour ``N - 1`` is evaluat
 
 What is compared with ``T`` at each ``N`` (:func:`oracle_metric`), with the method stated:
 
-* exact where an exact method fits (:func:`validation.methods.choose_method`: the interval closed
+* exact where an exact method fits (:func:`numerics.methods.choose_method`: the interval closed
   forms at any ``L``, the DP or enumeration at small ``L``): the value itself;
 * otherwise Monte Carlo: SER from ``samples`` sampler runs with the exact support check; the
   target counts as met when the one-sided upper confidence bound at ``confidence`` is at most
@@ -30,8 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from numerics.estimate import Estimate
-from validation.methods import choose_method
-from validation.sweep import PointConfig, exact_entropy, exact_metrics, jensen_estimate, mc_ser
+from numerics.methods import choose_method
+from numerics.metrics import exact_entropy, exact_metrics, jensen_bound, oracle_ser_mc
+from validation.sweep import PointConfig
 
 __all__ = ["METRICS", "Evaluation", "StepsNeeded", "search_steps", "oracle_metric", "model_ser", "DEFAULT_MAX_STEPS"]
 
@@ -143,19 +144,21 @@ def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, c
     spec, L = cfg.language, cfg.length
 
     def evaluate(n: int) -> Evaluation:
-        point = replace(cfg, steps=int(n))
+        point = replace(cfg, n_steps=int(n))
         schedule = point.make_schedule()
-        choice = choose_method(point.method, spec, language.vocab_size, L, schedule, point.samples)
+        choice = choose_method(point.method, language, L, schedule, point.samples, name=spec)
         if choice.method != "mc":
-            e = getattr(exact_metrics(choice.method, spec, language, L, schedule), metric)
+            e = getattr(exact_metrics(choice.method, language, L, schedule), metric)
             return Evaluation(n, metric, e, _meets(e, target))
         if metric == "ser":
-            e = mc_ser(point, language, schedule, confidence=level)
+            e = oracle_ser_mc(language, schedule, point.samples, L, point.rng("sampler-ser"),
+                              batch_size=point.batch_size, confidence=level)
             return Evaluation(n, metric, e, _meets(e, target))
-        bound = jensen_estimate(point, spec, language, schedule, confidence=level)
+        bound = jensen_bound(language, L, schedule, samples=point.samples, rng=point.rng("data"),
+                             steps_rng=point.rng("jensen-steps"), confidence=level)
         if metric == "kl":
             return Evaluation(n, "kl_jensen_bound", bound, _meets(bound, target))
-        H = exact_entropy(spec, language, L)
+        H = exact_entropy(language, L)
         if H is None:
             raise ValueError(f"--metric ter at L = {L}: {spec} has no exact entropy H(q) and no exact method fits; "
                              "use a smaller --length, an n-gram or interval language, or --metric kl")

@@ -6,7 +6,7 @@ per point (docs/schema.md lists the columns):
 * the config: ``language``, ``ser_language``, ``length``, ``n_steps`` (the config's ``steps``),
   ``schedule``, ``method_requested`` (the config's ``method``), ``samples``, ``seed``,
   ``batch_size`` and any other config field under its own name, plus ``config_hash``;
-* the point: ``method`` (the method that ran), ``schedule_name``, ``elapsed_s``;
+* the point: ``method`` (the method that ran), ``schedule_name``, ``sampler_name``, ``tie_seed``, ``elapsed_s``;
 * every estimate ``M`` of the result (``kl``, ``ser``, ...): ``M_value``, ``M_stderr``,
   ``M_ci_low``, ``M_ci_high``, ``M_confidence``, ``M_method``, ``M_samples``, ``M_exact`` and
   ``M_null_reason`` (the estimate's ``null_reason`` as JSON text, empty when nothing is null);
@@ -39,7 +39,7 @@ def flatten_point(config: dict, result: dict, provenance: dict | None = None, co
     row: dict[str, Any] = {CONFIG_COLUMNS.get(k, k): v for k, v in config.items()}
     if config_hash is not None:
         row["config_hash"] = config_hash
-    for key in ("method", "schedule_name", "elapsed_s"):
+    for key in ("method", "schedule_name", "sampler_name", "tie_seed", "elapsed_s"):
         if key in result:
             row[key] = result[key]
     for name, value in result.items():

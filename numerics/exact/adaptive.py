@@ -41,7 +41,7 @@ import numpy as np
 
 from numerics.estimate import Estimate
 from numerics.exact.joint_table import all_sequences, as_table, masked_marginal_table
-from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
+from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics, nonnegative_kl
 from numerics.sampling.adaptive import AdaptiveSampler, tie_priority
 
 __all__ = [
@@ -110,6 +110,9 @@ def _finish(q: np.ndarray, p: np.ndarray, undefined_mass: float, method: str, sa
             kl_chain: float, nfe: float, n_states: int, calls=None, terms=None) -> AdaptiveExact:
     p.setflags(write=False)
     law = OutputLaw(q, p, float(undefined_mass), method, sampler.label, "uniform")
+    on = q > 0
+    entropy = float(-np.sum(q[on] * np.log(q[on])))
+    kl_chain = nonnegative_kl(kl_chain, entropy)  # -2e-16 for a one-token-per-step rule is round-off: 0
     return AdaptiveExact(law, law_metrics(law), Estimate(float(kl_chain), 0.0, f"{method}, chain rule (I1)"),
                          Estimate(float(nfe), 0.0, method), n_states, calls, terms)
 

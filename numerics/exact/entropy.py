@@ -18,15 +18,12 @@ All entropies are in nats.
 from __future__ import annotations
 
 import math
-from typing import Union
-
 import numpy as np
 from scipy.special import entr
 
 from numerics.estimate import Estimate
 from numerics.inference.forward_backward import log_q
-from numerics.languages.hmm import HMM, NGram
-from numerics.languages.interval import IntervalLanguage, SparseHMM
+from numerics.languages.hmm import Language, NGram
 
 __all__ = [
     "ngram_sequence_entropy",
@@ -36,7 +33,7 @@ __all__ = [
     "data_perplexity",
 ]
 
-AnyLanguage = Union[HMM, NGram, IntervalLanguage, SparseHMM]
+AnyLanguage = Language  # every kind (numerics.languages.hmm.Language)
 
 
 def _check_length(length: int) -> int:
@@ -56,7 +53,7 @@ def ngram_sequence_entropy(ngram: NGram, length: int) -> float:
     on the window is a function of the visible tokens, so ``H(X_j | X_<j) = H(X_j | s_{j-1})``.
     Cost ``O(L V^n)``.
     """
-    if not isinstance(ngram, NGram):
+    if getattr(ngram, "kind", None) != "ngram":
         raise TypeError(f"ngram_sequence_entropy needs an NGram, got {type(ngram).__name__}")
     L = _check_length(length)
     n, V, S = ngram.order, ngram.vocab_size, ngram.n_states
@@ -106,6 +103,13 @@ def sequence_entropy_mc(
     return Estimate(float(nll.mean()), float(nll.std(ddof=1) / math.sqrt(samples)), "mc", int(samples))
 
 
+#: ``Language.kind -> (H(language, L), method)``: the kinds with an exact sequence entropy.
+_EXACT_ENTROPY = {
+    "ngram": (lambda lang, L: ngram_sequence_entropy(lang, L), "ngram-chain-rule"),
+    "interval": (lambda lang, L: lang.sequence_entropy(L), "closed-form"),
+}
+
+
 def sequence_entropy(
     language: AnyLanguage,
     length: int,
@@ -119,10 +123,10 @@ def sequence_entropy(
     requires them (``ValueError`` without ``rng``).
     """
     L = _check_length(length)
-    if isinstance(language, NGram):
-        return Estimate(ngram_sequence_entropy(language, L), 0.0, "ngram-chain-rule")
-    if isinstance(language, IntervalLanguage):
-        return Estimate(language.sequence_entropy(L), 0.0, "closed-form")
+    exact = _EXACT_ENTROPY.get(getattr(language, "kind", None))
+    if exact is not None:
+        formula, method = exact
+        return Estimate(formula(language, L), 0.0, method)
     if rng is None:
         raise ValueError(
             f"no exact entropy for a {type(language).__name__}; pass rng (a Generator or seed) for Monte Carlo"

@@ -44,6 +44,8 @@ __all__ = [
     "StepEventProbability",
     "interval_validity",
     "interval_ser",
+    "interval_ser_from_validity",
+    "sequence_log_validity",
     "prob_distinct_steps",
     "sequence_collision_probability",
     "elementary_symmetric",
@@ -121,16 +123,31 @@ def interval_validity(schedule: Schedule, l: int) -> StepEventProbability:
     return StepEventProbability(w, c, "step-dp")
 
 
+def sequence_log_validity(validity: StepEventProbability, length: int, l: int) -> float:
+    """``log P(valid) = (L/l) log(1 - P(one interval invalid))`` from one interval's :func:`interval_validity`.
+
+    ``-inf`` when an interval is invalid surely; ``ValueError`` when ``l`` does not divide ``L``.
+    This is ``-KL(q || p)`` of the oracle on the interval language (:mod:`numerics.exact.interval_metrics`).
+    """
+    n_intervals = whole_intervals(length, l)
+    return n_intervals * math.log1p(-validity.complement) if validity.complement < 1.0 else -math.inf
+
+
+def interval_ser_from_validity(validity: StepEventProbability, length: int, l: int) -> StepEventProbability:
+    """The SER ``1 - E[2^{-c}]^{L/l}`` at length ``L`` from one interval's validity (which does not
+    depend on ``L``: a search over ``L`` computes it once per schedule)."""
+    log_valid = sequence_log_validity(validity, length, l)
+    return StepEventProbability(-math.expm1(log_valid), math.exp(log_valid), "step-dp")
+
+
 def interval_ser(schedule: Schedule, length: int, l: int) -> StepEventProbability:
     """Exact SER of the oracle sampler on the interval language: ``1 - E[2^{-c}]^{L/l}``.
 
     ``probability`` is the SER, ``complement`` the probability of a valid sequence. Raises
     ``ValueError`` (from :func:`numerics.languages.interval.whole_intervals`) when ``l`` does not divide ``L``.
     """
-    n_intervals = whole_intervals(length, l)
-    valid = interval_validity(schedule, l)
-    log_valid = n_intervals * math.log1p(-valid.complement) if valid.complement < 1.0 else -math.inf
-    return StepEventProbability(-math.expm1(log_valid), math.exp(log_valid), "step-dp")
+    whole_intervals(length, l)
+    return interval_ser_from_validity(interval_validity(schedule, l), length, l)
 
 
 def prob_distinct_steps(schedule: Schedule, n: int) -> StepEventProbability:

@@ -41,8 +41,8 @@ import numpy as np
 
 from numerics.estimate import Estimate
 from numerics.exact.information_curve import JensenBound
-from numerics.exact.interval import interval_validity
-from numerics.exact.output_law import ExactMetrics
+from numerics.exact.interval import interval_ser_from_validity, interval_validity, sequence_log_validity
+from numerics.exact.output_law import ExactMetrics, ser_kl_certificate
 from numerics.languages.interval import IntervalLanguage, whole_intervals
 from numerics.schedules import Schedule
 
@@ -72,11 +72,10 @@ def interval_metrics(schedule: Schedule, length: int, l: int) -> ExactMetrics:
     Raises ``ValueError`` when ``l`` does not divide ``length`` (the SER closed form needs whole
     intervals).
     """
-    n_intervals = whole_intervals(length, l)
-    invalid_one = interval_validity(schedule, l).complement  # P(one interval comes out invalid)
-    log_valid = n_intervals * math.log1p(-invalid_one) if invalid_one < 1.0 else -math.inf
-    ser = -math.expm1(log_valid)
-    kl = -log_valid
+    whole_intervals(length, l)
+    validity = interval_validity(schedule, l)  # P(one interval comes out valid)
+    ser = interval_ser_from_validity(validity, length, l).probability
+    kl = -sequence_log_validity(validity, length, l) + 0.0  # KL = -log P(valid) >= 0 (+ 0.0: no -0.0)
     entropy = IntervalLanguage(l).sequence_entropy(length)
     ter_data = math.exp(entropy / length)
 
@@ -89,7 +88,7 @@ def interval_metrics(schedule: Schedule, length: int, l: int) -> ExactMetrics:
         ter=exact(math.exp((entropy + kl) / length)),
         ter_data=exact(ter_data),
         ser=exact(ser),
-        ser_kl_certificate=exact(-math.expm1(-kl)),
+        ser_kl_certificate=ser_kl_certificate(exact(kl)),
         gen_ppl=exact(math.inf if ser > 0 else ter_data),
         gen_ppl_data=exact(ter_data),
         kl_jensen_bound=interval_jensen_bound(schedule, length, l).total,

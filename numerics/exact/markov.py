@@ -78,6 +78,8 @@ class MarkovChain:
         object.__setattr__(self, "initial", initial)
         object.__setattr__(self, "transition", transition)
 
+    kind = "markov-chain"
+
     @property
     def vocab_size(self) -> int:
         return self.initial.shape[0]
@@ -85,6 +87,10 @@ class MarkovChain:
     def to_hmm(self) -> HMM:
         """The same language as an :class:`HMM` with identity emission (for tables and samplers)."""
         return HMM(self.initial, self.transition, np.eye(self.vocab_size))
+
+    def kernel_language(self) -> HMM:
+        """The form the compiled kernels read (:meth:`to_hmm`)."""
+        return self.to_hmm()
 
     def marginals(self, length: int) -> np.ndarray:
         """``(L, V)``: row ``p`` (0-based) is the law of ``x_{p+1}``, ``mu P^p``."""
@@ -111,35 +117,44 @@ def markov_chain_of(language: Any) -> MarkovChain:
     equality of rows; then ``x_1`` has the law of the newest token of ``initial``); an :class:`HMM`
     whose emission is a 0/1 matrix matching states one-to-one with tokens.
     """
-    if isinstance(language, MarkovChain):
-        return language
-    if isinstance(language, NGram):
-        V = language.vocab_size
-        if language.order == 2:
-            return MarkovChain(language.initial, language.conditional)
-        newest = np.arange(language.n_states) % V
-        rows = language.conditional[:V]  # windows 0..V-1 have older tokens 0 and newest token s
-        if np.array_equal(language.conditional, rows[newest]):
-            initial = np.bincount(newest, weights=language.initial, minlength=V)
-            return MarkovChain(initial / initial.sum(), rows)
-        raise ValueError(
-            f"a {language.order}-gram is a Markov chain over windows of {language.order - 1} tokens, "
-            "not over tokens: the sampler reveals tokens, so the window chain's chain-rule formula "
-            "would give the Jensen bound of the window language, not of this one (use Monte Carlo, "
-            "or exact enumeration / the DP on tiny lengths)"
-        )
-    if isinstance(language, HMM):
-        E = language.emission
-        if E.shape[0] == E.shape[1] and np.all((E == 0) | (E == 1)):
-            perm = np.argmax(E, axis=1)  # state s emits token perm[s]
-            if np.array_equal(np.sort(perm), np.arange(E.shape[1])):
-                order = np.argsort(perm)  # order[v] = the state that emits v
-                return MarkovChain(language.initial[order], language.transition[np.ix_(order, order)])
-        raise ValueError(
-            "this HMM is not a first-order Markov chain over tokens (its emission is not a one-to-one "
-            "0/1 map from states to tokens); the chain-rule closed form does not apply"
-        )
-    raise ValueError(f"a {type(language).__name__} is not a first-order Markov chain over tokens")
+    of_kind = _TOKEN_CHAIN.get(getattr(language, "kind", None))
+    if of_kind is None:
+        raise ValueError(f"a {type(language).__name__} is not a first-order Markov chain over tokens")
+    return of_kind(language)
+
+
+def _ngram_chain(language: NGram) -> MarkovChain:
+    V = language.vocab_size
+    if language.order == 2:
+        return MarkovChain(language.initial, language.conditional)
+    newest = np.arange(language.n_states) % V
+    rows = language.conditional[:V]  # windows 0..V-1 have older tokens 0 and newest token s
+    if np.array_equal(language.conditional, rows[newest]):
+        initial = np.bincount(newest, weights=language.initial, minlength=V)
+        return MarkovChain(initial / initial.sum(), rows)
+    raise ValueError(
+        f"a {language.order}-gram is a Markov chain over windows of {language.order - 1} tokens, "
+        "not over tokens: the sampler reveals tokens, so the window chain's chain-rule formula "
+        "would give the Jensen bound of the window language, not of this one (use Monte Carlo, "
+        "or exact enumeration / the DP on tiny lengths)"
+    )
+
+
+def _hmm_chain(language: HMM) -> MarkovChain:
+    E = language.emission
+    if E.shape[0] == E.shape[1] and np.all((E == 0) | (E == 1)):
+        perm = np.argmax(E, axis=1)  # state s emits token perm[s]
+        if np.array_equal(np.sort(perm), np.arange(E.shape[1])):
+            order = np.argsort(perm)  # order[v] = the state that emits v
+            return MarkovChain(language.initial[order], language.transition[np.ix_(order, order)])
+    raise ValueError(
+        "this HMM is not a first-order Markov chain over tokens (its emission is not a one-to-one "
+        "0/1 map from states to tokens); the chain-rule closed form does not apply"
+    )
+
+
+#: ``Language.kind -> its token Markov chain`` (or ``ValueError``); other kinds are not token chains.
+_TOKEN_CHAIN = {"markov-chain": lambda chain: chain, "ngram": _ngram_chain, "hmm": _hmm_chain}
 
 
 def _entropies_of_rows(m: np.ndarray) -> np.ndarray:

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from numerics.estimate import Estimate
+from numerics.tolerances import KL_ROUNDOFF_RTOL
 
-__all__ = ["OutputLaw", "ExactMetrics", "law_metrics", "UNDEFINED_CONVENTIONS"]
+__all__ = ["OutputLaw", "ExactMetrics", "law_metrics", "nonnegative_kl", "ser_kl_certificate", "UNDEFINED_CONVENTIONS"]
 
 UNDEFINED_CONVENTIONS = ("drop", "uniform")
 
@@ -96,7 +97,7 @@ class ExactMetrics:
         ``SER(p) = 1 - p(supp q)``, computed as the (positive) mass outside the support plus the
         undefined mass.
     ser_kl_certificate : Estimate
-        ``1 - exp(-KL(q || p))``, an upper bound on ``SER(p)`` (``docs/methods/exact.md``).
+        ``1 - exp(-KL(q || p))``, an upper bound on ``SER(p)`` (:func:`ser_kl_certificate`).
     gen_ppl : Estimate
         ``exp(E_{x~p}[-log q(x)] / L)``; ``inf`` when ``p`` leaves ``supp q``.
     gen_ppl_data : Estimate
@@ -126,6 +127,34 @@ def _check_no_underflow(p_on_support: np.ndarray) -> None:
         )
 
 
+def nonnegative_kl(kl: float, scale: float = 1.0) -> float:
+    """An exact ``KL >= 0`` as reported: a negative value of round-off size is 0.
+
+    A float64 sum of ``q log(q / p)`` terms for ``p = q`` (or nearly) can come out at ``-1e-16``;
+    a value in ``[-KL_ROUNDOFF_RTOL * max(1, scale), 0)`` (``scale``: the entropy ``H(q)`` in nats,
+    the size of the terms summed) is reported as 0. A more negative value is no round-off (a law
+    that does not sum to 1, a wrong table): ``ValueError``.
+    """
+    kl = float(kl)
+    if kl >= 0 or math.isnan(kl):
+        return kl + 0.0  # -0.0 -> 0.0
+    tol = KL_ROUNDOFF_RTOL * max(1.0, abs(float(scale)))
+    if kl < -tol:
+        raise ValueError(f"KL = {kl!r} < 0 beyond round-off (tolerance {tol:.3g}): the laws compared are not "
+                         "normalized or not the same support; a KL divergence is never negative")
+    return 0.0
+
+
+def ser_kl_certificate(kl: Estimate) -> Estimate:
+    """``1 - exp(-KL(q || p))``, an upper bound on ``SER(p)`` (``docs/methods/exact.md``, (I3)).
+
+    Exact for an exact ``kl``; for a Monte Carlo ``kl`` the delta-method standard error
+    ``exp(-KL) se(KL)`` (the interval is then the normal one around the certificate).
+    """
+    return Estimate(-math.expm1(-kl.value), math.exp(-kl.value) * kl.stderr, kl.method, kl.samples,
+                    confidence=kl.confidence)
+
+
 def _exact(value: float, method: str) -> Estimate:
     return Estimate(float(value), 0.0, method)
 
@@ -135,7 +164,9 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None) -> Exac
 
     ``KL(q || p) = sum_{q(x) > 0} q(x) log(q(x) / p(x))``. The oracle sampler gives every ``x`` in
     the support positive probability in every instance (``p(x | tau) >= q(x)^L``), so ``p(x) = 0``
-    there can only be float64 underflow: ``FloatingPointError``, never a silent ``inf``.
+    there can only be float64 underflow: ``FloatingPointError``, never a silent ``inf``. A KL that
+    comes out negative by round-off (``-1e-16`` where ``p = q``) is reported as 0
+    (:func:`nonnegative_kl`; a larger negative value raises).
     """
     q, p = law.q.ravel(), law.p.ravel()
     L = law.length
@@ -144,7 +175,7 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None) -> Exac
     qs, ps = q[on], p[on]
     entropy = float(-np.sum(qs * np.log(qs)))
     _check_no_underflow(ps)
-    kl = float(np.sum(qs * (np.log(qs) - np.log(ps))))
+    kl = nonnegative_kl(np.sum(qs * (np.log(qs) - np.log(ps))), entropy)
     dropped = law.undefined_mass if law.undefined == "drop" else 0.0  # "uniform": already in p
     ser = float(dropped + p[~on].sum())
     if ser > 0:
@@ -158,7 +189,7 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None) -> Exac
         ter=_exact(math.exp((entropy + kl) / L), m),
         ter_data=_exact(ter_data, "joint-table"),
         ser=_exact(ser, m),
-        ser_kl_certificate=_exact(-math.expm1(-kl), m),
+        ser_kl_certificate=ser_kl_certificate(_exact(kl, m)),
         gen_ppl=_exact(gen_ppl, m),
         gen_ppl_data=_exact(ter_data, "joint-table"),
         kl_jensen_bound=kl_jensen_bound,

@@ -19,16 +19,15 @@ from numerics.estimate import Estimate, clopper_pearson
 from numerics.exact.entropy import entropy_rate
 from numerics.inference.forward_backward import log_q, masked_forward_backward
 from numerics.languages.generators import as_generator
-from numerics.languages.hmm import Language, NGram
-from numerics.languages.presets import _INTERVAL_RE, PRESETS, get_preset, load_language, support_is_complete
+from numerics.languages.hmm import Language
+from numerics.languages.presets import load_language, support_is_complete
 
 __all__ = ["LanguageSummary", "language_summary", "one_step_ser"]
 
 
 def _arrays(lang: Language) -> dict[str, np.ndarray]:
-    if isinstance(lang, NGram):
-        return {"initial": lang.initial, "conditional": lang.conditional}
-    return {"initial": lang.initial, "transition": lang.transition, "emission": lang.emission}
+    """The probability arrays of the form the kernels read (an n-gram's ``order`` is no probability)."""
+    return {k: v for k, v in lang.kernel_language().arrays().items() if k != "order"}
 
 
 def one_step_ser(
@@ -44,7 +43,7 @@ def one_step_ser(
     if samples < 1:
         raise ValueError(f"need samples >= 1, got {samples}")
     L = int(length)
-    marginals = masked_forward_backward(language, np.zeros((1, L), dtype=np.int64), np.ones((1, L), dtype=bool)).marginals[0]
+    marginals = masked_forward_backward(language.kernel_language(), np.zeros((1, L), dtype=np.int64), np.ones((1, L), dtype=bool)).marginals[0]
     V = marginals.shape[1]
     errors = 0
     batch = max(1, 2**20 // (L * V))
@@ -69,8 +68,9 @@ class LanguageSummary:
     name : str or None
         Preset name or file path it was loaded from.
     kind : str
-        ``"ngram"`` or ``"hmm"``.
+        ``language.kind``: ``"ngram"``, ``"hmm"``, ``"interval"`` or ``"sparse-hmm"``.
     n_states, vocab_size : int
+        Of the form the kernels read (``kernel_language()``: the interval language's minimal HMM).
     zero_fraction : float
         Fraction of zero (pruned or structural) entries over all of its probability arrays.
     zero_fraction_by_array : dict
@@ -120,25 +120,19 @@ def language_summary(
     """
     rng = as_generator(rng)
     name = None
-    exact_entropy = None
     if isinstance(language, (str, Path)):
         name = str(language)
-        if isinstance(language, str) and (name in PRESETS or _INTERVAL_RE.fullmatch(name)):
-            exact_entropy = get_preset(name).exact_entropy
         language = load_language(language)
     arrays = _arrays(language)
     zeros = {k: float(np.mean(v == 0.0)) for k, v in arrays.items()}
     total = sum(v.size for v in arrays.values())
     zero_fraction = sum(float(np.count_nonzero(v == 0.0)) for v in arrays.values()) / total
     ser, ci = one_step_ser(language, length, samples, rng, confidence=confidence)
-    if exact_entropy is not None:
-        rate = Estimate(exact_entropy(length) / length, 0.0, "closed-form")
-    else:
-        rate = entropy_rate(language, length, samples=max(samples, 2), rng=rng)
+    rate = entropy_rate(language, length, samples=max(samples, 2), rng=rng)  # exact where the object has a closed form
     return LanguageSummary(
         name,
-        "ngram" if isinstance(language, NGram) else "hmm",
-        language.n_states,
+        language.kind,
+        language.kernel_language().n_states,
         language.vocab_size,
         zero_fraction,
         zeros,

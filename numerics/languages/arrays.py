@@ -170,10 +170,12 @@ def kernel_arrays(language: Language, layout: str = "auto") -> KernelArrays:
     The one place where the kind of a language is decided for the compiled kernels. ``layout``
     (n-grams only): ``"auto"`` picks the sparse layout when at most :data:`SPARSE_DENSITY` of the
     conditional's entries are non-zero (module docstring); ``"dense"`` / ``"sparse"`` force one
-    (tests compare the two on the same language).
+    (tests compare the two on the same language). Any other language (the interval language, a
+    sparse HMM) is read through its ``kernel_language()``.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    language = _kernel_language(language)
     if isinstance(language, NGram):
         V, n = language.vocab_size, language.order
         weights = np.ones(max(n - 1, 1), dtype=np.int64)
@@ -211,6 +213,13 @@ def kernel_arrays(language: Language, layout: str = "auto") -> KernelArrays:
             contiguous(language.emission.T),
         )
     raise TypeError(f"language must be an HMM or NGram, got {type(language).__name__}")
+
+
+def _kernel_language(language: Language):
+    resolve = getattr(language, "kernel_language", None)
+    if resolve is None:
+        raise TypeError(f"not a language (no kernel_language()): {type(language).__name__}")
+    return resolve()
 
 
 def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) -> Callable:

@@ -15,14 +15,17 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from numerics.draws import inverse_cdf_rows
 from numerics.tolerances import PROB_SUM_ATOL
 
-__all__ = ["HMM", "NGram", "Language", "load_language_file", "MAX_DENSE_ENTRIES", "SPARSE_KEYS"]
+if TYPE_CHECKING:  # interval.py imports this module; the Language union names its classes
+    from numerics.languages.interval import IntervalLanguage, SparseHMM
+
+__all__ = ["HMM", "NGram", "KernelLanguage", "Language", "load_language_file", "MAX_DENSE_ENTRIES", "SPARSE_KEYS"]
 
 #: Largest ``S V`` of an n-gram conditional held dense (2 GiB of float64): a sparse input or file
 #: beyond it is refused before anything is allocated.
@@ -141,12 +144,22 @@ class HMM:
     def vocab_size(self) -> int:
         return self.emission.shape[1]
 
+    kind = "hmm"  # what the language is (``Language.kind``): the key of every per-kind choice
+
     def to_hmm(self) -> HMM:
         return self
 
+    def kernel_language(self) -> HMM:
+        """The form the compiled kernels and the dense exact methods read: the HMM itself."""
+        return self
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The parameters as the ``.npz`` file holds them: ``initial``, ``transition``, ``emission``."""
+        return {"initial": self.initial, "transition": self.transition, "emission": self.emission}
+
     def save(self, path: str | Path) -> None:
         """Write ``.npz`` with keys ``initial``, ``transition``, ``emission``."""
-        np.savez(path, initial=self.initial, transition=self.transition, emission=self.emission)
+        np.savez(path, **self.arrays())
 
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
@@ -237,10 +250,17 @@ class NGram:
         emission[np.arange(S), self.emitted_token()] = 1.0
         return HMM(self.initial, transition, emission)
 
-    def save(self, path: str | Path, *, sparse: bool | None = None) -> None:
-        """Write ``.npz`` with keys ``order``, ``initial`` and ``conditional`` (dense) or the CSR keys
-        :data:`SPARSE_KEYS` (sparse: ``conditional_shape`` ``(S, V)``, ``conditional_indptr``
-        ``(S+1,)``, ``conditional_indices`` (tokens, ascending per row) and ``conditional_data``).
+    kind = "ngram"
+
+    def kernel_language(self) -> NGram:
+        """The form the compiled kernels read: the n-gram itself (its sparse kernels)."""
+        return self
+
+    def arrays(self, sparse: bool | None = None) -> dict[str, np.ndarray]:
+        """The parameters as the ``.npz`` file holds them: ``order``, ``initial`` and ``conditional``
+        (dense) or the CSR keys :data:`SPARSE_KEYS` (sparse: ``conditional_shape`` ``(S, V)``,
+        ``conditional_indptr`` ``(S+1,)``, ``conditional_indices`` (tokens, ascending per row) and
+        ``conditional_data``).
 
         ``sparse = None``: sparse when the kernels would read it sparse (at most
         :data:`numerics.languages.arrays.SPARSE_DENSITY` non-zero). Both forms load to the same language.
@@ -251,13 +271,17 @@ class NGram:
         if sparse is None:
             sparse = np.count_nonzero(cond) <= SPARSE_DENSITY * cond.size
         if not sparse:
-            np.savez(path, order=np.int64(self.order), initial=self.initial, conditional=cond)
-            return
+            return {"order": np.int64(self.order), "initial": self.initial, "conditional": cond}
         rows, cols = np.nonzero(cond)
         indptr = np.zeros(cond.shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=cond.shape[0]), out=indptr[1:])
-        np.savez(path, order=np.int64(self.order), initial=self.initial, conditional_shape=np.array(cond.shape, dtype=np.int64),
-                 conditional_indptr=indptr, conditional_indices=cols.astype(np.int64), conditional_data=cond[rows, cols])
+        return {"order": np.int64(self.order), "initial": self.initial,
+                "conditional_shape": np.array(cond.shape, dtype=np.int64), "conditional_indptr": indptr,
+                "conditional_indices": cols.astype(np.int64), "conditional_data": cond[rows, cols]}
+
+    def save(self, path: str | Path, *, sparse: bool | None = None) -> None:
+        """Write ``.npz`` with the keys of :meth:`arrays` (dense or sparse form)."""
+        np.savez(path, **self.arrays(sparse))
 
     def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens; returns an ``(n, length)`` int64 array."""
@@ -274,7 +298,15 @@ class NGram:
         return out
 
 
-Language = Union[HMM, NGram]
+#: What the compiled kernels take (:func:`numerics.languages.arrays.kernel_arrays`); every language
+#: gives its own with ``language.kernel_language()``.
+KernelLanguage = Union[HMM, NGram]
+
+#: Every kind of language the engine's functions accept. Each says what it is (``kind``: ``"hmm"``,
+#: ``"ngram"``, ``"interval"``, ``"sparse-hmm"``), gives the form the kernels read
+#: (``kernel_language()``), samples itself (``sample``) and writes itself (``arrays``, ``save``); a
+#: function that has a closed form for one kind finds it from the object, never from a preset's name.
+Language = Union[HMM, NGram, "SparseHMM", "IntervalLanguage"]  # the last two: numerics.languages.interval
 
 
 def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
@@ -285,11 +317,13 @@ def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
 
 
 def load_language_file(path: str | Path) -> Language:
-    """Load a language written by :meth:`HMM.save` or :meth:`NGram.save`.
+    """Load a language written by :meth:`HMM.save`, :meth:`NGram.save` or ``IntervalLanguage.save``.
 
     An ``.npz`` with keys ``initial``, ``transition``, ``emission`` is an :class:`HMM`; one with
     ``order``, ``initial``, ``conditional`` (or the sparse form's :data:`SPARSE_KEYS`) is an
-    :class:`NGram`. Anything else is a ``ValueError`` naming the keys that were found.
+    :class:`NGram`; one with ``interval_l`` is the interval language
+    (:class:`~numerics.languages.interval.IntervalLanguage`, with its closed forms). Anything else
+    is a ``ValueError`` naming the keys that were found.
     """
     path = Path(path)
     try:
@@ -319,7 +353,15 @@ def load_language_file(path: str | Path) -> Language:
         else:
             conditional = _dense_from_csr(f"conditional in {str(path)!r}", *(arrays[k] for k in SPARSE_KEYS))
         return NGram(order.item(), arrays["initial"], conditional)  # NGram refuses 2.5, not truncated
+    if keys == {"interval_l"}:
+        from numerics.languages.interval import IntervalLanguage  # interval.py imports this module
+
+        l = arrays["interval_l"]
+        if l.shape != () or l.dtype.kind not in "iu":
+            raise ValueError(f"interval_l in {str(path)!r} must be one integer, got an array of shape {l.shape} "
+                             f"and dtype {l.dtype}")
+        return IntervalLanguage(l.item())
     raise ValueError(
-        f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM) "
-        "or order/initial/conditional (n-gram; or order/initial/" + "/".join(SPARSE_KEYS) + ")"
+        f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM), "
+        "order/initial/conditional (n-gram; or order/initial/" + "/".join(SPARSE_KEYS) + ") or interval_l (interval language)"
     )

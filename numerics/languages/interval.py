@@ -39,6 +39,7 @@ Both have deterministic emissions and at most ``2^(l-1)`` successors per state, 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -126,9 +127,27 @@ class SparseHMM:
         object.__setattr__(self, "probs", probs)
         object.__setattr__(self, "vocab_size", int(self.vocab_size))
 
+    kind = "sparse-hmm"
+
     @property
     def n_states(self) -> int:
         return self.initial.shape[0]
+
+    def kernel_language(self) -> HMM:
+        """The dense :class:`~numerics.languages.hmm.HMM` the compiled kernels read (:meth:`to_hmm`, once)."""
+        return self._dense
+
+    @functools.cached_property
+    def _dense(self) -> HMM:
+        return self.to_hmm()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The dense HMM's ``initial``, ``transition``, ``emission`` (the file format has no sparse form)."""
+        return self.kernel_language().arrays()
+
+    def save(self, path) -> None:
+        """Write the dense HMM's ``.npz`` (:meth:`arrays`)."""
+        np.savez(path, **self.arrays())
 
     def transition_csr(self) -> scipy.sparse.csr_matrix:
         """The ``(S, S)`` transition matrix as a scipy CSR matrix (duplicate slots summed)."""
@@ -213,6 +232,33 @@ class IntervalLanguage:
         if int(self.l) != self.l or not 2 <= self.l <= _MAX_L:
             raise ValueError(f"interval length l must be an integer in 2..{_MAX_L}, got {self.l!r}")
         object.__setattr__(self, "l", int(self.l))
+
+    kind = "interval"
+
+    # ----- what the engine asks of every language (numerics.languages.hmm.Language) ------------
+    def kernel_language(self) -> HMM:
+        """The dense form of :meth:`minimal_hmm` (built once) that the compiled kernels read.
+
+        ``ValueError`` above ``DENSE_MAX_STATES`` states (``l >= 6``): the closed forms and the
+        direct sampler take any ``l``, the kernels only the dense form.
+        """
+        return self._dense
+
+    @functools.cached_property
+    def _dense(self) -> HMM:
+        return self.minimal_hmm().to_hmm()
+
+    def to_hmm(self) -> HMM:
+        """The same law as a dense :class:`~numerics.languages.hmm.HMM` (:meth:`kernel_language`)."""
+        return self.kernel_language()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What an ``.npz`` file of this language holds: ``interval_l`` (the structure, not the HMM)."""
+        return {"interval_l": np.int64(self.l)}
+
+    def save(self, path) -> None:
+        """Write ``.npz`` with the key ``interval_l``; it loads back as this :class:`IntervalLanguage`."""
+        np.savez(path, **self.arrays())
 
     # ----- the direct construction -------------------------------------------------------------
     @property
@@ -299,7 +345,12 @@ class IntervalLanguage:
         l = self.l
         return _pair_state_hmm(self, [[(j, k) for (j, k) in self.pairs if j <= r <= k] for r in range(l)])
 
-    def n_states(self, form: str = "minimal") -> int:
+    @property
+    def n_states(self) -> int:
+        """States of :meth:`minimal_hmm`, the form the kernels read (as ``n_states`` of every language)."""
+        return self.state_count("minimal")
+
+    def state_count(self, form: str = "minimal") -> int:
         """State count of :meth:`minimal_hmm` (``form="minimal"``) or :meth:`paper_hmm` (``"paper"``)."""
         l = self.l
         if form == "minimal":

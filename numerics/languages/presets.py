@@ -27,8 +27,13 @@ hmm            HMM, 32 states, V = 8, temperature 3.2                 0
 hmm-pruned     as hmm                                                 0.05 (*)
 hmm-pruned-paper  as hmm, the paper's threshold (complete support)    0.003
 interval       Theorem 4.4 language, l = 5, V = 16 (minimal HMM, 544 states)
-interval-l{l}  the same for interval length l (dense while it has <= 4096 states: l <= 5)
+interval-l{l}  the same for interval length l, 2 <= l <= 7
 ============== ===================================================== =========
+
+The interval presets load as :class:`~numerics.languages.interval.IntervalLanguage` objects, so
+every function finds their closed forms (SER, KL, entropy, direct sampling) from the object; the
+compiled kernels read its minimal HMM (``kernel_language()``, dense while it has <= 4096 states:
+``l <= 5``). Its ``.npz`` (``save``) holds ``interval_l`` and loads back as the same object.
 
 (*) A finding about our generator (docs/findings.md): with the paper's threshold 0.003 the
 pruned 32-state HMM still has *complete support* -- from every reachable set of hidden states
@@ -95,13 +100,11 @@ class Preset:
     name : str
     description : str
     build : callable
-        ``build() -> HMM | NGram`` (deterministic).
+        ``build() -> Language`` (deterministic): an ``HMM``, ``NGram`` or ``IntervalLanguage``.
     seed : int or None
         The generator seed (None for the deterministic interval language).
     params : dict
         The generator's parameters.
-    exact_entropy : callable or None
-        ``exact_entropy(L) -> H(X_1..X_L)`` in nats when known in closed form for a dense-HMM preset.
     """
 
     name: str
@@ -109,7 +112,6 @@ class Preset:
     build: Callable[[], Language] = field(repr=False)
     seed: Optional[int] = None
     params: dict = field(default_factory=dict)
-    exact_entropy: Optional[Callable[[int], float]] = field(default=None, repr=False)
 
 
 def _table1_preset(base: str, pruned: bool, threshold: Optional[float] = None, suffix: str = "-pruned") -> Preset:
@@ -134,11 +136,10 @@ def _interval_preset(l: int, name: str) -> Preset:
     lang = IntervalLanguage(l)
     return Preset(
         name,
-        f"Theorem 4.4 interval language, l = {l}, V = {lang.vocab_size} (minimal HMM, {lang.n_states()} states)",
-        lambda: lang.minimal_hmm().to_hmm(),
+        f"Theorem 4.4 interval language, l = {l}, V = {lang.vocab_size} (minimal HMM, {lang.n_states} states)",
+        lambda: lang,
         None,
         {"l": l, "vocab": lang.vocab_size},
-        lang.sequence_entropy,
     )
 
 
@@ -204,7 +205,7 @@ def support_is_complete(language: Language, *, max_sets: int = 100_000) -> Optio
     complete, ``SER(p) = 0`` for *every* sampler ``p``, so the language is useless for SER
     experiments. Returns None when more than ``max_sets`` sets are reachable (undecided).
     """
-    hmm = language.to_hmm()
+    hmm = language.kernel_language().to_hmm()
     A, E = hmm.transition > 0, hmm.emission > 0
     first = hmm.initial > 0
     V = hmm.vocab_size

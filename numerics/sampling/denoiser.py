@@ -34,6 +34,9 @@ class Denoiser(Protocol):
 class OracleDenoiser:
     """The exact posterior marginals ``q(x_j = v | x_obs)`` of ``language`` (masked forward-backward).
 
+    ``language`` is any :data:`~numerics.languages.hmm.Language`; the denoiser keeps the form the
+    kernels read (``language.kernel_language()``: the interval language's minimal HMM).
+
     Observed tokens of probability 0 leave the posterior undefined: ``strict=True`` raises,
     ``strict=False`` returns NaN rows for those sequences (the samplers' "undefined" signal, see
     :mod:`numerics.sampling.samplers`; a factorized sampler on a pruned language reaches such states).
@@ -42,6 +45,11 @@ class OracleDenoiser:
     language: Language
     backend: str = "auto"
     strict: bool = True  # False: impossible observations give NaN rows instead of an error
+
+    def __post_init__(self) -> None:  # the forward-backward reads the kernels' form (HMM or NGram)
+        if not hasattr(self.language, "kernel_language"):
+            raise TypeError(f"OracleDenoiser needs a language, got {type(self.language).__name__}")
+        object.__setattr__(self, "language", self.language.kernel_language())
 
     @property
     def vocab_size(self) -> int:

@@ -49,7 +49,7 @@ from typing import ClassVar
 import numpy as np
 
 from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
-from numerics.languages.hmm import HMM, Language, NGram
+from numerics.languages.hmm import Language
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.oracle import reveal_sample
 from numerics.schedules import Schedule
@@ -397,8 +397,9 @@ def sample_oracle(
     of the sequence end. See :mod:`numerics.sampling.oracle`. The NFE reported is what
     ``ddpm_cache`` (or the uncached sampler) would have spent on the same batch.
     """
-    if not isinstance(language, (HMM, NGram)):
-        raise TypeError(f"language must be an HMM or NGram, got {type(language).__name__}")
+    if not hasattr(language, "kernel_language"):
+        raise TypeError(f"language must be a language (numerics.languages.Language), got {type(language).__name__}")
+    language = language.kernel_language()  # the kernels' form (the interval language: its minimal HMM)
     bs = _check_args(schedule, n, length, rng, batch_size)
     N = schedule.n_steps
     sizes = _batches(int(n), bs)
@@ -409,7 +410,7 @@ def sample_oracle(
     nfe = [ddpm_cache_nfe(s, N) if cache else N for s in stp]
     reveal_steps = np.concatenate(stp)
     tokens = reveal_sample(language, reveal_steps, np.concatenate(uni))
-    path = "oracle-ngram" if isinstance(language, NGram) else "oracle-hmm"
+    path = f"oracle-{language.kind}"
     return SampleResult(
         tokens, reveal_steps, np.asarray(nfe, dtype=np.int64), np.asarray(sizes, dtype=np.int64), N, cache, "float64", path
     )

@@ -86,7 +86,7 @@ def test_is_valid_agrees_with_interval_membership_on_random_tokens():
 def test_both_hmms_define_the_direct_law(l):
     lang = IntervalLanguage(l)
     paper, minimal = lang.paper_hmm(), lang.minimal_hmm()
-    assert (paper.n_states, minimal.n_states) == (lang.n_states("paper"), lang.n_states("minimal"))
+    assert (paper.n_states, minimal.n_states) == (lang.state_count("paper"), lang.n_states)
     dense = {"paper": paper.to_hmm(), "minimal": minimal.to_hmm()}
     for L in range(1, 2 * l + 1):
         if lang.vocab_size**L <= 5_000:  # every sequence, the impossible ones included
@@ -187,5 +187,7 @@ def test_whole_intervals_and_errors():
         lang.is_valid([[0, 4, 1]])
     with pytest.raises(ValueError, match="states"):
         IntervalLanguage(6).minimal_hmm().to_hmm()  # 5184 > DENSE_MAX_STATES
-    assert IntervalLanguage(6).n_states() > DENSE_MAX_STATES
+    assert IntervalLanguage(6).n_states > DENSE_MAX_STATES
+    with pytest.raises(ValueError, match="states"):
+        IntervalLanguage(6).kernel_language()  # what the kernels read: refused the same way
     assert lang.sequence_entropy(4) == pytest.approx(lang.n_free_bits(4) * math.log(2.0), rel=RTOL_EXACT)

@@ -108,8 +108,10 @@ def test_load_language_specs(tmp_path):
     assert load_language("interval-l3").vocab_size == 4
     with pytest.raises(ValueError, match="2gram-pruned.*interval"):
         load_language("5gram")
+    big = load_language("interval-l6")  # the language object: its closed forms work at any l <= 7
+    assert big.kind == "interval" and big.l == 6
     with pytest.raises(ValueError, match="states"):
-        load_language("interval-l6")  # too large for a dense HMM
+        big.kernel_language()  # too large for the dense HMM the kernels read
     path = tmp_path / "mine.npz"
     load_language("hmm-pruned").save(path)
     np.testing.assert_array_equal(load_language(path).emission, load_language("hmm-pruned").emission)
@@ -202,9 +204,10 @@ def test_cli_export_round_trip(tmp_path, name):
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["file"] == str(path)
     back, original = load_language_file(path), load_language(name)
-    assert type(back) is type(original)
-    for key in ("initial", "conditional") if isinstance(original, NGram) else ("initial", "transition", "emission"):
-        np.testing.assert_array_equal(getattr(back, key), getattr(original, key))
+    assert type(back) is type(original) and back.kind == original.kind
+    assert json.loads(out.output)["keys"] == list(original.arrays())
+    for key, value in original.arrays().items():  # interval: interval_l, the structure, not its HMM
+        np.testing.assert_array_equal(back.arrays()[key], value)
     listed = runner.invoke(main, ["languages", "--language", str(path), "--length", "4", "--samples", "20",
                                   "--no-progress"])
     assert listed.exit_code == 0 and str(path) in listed.output

@@ -70,15 +70,15 @@ def test_random_point_keeps_its_hash_stream_and_numbers():
     cfg = PointConfig("2gram", 24, 4, method="mc", samples=12)
     old = ("language", "length", "steps", "schedule", "method", "samples", "seed", "ser_language", "batch_size")
     assert tuple(cfg.as_dict()) == old
-    assert config_hash(cfg.as_dict()) == config_hash({k: getattr(cfg, k) for k in old})
-    key = f"{cfg.language}|{cfg.ser_language}|{cfg.length}|{cfg.steps}|{cfg.schedule}|sampler"  # the stream as before
+    assert config_hash(cfg.as_dict()) == config_hash({k: getattr(cfg, "n_steps" if k == "steps" else k) for k in old})
+    key = f"{cfg.language}|{cfg.ser_language}|{cfg.length}|{cfg.n_steps}|{cfg.schedule}|sampler"  # the stream as before
     lang = load_language("2gram")
     run = sample_oracle(lang, linear(4), 12, 24, np.random.default_rng([cfg.seed, zlib.crc32(key.encode())]),
                         batch_size=1)
     got = evaluate_point(cfg)
     assert got["ser"]["value"] == mc.ser_from_loglik(log_q(lang, run.tokens)).value
     assert got["gen_ppl"]["value"] == mc.gen_ppl_mc(lang, run).value
-    assert "sampler_name" not in got and got["inputs"] == cfg.as_dict()
+    assert got["sampler_name"] == "random, linear(N=4)" and got["tie_seed"] is None and got["inputs"] == cfg.as_dict()
 
 
 def test_cli_exact_and_sweep_take_the_sampler_options(tmp_path):

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from numerics.exact.interval import interval_ser
 from numerics.schedules import linear
 from validation.cli import main
-from validation.methods import choose_method, method_costs
+from numerics.languages.presets import load_language
+from numerics.methods import choose_method, method_costs
 
 RTOL_EXACT = 1e-12  # the command's closed form vs the library's, same float64 recursion
 
@@ -42,7 +43,7 @@ def test_without_whole_intervals_the_jensen_bound_and_entropy_stay_exact():
 
 
 def test_ordered_partitions_count():
-    from validation.methods import _ordered_partitions
+    from numerics.methods import _ordered_partitions
 
     assert [_ordered_partitions(L, L) for L in range(1, 6)] == [1, 3, 13, 75, 541]  # Fubini numbers
     assert _ordered_partitions(4, 2) == 1 + 14 and _ordered_partitions(5, 1) == 1
@@ -51,12 +52,12 @@ def test_ordered_partitions_count():
 def test_auto_takes_the_fastest_exact_method():
     """Issue 12: at L = 8 auto took enumeration (12.4 s) where the DP gives the same numbers in under a second."""
     schedule = linear(4)
-    costs = method_costs("hmm", 8, 5, schedule)
+    costs = method_costs(load_language("hmm"), 5, schedule)
     assert costs["dp"].feasible and costs["enumerate"].feasible
     assert costs["dp"].seconds < costs["enumerate"].seconds
-    assert choose_method("auto", "hmm", 8, 5, schedule, 100).method == "dp"
-    assert choose_method("auto", "interval-l2", 2, 8, schedule, 100).method == "closed-form"
-    assert choose_method("auto", "2gram", 8, 256, schedule, 100).method == "mc"
+    assert choose_method("auto", load_language("hmm"), 5, schedule, 100).method == "dp"
+    assert choose_method("auto", load_language("interval-l2"), 8, schedule, 100).method == "closed-form"
+    assert choose_method("auto", load_language("2gram"), 256, schedule, 100).method == "mc"
     code, d = _exact("--language", "hmm", "-L", "5", "-N", "4")
     assert code == 0 and d["method"] == "dp" and d["method_choice"]["requested"] == "auto"
     assert set(d["method_choice"]["exact_methods"]) == {"closed-form", "dp", "enumerate"}
@@ -77,3 +78,33 @@ def test_a_method_that_cannot_run_is_refused_up_front_by_name(args, says):
     message = d["error"]["message"]
     assert all(s in message for s in says), message
     assert "brute-force table" not in message and not any(len(w) > 40 for w in message.split())
+
+
+def test_schedule_help_lists_every_family_and_a_parameter_is_settable():
+    """Issue 18: --schedule accepted mdlm but its help listed four; the polynomial power was not settable."""
+    from numerics.schedules import SCHEDULES, make_schedule
+
+    for command in ("exact", "sweep", "steps-needed"):
+        text = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+        assert all(name in text for name in SCHEDULES) and "polynomial:3" in text, command
+    code, d = _exact("--language", "2gram", "-L", "3", "-N", "2", "--schedule", "polynomial:3")
+    assert code == 0 and d["schedule_name"] == make_schedule("polynomial", 2, power=3.0).name
+    code, square = _exact("--language", "2gram", "-L", "3", "-N", "2", "--schedule", "polynomial")
+    assert square["kl"]["value"] != d["kl"]["value"]  # the power changed the numbers
+    r = CliRunner().invoke(main, ["exact", "--language", "2gram", "-L", "3", "-N", "2", "--schedule", "cosine:2",
+                                  "--json"])
+    assert r.exit_code == 2 and "takes no parameter" in r.output
+
+
+def test_the_tie_seed_is_an_option_and_an_output_field():
+    """Issue 18: the adaptive rules' tie seed was 0 in exact/sweep and documented nowhere a user looks."""
+    args = ("--language", "interval-l2", "-L", "4", "-N", "2", "--sampler", "topk")
+    code, default = _exact(*args)
+    assert code == 0 and default["tie_seed"] == 0 and "tie_seed" not in default["inputs"]  # hash as before
+    code, seeded = _exact(*args, "--tie-seed", "7")
+    assert code == 0 and seeded["tie_seed"] == 7 and seeded["inputs"]["tie_seed"] == 7
+    code, random = _exact("--language", "2gram", "-L", "3", "-N", "2")
+    assert code == 0 and random["tie_seed"] is None  # no ties to break
+    r = CliRunner().invoke(main, ["steps-needed", "--language", "interval", "-L", "10", "--metric", "ser",
+                                  "--target", "0.5", "--tie-seed", "3", "--json"])
+    assert r.exit_code == 0 and "tie_seed" in json.loads(r.stdout)

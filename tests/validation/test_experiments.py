@@ -152,14 +152,3 @@ def test_language_colors_are_consistent():
     assert language_color("2gram") == language_color("2gram-pruned")
     assert language_color("interval") == language_color("interval-l3")
     assert len({language_color(n) for n in ("2gram", "3gram", "4gram", "hmm", "interval")}) == 5
-
-
-def test_interval_ser_shortcut_is_bit_identical_to_numerics():
-    """The SER experiment reuses one interval's validity across lengths; same floats as interval_ser."""
-    from validation.experiments import _engine as eng
-
-    for N in (1, 3, 17, 64):
-        sched = eng.schedule_for("linear", N)
-        comp = eng.interval_validity_complement(sched, 5)
-        for L in (5, 20, 640):
-            assert eng.ser_from_validity(comp, L, 5) == eng.interval_ser(sched, L, 5)

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -31,7 +32,7 @@ def fake_evaluate(calls, fail_at=None):
         if fail_at is not None and len(calls) == fail_at:
             raise Interrupt("simulated crash")
         calls.append(cfg)
-        return {"value": cfg.length * 1000 + cfg.steps}
+        return {"value": cfg.length * 1000 + cfg.n_steps}
     return evaluate
 
 
@@ -49,7 +50,7 @@ def test_sweep_resumes_without_recomputing(tmp_path):
     assert report.skipped == 3 and report.computed == 5
     assert calls2 == configs[3:]  # nothing recomputed
     rows, bad = read_table(out)
-    assert [r.result["value"] for r in rows] == [c.length * 1000 + c.steps for c in configs]
+    assert [r.result["value"] for r in rows] == [c.length * 1000 + c.n_steps for c in configs]
     assert all(r.provenance["versions"]["numpy"] for r in rows)
     again = run_sweep(configs, out, evaluate=fake_evaluate([]))
     assert again.computed == 0 and again.skipped == 8
@@ -72,7 +73,7 @@ def test_sweep_detects_bad_rows(tmp_path):
     calls: list = []
     report = run_sweep(configs, out, on_bad_rows="drop", evaluate=fake_evaluate(calls))
     assert report.computed == 2 and len(report.bad_rows) == 3
-    assert sorted(c.steps for c in calls) == [2, 3]
+    assert sorted(c.n_steps for c in calls) == [2, 3]
     rows, bad = read_table(out)
     assert len(rows) == 3 and not bad
 
@@ -147,7 +148,7 @@ from validation.sweep import grid, run_sweep
 length, out = int(sys.argv[1]), sys.argv[2]
 def evaluate(cfg):
     time.sleep(0.02)
-    return {"value": cfg.length * 1000 + cfg.steps}
+    return {"value": cfg.length * 1000 + cfg.n_steps}
 configs = grid(["2gram"], [length], list(range(1, 13)), method="mc", samples=10)
 report = run_sweep(configs, out, evaluate=evaluate)
 print(report.computed)
@@ -233,11 +234,11 @@ import os, sys
 from pathlib import Path
 
 def evaluate(cfg, marks=Path(sys.argv[2])):
-    (marks / f"start-{cfg.steps}-{os.getpid()}").touch()
-    if cfg.steps == 3 and not (marks / "died").exists():
+    (marks / f"start-{cfg.n_steps}-{os.getpid()}").touch()
+    if cfg.n_steps == 3 and not (marks / "died").exists():
         (marks / "died").write_text(str(os.getpid()))
         os._exit(1)  # the worker process dies mid-point
-    return {"value": cfg.length * 1000 + cfg.steps}
+    return {"value": cfg.length * 1000 + cfg.n_steps}
 
 if __name__ == "__main__":  # the workers re-import this file: only the client imports the engine
     from distributed import Client, LocalCluster
@@ -281,3 +282,46 @@ def test_cli_sweep_on_a_dask_scheduler(tmp_path):
         r = CliRunner().invoke(main, [*args, "--executor", "dask", "--scheduler", cluster.scheduler_address])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["computed"] == 2 and len(read_table(tmp_path / "t.jsonl")[0]) == 2
+
+
+# Config dicts and hashes written by the code before `steps` was renamed `n_steps` and the tie seed
+# became an option (commit 95f339f), recorded here literally: old tables must stay resumable.
+_OLD_ROWS = [
+    ({"language": "2gram", "length": 8, "steps": 4, "schedule": "linear", "method": "mc", "samples": 10, "seed": 0,
+      "ser_language": None, "batch_size": 1}, "61321075578e0123"),
+    ({"language": "2gram", "length": 4, "steps": 2, "schedule": "linear", "method": "auto", "samples": 1000, "seed": 0,
+      "ser_language": None, "batch_size": 1, "sampler": "topk", "gamma": None, "confidence": "maxprob"},
+     "c955aad5b19728c4"),
+    ({"language": "interval", "length": 10, "steps": 3, "schedule": "linear", "method": "auto", "samples": 1000,
+      "seed": 0, "ser_language": None, "batch_size": 1, "sampler": "threshold", "gamma": 0.9, "confidence": "margin"},
+     "86f7416a16b1a7e7"),
+]
+
+
+@pytest.mark.parametrize("old, old_hash", _OLD_ROWS)
+def test_an_old_table_row_still_matches_its_hash_and_is_skipped(tmp_path, old, old_hash):
+    """The rename steps -> n_steps and the tie_seed option keep every old config hash (tables resume)."""
+    from numerics.provenance import config_hash, to_jsonable
+    from validation.sweep import SweepRow, _append_row, _row_hash
+
+    cfg = PointConfig.from_dict(old)
+    assert cfg.n_steps == old["steps"] and cfg.tie_seed == 0
+    assert to_jsonable(cfg.as_dict()) == old and config_hash(cfg.as_dict()) == old_hash
+    out = tmp_path / "old.jsonl"
+    _append_row(out, SweepRow(old, old_hash, {"value": 1}, _row_hash(old, {"value": 1})))
+    calls: list = []
+    report = run_sweep([cfg], out, evaluate=fake_evaluate(calls))
+    assert report.skipped == 1 and report.computed == 0 and calls == []
+    if cfg.sampler != "random":  # another tie seed is another point
+        assert config_hash(replace(cfg, tie_seed=3).as_dict()) != old_hash
+
+
+def test_every_flat_row_carries_the_sampler_and_its_tie_seed(tmp_path):
+    from validation.tables import flatten_point
+
+    cfg = PointConfig("2gram", 3, 2, sampler="topk", tie_seed=2)
+    result = evaluate_point(cfg)
+    flat = flatten_point(cfg.as_dict(), json.loads(json.dumps(result, default=float)))
+    assert flat["tie_seed"] == 2 and flat["sampler_name"].startswith("topk")
+    assert flat["kl_value"] == flat["kl_chain_rule_value"] or math.isclose(flat["kl_value"], flat["kl_chain_rule_value"],
+                                                                            rel_tol=1e-12)

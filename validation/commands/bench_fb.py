@@ -73,7 +73,6 @@ def run_benchmark(
     from numerics.inference.forward_backward import masked_forward_backward
     from numerics.inference.posterior import check_observations
     from numerics.languages.generators import random_hmm, random_ngram
-    from numerics.languages.hmm import NGram
     from validation.reference import hmmlearn_forward_backward
 
     if language == "hmm":
@@ -92,7 +91,7 @@ def run_benchmark(
         reference_batch = int(min(batch, max(8, 1e10 // (4.0 * S * S * length))))
     n_ref = min(batch, reference_batch)
 
-    steps = ["ours", "gemm", "reference"] + (["dense"] if isinstance(lang, NGram) else [])
+    steps = ["ours", "gemm", "reference"] + (["dense"] if lang.kind == "ngram" else [])
     bar = tqdm(steps, desc="bench forward-backward", disable=None if progress else True, leave=False)
     result: dict = {
         "language": language,

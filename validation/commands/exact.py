@@ -58,7 +58,13 @@ _method = click.option("--method", type=click.Choice(["auto", "closed-form", "dp
                        help="auto: the fastest exact method that fits (closed form for the interval language, "
                             "else the DP or enumeration for small L), else Monte Carlo. A method named here that "
                             "cannot run at this size is refused with its estimated cost.")
-_schedule = click.option("--schedule", default="linear", show_default=True, help="Schedule family (linear, cosine, loglinear, polynomial).")
+def _schedule_help() -> str:
+    from numerics.schedules import schedule_help
+
+    return schedule_help()
+
+
+_schedule = click.option("--schedule", default="linear", show_default=True, help=_schedule_help())
 _samples = click.option("--samples", type=int, default=1000, show_default=True, help="Monte Carlo samples per quantity.")
 _seed = click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the Monte Carlo draws (each point's streams are fixed by the seed and the point).")
@@ -67,11 +73,14 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
 
 
 def _sampler_options(f):
-    """``--sampler``, ``--gamma``, ``--confidence`` (numerics.sampling.adaptive)."""
+    """``--sampler``, ``--gamma``, ``--confidence``, ``--tie-seed`` (numerics.sampling.adaptive)."""
     f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
                      show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
     f = click.option("--gamma", type=float, default=None,
                      help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
+    f = click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of the adaptive rules' tie priority (positions of equal confidence are revealed "
+                          "in a random order fixed by it); reported as tie_seed.")(f)
     return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum"]),
                         default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
@@ -93,19 +102,20 @@ def _sampler_options(f):
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, progress, as_json):
+                  confidence, tie_seed, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
 
-    For each of kl, kl_jensen_bound, log_ter_gap, ter, ter_data, ser, ser_kl_certificate, gen_ppl,
-    gen_ppl_data, nfe: an estimate {value, stderr, ci_low, ci_high, confidence, method, samples,
-    exact} (docs/schema.md); value null with a null_reason when it is not a finite number or
-    the method cannot give it.
+    For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
+    ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized: an estimate {value, stderr,
+    ci_low, ci_high, confidence, method, samples, exact} (docs/schema.md); value null with a
+    null_reason when it is not a finite number or the method cannot give it. An exact KL of
+    round-off size below 0 is reported as 0.
     """
     from validation.sweep import PointConfig, evaluate_point
 
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
-                          sampler=sampler, gamma=gamma, confidence=confidence)
+                          sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if show_progress(progress):
@@ -122,7 +132,8 @@ def _human_point(result: dict) -> str:
     inputs = data["inputs"]
     head = (f"{inputs['language']}" + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
             + f", L = {inputs['length']}, N = {inputs['steps']}, schedule {data['schedule_name']}, "
-            f"method {data['method']}, {data['elapsed_s']:.2f} s")
+            f"sampler {data['sampler_name']}" + (f" (tie seed {data['tie_seed']})" if data.get("tie_seed") is not None else "")
+            + f", method {data['method']}, {data['elapsed_s']:.2f} s")
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
@@ -137,7 +148,7 @@ def _progress_bar(total: int, enabled: bool):
     bar = tqdm(total=total, desc="sweep", unit="point", file=sys.stderr, disable=not enabled, leave=False)
 
     def progress(k, total, cfg, result):
-        bar.set_postfix_str(f"{cfg.language} L={cfg.length} N={cfg.steps}" + (" (in table)" if result is None else ""))
+        bar.set_postfix_str(f"{cfg.language} L={cfg.length} N={cfg.n_steps}" + (" (in table)" if result is None else ""))
         bar.update(1)
 
     return bar, progress
@@ -165,7 +176,7 @@ def _progress_bar(total: int, enabled: bool):
 @progress_option
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, out, drop_bad_rows, executor, scheduler, progress, as_json):
+                  confidence, tie_seed, out, drop_bad_rows, executor, scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
@@ -176,7 +187,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     try:
         configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
                        parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
-                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
+                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if not configs:
@@ -224,10 +235,10 @@ def bench_sweep_command(quick, samples, presets, out, progress, as_json):
 
     def tick(k, total, cfg, res):
         if verbose:
-            click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.steps}"
+            click.echo(f"[{k}/{total}] {cfg.language} L={cfg.length} N={cfg.n_steps}"
                        + (": already in the table" if res is None else f": {res['elapsed_s']:.1f} s"), err=True)
         if res is not None:
-            per_point[f"{cfg.language} N={cfg.steps}"] = round(res["elapsed_s"], 3)
+            per_point[f"{cfg.language} N={cfg.n_steps}"] = round(res["elapsed_s"], 3)
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:

@@ -93,16 +93,17 @@ def _check_summary_size(name: str, length: int, samples: int) -> None:
     of ``L`` tokens for the SER and the entropy rate (about ``16 K L`` bytes).
     """
     from numerics.languages.presets import load_language
-    from validation.methods import MC_MAX_BYTES
+    from numerics.methods import MC_MAX_BYTES
 
     try:
         lang = load_language(name)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--language") from exc
-    need = 8 * length * (2 * lang.n_states + 2 * lang.vocab_size) + 16 * samples * length
+    S = lang.kernel_language().n_states  # the interval language: its minimal HMM, which the forward pass reads
+    need = 8 * length * (2 * S + 2 * lang.vocab_size) + 16 * samples * length
     if need > MC_MAX_BYTES:
         raise click.BadParameter(
-            f"summarizing {name} at L = {length} ({lang.n_states} states, {samples} samples) needs about "
+            f"summarizing {name} at L = {length} ({S} states, {samples} samples) needs about "
             f"{need / 2**30:.1f} GiB of arrays (limit {MC_MAX_BYTES / 2**30:.0f} GiB); use a smaller --length",
             param_hint="--length")
 
@@ -122,11 +123,10 @@ def _as_dict(summary) -> dict:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @json_option
 def export_cmd(name: str, file: Path, as_json: bool) -> None:
-    """Write preset NAME to FILE (.npz: initial/transition/emission, or order/initial/conditional).
+    """Write preset NAME to FILE (.npz: initial/transition/emission, order/initial/conditional, or interval_l).
 
     Edit the arrays and bring the file back wherever a language is accepted (``--language FILE``).
     """
-    from numerics.languages.hmm import NGram
     from numerics.languages.presets import get_preset, load_language
     from numerics.provenance import atomic_write_bytes
 
@@ -138,8 +138,9 @@ def export_cmd(name: str, file: Path, as_json: bool) -> None:
     buffer = io.BytesIO()
     language.save(buffer)  # np.savez to a buffer: the file gets exactly the name given, atomically
     atomic_write_bytes(file, buffer.getvalue())
-    keys = ["order", "initial", "conditional"] if isinstance(language, NGram) else ["initial", "transition", "emission"]
-    result = {"name": name, "file": str(file), "keys": keys, "n_states": language.n_states,
+    keys = list(language.arrays())  # what the file holds, by the language's own kind
+    result = {"name": name, "file": str(file), "keys": keys, "kind": language.kind,
+              "n_states": language.kernel_language().n_states,
               "vocab_size": language.vocab_size, "bytes": len(buffer.getvalue())}
     emit(result, as_json, f"wrote {name} to {file} (keys {', '.join(keys)})")
 

@@ -14,6 +14,12 @@ from validation.commands._common import emit, format_estimate, json_option, prog
 
 __all__ = ["steps_needed_cmd"]
 
+
+def _schedule_help() -> str:
+    from numerics.schedules import schedule_help
+
+    return schedule_help()
+
 #: Samplers steps-needed can search; the random-order factorized sampler of the paper. Adaptive
 #: samplers join here (and as PointConfig.sampler) when numerics.sampling has them.
 SAMPLERS = ("random",)
@@ -55,8 +61,7 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @click.option("--target", type=float, required=True, help="Find the smallest N with metric <= TARGET.")
 @click.option("--sampler", type=click.Choice(list(SAMPLERS)), default="random", show_default=True,
               help="Sampler: random = the factorized random-order sampler of the paper.")
-@click.option("--schedule", default="linear", show_default=True,
-              help="Schedule family (linear, cosine, loglinear, polynomial).")
+@click.option("--schedule", default="linear", show_default=True, help=_schedule_help())
 @click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
               show_default=True, help="How each N is computed: auto = the fastest exact method that fits, else "
                                       "Monte Carlo (a learned model: always Monte Carlo).")
@@ -67,6 +72,8 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @click.option("--max-steps", type=click.IntRange(min=1), default=1 << 16, show_default=True,
               help="Give up (target not met) beyond this N.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
+@click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the adaptive rules' tie priority (reported as tie_seed; the random sampler has no ties).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Sequences per sampler batch (default: 1 for the oracle, all samples for a model).")
 @click.option("--checkpoint", type=click.Path(exists=True), default=None,
@@ -75,7 +82,7 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @progress_option
 @json_option
 def steps_needed_cmd(language, length, metric, target, sampler, schedule, method, samples, confidence, max_steps,
-                     seed, batch_size, checkpoint, device, progress, as_json):
+                     seed, tie_seed, batch_size, checkpoint, device, progress, as_json):
     """The smallest number of steps N at which the sampler's SER, TER or KL is at most TARGET.
 
     Exponential search then bisection over N (about 2 log2 N evaluations, not a grid), assuming the
@@ -106,15 +113,16 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         from numerics.languages.presets import load_language
 
         try:  # the sampler joins this config (PointConfig.sampler) when numerics.sampling has more than one
-            cfg = PointConfig(language, length, 1, schedule, method, samples, seed, None, batch_size or 1)
+            cfg = PointConfig(language, length, 1, schedule, method, samples, seed, None, batch_size or 1,
+                              tie_seed=tie_seed)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         lang = load_language(language)
+        from numerics.methods import choose_method
         from numerics.schedules import make_schedule
-        from validation.methods import choose_method
 
         # what evaluating N = 1 would refuse (a size no method can compute), refused before anything runs
-        choose_method(method, language, lang.vocab_size, length, make_schedule(schedule, 1), samples)
+        choose_method(method, lang, length, make_schedule(schedule, 1), samples, name=language)
         _check_reachable(metric, target, language, lang, length)
         evaluate = oracle_metric(cfg, metric, target, lang, confidence)
 
@@ -131,6 +139,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
     result = {
         "language": language, "length": length, "metric": metric, "target": target, "sampler": sampler,
         "schedule": schedule, "method": method, "checkpoint": checkpoint,
+        "tie_seed": tie_seed if sampler != "random" else None,
         "n_steps": found.n_steps, "met": found.met, "exact": found.exact,
         "confidence": confidence if mc else None,
         "at_n": _evaluation(found.at_n), "at_n_minus_1": _evaluation(found.at_n_minus_1),
@@ -156,9 +165,9 @@ def _check_reachable(metric: str, target: float, spec: str, language, length: in
     """TER(p) >= TER(q) = exp(H(q) / L) for every sampler: a target below the data's own TER is never met."""
     if metric != "ter":
         return
-    from validation.sweep import exact_entropy
+    from numerics.metrics import exact_entropy
 
-    H = exact_entropy(spec, language, length)
+    H = exact_entropy(language, length)
     if H is not None and target <= math.exp(H.value / length):
         raise click.BadParameter(f"TER(q) = {math.exp(H.value / length):.6g} for {spec} at L = {length} is the floor "
                                  f"of every sampler's TER; a target of {target} is never met", param_hint="--target")

@@ -9,7 +9,6 @@ model, so that the oracle experiments run without loading torch.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from numerics.exact import interval as _interval_exact
 from numerics.exact import markov as _markov
 from numerics.exact.dp import dp_metrics
 from numerics.languages.presets import load_language as _load_preset
+from numerics.metrics import jensen_bound as _jensen_bound
 from numerics.sampling import montecarlo as _mc
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.samplers import sample_factorized
@@ -38,8 +38,8 @@ __all__ = [
     "jensen_bound_exact",
     "jensen_bound",
     "interval_ser",
-    "interval_validity_complement",
-    "ser_from_validity",
+    "interval_validity",
+    "interval_ser_from_validity",
     "theorem42",
     "b12_schedule",
     "theorem44",
@@ -53,21 +53,16 @@ __all__ = [
 
 
 def estimate_json(est: Any) -> dict:
-    """An ``Estimate`` (or anything with value/stderr/method/samples) as a dict of plain values."""
-    if isinstance(est, dict):
-        d = dict(est)
-    else:
-        d = {k: getattr(est, k) for k in ("value", "stderr", "method", "samples") if hasattr(est, k)}
-    out = {"value": float(d["value"]) if d.get("value") is not None else None,
-           "stderr": float(d.get("stderr", 0.0) or 0.0),
-           "method": str(d.get("method", "?")),
-           "samples": int(d.get("samples", 0) or 0)}
-    for key, names in (("lower", ("lower", "ci_low")), ("upper", ("upper", "ci_high"))):
-        for name in names:
-            end = d[name] if name in d else getattr(est, name, None)
-            if end is not None:  # an exact Estimate has ci_low = ci_high = None
-                out[key] = float(end)
-                break
+    """The experiments' compact form of an :class:`~numerics.estimate.Estimate`, read off its one
+    record (:meth:`~numerics.estimate.Estimate.json_record`): ``value``, ``stderr`` (0 where every
+    Monte Carlo sample agrees), ``method``, ``samples``, and ``lower``/``upper`` where the estimator
+    gave its own interval (Clopper-Pearson, delta method)."""
+    record = est.json_record()
+    out = {"value": None if record["value"] is None else float(record["value"]),
+           "stderr": 0.0 if record["stderr"] is None else float(record["stderr"]),
+           "method": str(record["method"]), "samples": int(record["samples"])}
+    if est.ci_low is not None and est.ci_high is not None:  # an exact Estimate has ci_low = ci_high = None
+        out["lower"], out["upper"] = float(record["ci_low"]), float(record["ci_high"])
     return out
 
 
@@ -119,16 +114,10 @@ def jensen_bound_exact(lang: Any, schedule: Schedule, length: int) -> dict:
 
 
 def jensen_bound(lang: Any, schedule: Schedule, length: int, samples: int, seed: Any) -> dict:
-    """``E_tau KL(q || p(.|tau))`` (Lemma B.2's upper bound on ``KL(q || p)``): exact where possible.
-
-    Exact by the chain rule for token-level Markov chains (``numerics.exact.markov``); otherwise
-    Rao-Blackwellized Monte Carlo (``numerics.sampling.montecarlo``) with a standard error.
-    """
-    try:
-        return jensen_bound_exact(lang, schedule, length)
-    except ValueError:
-        pass  # not a first-order chain over tokens: Monte Carlo below
-    return estimate_json(_mc.kl_jensen_bound_mc(lang, schedule, length, max(samples, 2), np.random.default_rng(seed)))
+    """``E_tau KL(q || p(.|tau))`` (Lemma B.2's upper bound on ``KL(q || p)``) by the best method there is
+    (:func:`numerics.metrics.jensen_bound`: interval closed form, Markov chain rule, else Monte Carlo
+    with ``x`` then ``tau`` drawn from ``default_rng(seed)``)."""
+    return estimate_json(_jensen_bound(lang, length, schedule, samples=max(samples, 2), rng=np.random.default_rng(seed)))
 
 
 def interval_ser(schedule: Schedule, length: int, l: int) -> float:
@@ -136,17 +125,14 @@ def interval_ser(schedule: Schedule, length: int, l: int) -> float:
     return float(_interval_exact.interval_ser(schedule, length, l).probability)
 
 
-def interval_validity_complement(schedule: Schedule, l: int) -> float:
-    """``1 - E[2^-c]`` for one interval (``numerics.exact.interval.interval_validity``'s complement)."""
-    return float(_interval_exact.interval_validity(schedule, l).complement)
+def interval_validity(schedule: Schedule, l: int) -> Any:
+    """One interval's validity ``E[2^-c]`` (``numerics.exact.interval.interval_validity``); it does not depend on ``L``."""
+    return _interval_exact.interval_validity(schedule, l)
 
 
-def ser_from_validity(complement: float, length: int, l: int) -> float:
-    """``1 - (1 - complement)^(L/l)`` with the same floating-point steps as ``interval_exact.interval_ser``."""
-    if length % l:
-        raise ValueError(f"length L = {length} is not a multiple of the interval length l = {l}")
-    log_valid = (length // l) * math.log1p(-complement) if complement < 1.0 else -math.inf
-    return -math.expm1(log_valid)
+def interval_ser_from_validity(validity: Any, length: int, l: int) -> float:
+    """The SER at ``L`` from one interval's validity (``numerics.exact.interval.interval_ser_from_validity``)."""
+    return float(_interval_exact.interval_ser_from_validity(validity, length, l).probability)
 
 
 def theorem42(order: int, vocab: int, n_steps: int, length: int) -> dict:

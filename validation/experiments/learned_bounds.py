@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from numerics.exact.interval import interval_ser, sequence_collision_probability
-from numerics.exact.markov import jensen_bound_markov
-from numerics.sampling.montecarlo import kl_jensen_bound_mc
+from numerics.metrics import jensen_bound
 from numerics.schedules import Schedule
 from theory import EPS_MAX, b12_solve_eps, c9_bound, p_e, theorem42_constants
 
@@ -80,14 +79,10 @@ def lemma_c6(n_steps: int, length: int, l: int, eps_learning: float) -> dict[str
 
 
 def factorization_gap(language: Any, schedule: Schedule, length: int, samples: int, seed: int) -> dict[str, Any]:
-    """The oracle's Jensen bound ``E_tau KL(q || p(.|tau)) / L`` per token: exact for token Markov
-    chains (``numerics.exact.markov``), Monte Carlo with its standard error otherwise."""
-    try:
-        est = jensen_bound_markov(language, length, schedule).total
-        return {"value": est.value / length, "stderr": 0.0, "method": est.method, "samples": 0}
-    except ValueError:
-        pass  # not a first-order chain over tokens
-    est = kl_jensen_bound_mc(language, schedule, length, samples, np.random.default_rng(seed))
+    """The oracle's Jensen bound ``E_tau KL(q || p(.|tau)) / L`` per token by the best method there is
+    (:func:`numerics.metrics.jensen_bound`: the interval closed form, the token Markov chain rule,
+    else Monte Carlo with its standard error)."""
+    est = jensen_bound(language, length, schedule, samples=samples, rng=np.random.default_rng(seed))
     return {"value": est.value / length, "stderr": est.stderr / length, "method": est.method, "samples": est.samples}
 
 

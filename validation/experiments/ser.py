@@ -79,17 +79,17 @@ def _mc_point(cfg: Config, lang: str, L: int, N: int) -> dict:
 
 
 class _Validity:
-    """Memo of one interval's failure probability ``1 - E[2^-c]`` per ``N``: it does not depend on
-    ``L`` (``SER = 1 - E[2^-c]^(L/l)``), so every length and threshold shares the DP over steps."""
+    """Memo of one interval's validity ``E[2^-c]`` per ``N``: it does not depend on ``L``
+    (``SER = 1 - E[2^-c]^(L/l)``), so every length and threshold shares the DP over steps."""
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.memo: dict[int, float] = {}
+        self.memo: dict = {}
 
     def ser(self, n: int, L: int) -> float:
         if n not in self.memo:
-            self.memo[n] = eng.interval_validity_complement(eng.schedule_for(self.cfg.schedule, n), self.cfg.interval)
-        return eng.ser_from_validity(self.memo[n], L, self.cfg.interval)
+            self.memo[n] = eng.interval_validity(eng.schedule_for(self.cfg.schedule, n), self.cfg.interval)
+        return eng.interval_ser_from_validity(self.memo[n], L, self.cfg.interval)
 
 
 def _steps_needed(cfg: Config, L: int, threshold: float, validity: _Validity) -> dict:

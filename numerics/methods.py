@@ -1,5 +1,9 @@
 """Which method computes a point: what each exact method would cost, the fastest that fits, and
-refusals up front.
+refusals up front (the policy of :func:`numerics.metrics.point_metrics`).
+
+The closed forms are found from the language object (``language.kind == "interval"``: an
+:class:`~numerics.languages.interval.IntervalLanguage`, whether it came from a preset or an
+``.npz`` file), never from a preset's name.
 
 The exact methods of the oracle sampler's metrics (``numerics.exact``) and their costs for a
 language of vocabulary ``V`` at length ``L`` with ``n`` steps of positive probability:
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,12 +39,15 @@ from numerics.exact.joint_table import MAX_TABLE_ENTRIES
 from numerics.schedules import Schedule
 
 __all__ = [
+    "ADAPTIVE_METHODS",
     "EXACT_METHODS",
+    "MAX_ADAPTIVE_DP",
     "METHODS",
     "MethodCost",
     "MethodChoice",
+    "choose_adaptive_method",
     "choose_method",
-    "interval_length_of",
+    "closed_form_length",
     "method_costs",
 ]
 
@@ -129,27 +137,25 @@ def _ordered_partitions(L: int, n: int) -> int:
     return sum(math.factorial(k) * row[k] for k in range(1, min(n, L) + 1))
 
 
-def interval_length_of(spec: str) -> int | None:
-    """The interval length ``l`` when ``spec`` names an interval-language preset, else ``None``."""
-    from numerics.languages.presets import get_preset
-
-    if not str(spec).startswith("interval"):
-        return None
-    try:
-        return int(get_preset(str(spec)).params["l"])
-    except (ValueError, KeyError):
-        return None
+def closed_form_length(language: Any) -> int | None:
+    """The interval length ``l`` when ``language`` is the interval language (closed forms), else ``None``."""
+    return int(language.l) if getattr(language, "kind", None) == "interval" else None
 
 
-def method_costs(spec: str, vocab: int, length: int, schedule: Schedule) -> dict[str, MethodCost]:
-    """The cost of each exact method for the language ``spec`` (vocabulary ``vocab``) at ``L = length``."""
-    V, L = int(vocab), int(length)
+def _name(language: Any, name: str | None = None) -> str:
+    """How messages call the language: the name it was given by (a preset, a file), else its kind."""
+    return name if name is not None else f"the {getattr(language, 'kind', type(language).__name__)} language"
+
+
+def method_costs(language: Any, length: int, schedule: Schedule, *, name: str | None = None) -> dict[str, MethodCost]:
+    """The cost of each exact method for ``language`` (called ``name`` in the notes) at ``L = length``."""
+    V, L = int(language.vocab_size), int(length)
     n = int(np.count_nonzero(schedule.pi > 0))
     out = {}
-    l = interval_length_of(spec)
+    l = closed_form_length(language)
     if l is None:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
-                                        f"no closed form for {spec} (only the interval language has one)")
+                                        f"no closed form for {_name(language, name)} (only the interval language has one)")
     elif L % l:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
                                         f"the interval closed form needs l = {l} to divide L = {L}")
@@ -181,17 +187,18 @@ def _mc_bytes(samples: int, length: int) -> int:
     return int(samples) * int(length) * MC_BYTES_PER_TOKEN
 
 
-def choose_method(requested: str, spec: str, vocab: int, length: int, schedule: Schedule,
-                  samples: int) -> MethodChoice:
+def choose_method(requested: str, language: Any, length: int, schedule: Schedule, samples: int, *,
+                  name: str | None = None) -> MethodChoice:
     """The method a point is computed by (module docstring); ``ValueError`` when the requested
-    method cannot run at this size, naming that method, what rules it out and the estimated cost."""
+    method cannot run at this size, naming that method, the language (``name``, e.g. the preset,
+    else its kind), what rules it out and the estimated cost."""
     if requested not in METHODS:
         raise ValueError(f"unknown method {requested!r}; choose one of {METHODS}")
-    costs = method_costs(spec, vocab, length, schedule)
+    costs = method_costs(language, length, schedule, name=name)
     if requested in EXACT_METHODS:
         cost = costs[requested]
         if not cost.feasible or cost.seconds > MAX_REQUESTED_S:
-            raise ValueError(f"--method {requested} cannot compute {spec} at L = {length}, "
+            raise ValueError(f"--method {requested} cannot compute {_name(language, name)} at L = {length}, "
                              f"N = {schedule.n_steps}: {cost.describe()}; use --method auto or mc")
         return MethodChoice(requested, requested, costs)
     if requested == "auto":
@@ -205,3 +212,21 @@ def choose_method(requested: str, spec: str, vocab: int, length: int, schedule: 
                          f"which needs about {need / 2**30:.1f} GiB of arrays (limit {MC_MAX_BYTES / 2**30:.0f} GiB); "
                          "use fewer --samples")
     return MethodChoice("mc", requested, costs)
+
+
+ADAPTIVE_METHODS = ("dp", "enumerate")  # numerics.exact.adaptive.METHODS
+MAX_ADAPTIVE_DP = 1 << 15  # V^L outputs of an adaptive rule's exact DP (a Python pass over reachable states)
+
+
+def choose_adaptive_method(requested: str, vocab: int, length: int) -> str:
+    """``dp`` / ``enumerate`` / ``mc`` for an adaptive rule (``auto``: the DP while ``V^L <= MAX_ADAPTIVE_DP``).
+
+    The rule's exact law comes from :mod:`numerics.exact.adaptive`; ``closed-form`` does not apply.
+    """
+    if requested not in METHODS:
+        raise ValueError(f"unknown method {requested!r}; choose one of {METHODS}")
+    if requested == "auto":
+        return "dp" if int(vocab) ** int(length) <= MAX_ADAPTIVE_DP else "mc"
+    if requested != "mc" and requested not in ADAPTIVE_METHODS:
+        raise ValueError(f"--method {requested}: an adaptive rule is computed by {ADAPTIVE_METHODS + ('mc',)}")
+    return requested

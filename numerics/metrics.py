@@ -1,0 +1,444 @@
+"""All metrics of one point (language, ``L``, sampler) by the best method there is: the one home.
+
+:func:`point_metrics` returns a :class:`PointMetrics`: KL, the Jensen bound, TER, SER, the SER
+certificate, generative perplexity and NFE of a sampler with the oracle denoiser, each field an
+:class:`~numerics.estimate.Estimate` saying how it was obtained, or :class:`~numerics.estimate.Unavailable`
+with the reason the method cannot give it. The method (:mod:`numerics.methods`) is chosen from the
+language *object* (the interval language's closed forms whatever the language was loaded from):
+
+* the random-order sampler (:class:`~numerics.sampling.samplers.RandomOrder`):
+
+  - ``closed-form`` (the interval language, ``l`` dividing ``L``, any size):
+    :mod:`numerics.exact.interval_metrics`, every metric exact;
+  - ``dp`` / ``enumerate`` (tiny ``L``): the exact output law ``p`` (:mod:`numerics.exact.dp`,
+    :mod:`numerics.exact.enumerate`), every metric exact;
+  - ``mc``: SER and generative perplexity from samples of the fast oracle sampler with exact
+    ``log q``, ``gen_ppl_data`` from true samples, ``TER(q)`` exact where the object has an exact
+    entropy (n-grams, the interval language), the Jensen bound by :func:`jensen_bound` (exact for
+    the interval language and token Markov chains, else Monte Carlo); ``KL(q || p)`` of the true
+    mixture ``p`` (hence ``log_ter_gap``, ``ter``, the certificate) is unavailable -- never
+    replaced by the Jensen bound;
+  - ``nfe``: the exact expected ``ddpm_cache`` count at the batch size; ``nfe_realized`` (Monte
+    Carlo) the mean over the run's batches.
+
+* an adaptive rule (:class:`~numerics.sampling.adaptive.AdaptiveSampler`): exact by
+  :mod:`numerics.exact.adaptive` (``dp``; ``enumerate`` by name) while ``V^L`` is small, else Monte
+  Carlo with ``kl`` the *true* ``KL(q || p)`` by the chain-rule identity (I1) along ``x ~ q``
+  (``docs/methods/adaptive.md``); a rule has one reveal path per output, so the Jensen bound is
+  not a separate quantity; ``nfe`` is the expected (exact) or mean (Monte Carlo) calls per
+  sequence; ties are broken by the rule's ``tie_seed`` (reported with the point).
+
+Labels that do not mislead: an exact KL that comes out at ``-1e-16`` is reported as 0
+(:func:`numerics.exact.output_law.nonnegative_kl`; a larger negative KL raises); Monte Carlo
+terms that agree up to round-off (a one-token-per-step rule's chain-rule terms) get standard
+error 0 and the "all samples agree" reason (:func:`numerics.estimate.mean_estimate`).
+
+Adding a metric: a field of :class:`PointMetrics` (and its column in docs/schema.md), filled by
+each sampler kind's function below (or :class:`~numerics.estimate.Unavailable` with the reason).
+Adding a sampler kind: one function ``(point) -> dict of fields`` registered in
+:data:`SAMPLER_KINDS` under its ``Sampler.kind``.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, fields
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from numerics.estimate import CONFIDENCE, Estimate, Metric, Unavailable, mean_estimate
+from numerics.exact.output_law import ExactMetrics, nonnegative_kl, ser_kl_certificate
+from numerics.languages.hmm import Language
+from numerics.methods import MethodChoice, choose_adaptive_method, choose_method, closed_form_length
+from numerics.sampling.samplers import RandomOrder, Sampler
+from numerics.schedules import Schedule
+
+__all__ = [
+    "SAMPLER_KINDS",
+    "STREAMS",
+    "PointMethod",
+    "PointMetrics",
+    "exact_entropy",
+    "exact_metrics",
+    "jensen_bound",
+    "oracle_ser_mc",
+    "point_metrics",
+    "streams_of",
+]
+
+#: The named random streams of a point (each its own generator, so adding a metric never shifts another's draws).
+STREAMS = ("sampler", "sampler-ser", "data", "jensen-steps")
+
+Streams = Callable[[str], np.random.Generator]
+
+
+@dataclass(frozen=True)
+class PointMethod:
+    """How a point was computed (the fields of :class:`PointMetrics` that are not metrics).
+
+    Attributes
+    ----------
+    method : str
+        The method that ran: ``closed-form``, ``dp``, ``enumerate`` or ``mc``.
+    requested : str
+        The method asked for (``auto``, or one by name).
+    sampler : str
+        The sampler's label (rule and parameters).
+    tie_seed : int or None
+        Seed of the adaptive rules' tie priority (``numerics.sampling.adaptive.tie_priority``);
+        ``None`` for the random-order sampler (no ties to break).
+    choice : MethodChoice or None
+        The estimated cost of every exact method (random-order sampler; ``None`` for a rule).
+    ser_choice : MethodChoice or None
+        The same for the SER language when it differs.
+    """
+
+    method: str
+    requested: str
+    sampler: str
+    tie_seed: Optional[int] = None
+    choice: Optional[MethodChoice] = None
+    ser_choice: Optional[MethodChoice] = None
+
+
+@dataclass(frozen=True)
+class PointMetrics:
+    """Every metric of one point; each an :class:`~numerics.estimate.Estimate` or
+    :class:`~numerics.estimate.Unavailable` with the reason (module docstring; columns in docs/schema.md).
+
+    Attributes
+    ----------
+    kl : Metric
+        ``KL(q || p)`` of the sampler's true output law ``p`` (nats).
+    kl_jensen_bound : Metric
+        ``E_tau KL(q || p(. | tau))`` (Lemma B.2), an upper bound on ``kl`` for the random-order sampler.
+    kl_chain_rule : Metric
+        An adaptive rule's ``KL(q || p)`` by the chain-rule identity (I1): the same number as
+        ``kl`` by a different formula (exact methods), or ``kl`` itself (Monte Carlo).
+    log_ter_gap : Metric
+        ``log TER(p) - log TER(q) = KL / L``.
+    ter : Metric
+        ``TER(p) = exp(E_{x~q}[-log p(x)] / L)``.
+    ter_data : Metric
+        ``TER(q) = exp(H(q) / L)``.
+    ser : Metric
+        ``SER(p) = 1 - p(supp q)`` (on the SER language when one is given).
+    ser_kl_certificate : Metric
+        ``1 - exp(-KL)``, an upper bound on ``SER`` (:func:`numerics.exact.output_law.ser_kl_certificate`).
+    gen_ppl : Metric
+        ``exp(E_{x~p}[-log q(x)] / L)``; ``inf`` when ``p`` leaves ``supp q``.
+    gen_ppl_data : Metric
+        The same for ``x ~ q``.
+    nfe : Metric
+        Expected network calls: ``ddpm_cache`` per batch (random order) or calls per sequence (a rule).
+    nfe_realized : Metric
+        The random-order sampler's mean realized calls per batch in a Monte Carlo run.
+    how : PointMethod
+        How the point was computed (not a metric).
+    """
+
+    kl: Metric
+    kl_jensen_bound: Metric
+    kl_chain_rule: Metric
+    log_ter_gap: Metric
+    ter: Metric
+    ter_data: Metric
+    ser: Metric
+    ser_kl_certificate: Metric
+    gen_ppl: Metric
+    gen_ppl_data: Metric
+    nfe: Metric
+    nfe_realized: Metric
+    how: PointMethod
+
+    @classmethod
+    def metric_names(cls) -> tuple[str, ...]:
+        """The metric fields, in order (every field but ``how``)."""
+        return tuple(f.name for f in fields(cls) if f.name != "how")
+
+    def metrics(self) -> dict[str, Metric]:
+        """``{name: Estimate or Unavailable}`` in field order."""
+        return {name: getattr(self, name) for name in self.metric_names()}
+
+
+def streams_of(rng: Union[int, np.random.Generator, Streams]) -> Streams:
+    """The point's named streams (:data:`STREAMS`) from a seed, a Generator or a ``name -> Generator`` callable.
+
+    A seed ``s`` gives ``default_rng([s, crc32(name)])``; a Generator gives one child per name
+    (``Generator.spawn``, in the order of :data:`STREAMS`); a callable is used as it is (the sweep
+    passes one that also mixes in the point's identity).
+    """
+    if callable(rng) and not isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        children = dict(zip(STREAMS, rng.spawn(len(STREAMS))))
+        return lambda name: children[name]
+    if int(rng) != rng or rng < 0:
+        raise ValueError(f"rng must be a seed >= 0, a numpy Generator or a stream callable, got {rng!r}")
+    return lambda name: np.random.default_rng([int(rng), zlib.crc32(name.encode())])
+
+
+# ----- the parts every sampler kind shares -------------------------------------------------------
+
+
+def exact_metrics(method: str, language: Language, length: int, schedule: Schedule) -> ExactMetrics:
+    """Every metric of the random-order sampler by the exact ``method`` (``closed-form``, ``enumerate`` or ``dp``)."""
+    if method == "closed-form":
+        from numerics.exact.interval_metrics import interval_metrics
+
+        l = closed_form_length(language)
+        if l is None:
+            raise ValueError(f"--method closed-form: no closed form for the {language.kind} language "
+                             "(only the interval language has one)")
+        return interval_metrics(schedule, length, l)
+    if method == "enumerate":
+        from numerics.exact.enumerate import enumerate_metrics
+
+        return enumerate_metrics(language, length, schedule)
+    if method == "dp":
+        from numerics.exact.dp import dp_metrics
+
+        return dp_metrics(language, length, schedule)
+    raise ValueError(f"{method!r} is not an exact method; choose one of closed-form, enumerate, dp")
+
+
+def exact_entropy(language: Language, length: int) -> Optional[Estimate]:
+    """``H(X_1..X_L)`` exactly (n-gram chain rule, interval closed form), or ``None`` when there is none."""
+    from numerics.exact.entropy import sequence_entropy
+
+    try:
+        return sequence_entropy(language, length)
+    except ValueError:  # no exact entropy (a general HMM)
+        return None
+
+
+def jensen_bound(language: Language, length: int, schedule: Schedule, *, tokens: Optional[np.ndarray] = None,
+                 samples: int = 1000, rng: Optional[np.random.Generator] = None,
+                 steps_rng: Optional[np.random.Generator] = None, confidence: float = CONFIDENCE) -> Estimate:
+    """The Jensen bound ``E_tau KL(q || p(. | tau))`` (Lemma B.2) by the best method there is.
+
+    The interval closed form (any ``L``), the token Markov chain rule
+    (:func:`numerics.exact.markov.jensen_bound_markov`), else Monte Carlo over ``tokens`` (``x ~ q``;
+    drawn with ``language.sample(samples, length, rng)`` when not given) and instances
+    ``tau ~ pi`` drawn from ``steps_rng`` (default: ``rng``), with a normal interval at ``confidence``.
+    """
+    from numerics.exact.markov import jensen_bound_markov, markov_chain_of
+
+    l = closed_form_length(language)
+    if l is not None:
+        from numerics.exact.interval_metrics import interval_jensen_bound
+
+        return interval_jensen_bound(schedule, length, l).total
+    try:
+        markov_chain_of(language)
+    except ValueError:
+        from numerics.sampling.montecarlo import kl_jensen_bound_from_tokens
+
+        if tokens is None:
+            if rng is None:
+                raise ValueError("the Monte Carlo Jensen bound needs tokens or an rng") from None
+            tokens = language.sample(samples, length, rng)
+        reveal_steps = schedule.sample_steps(steps_rng if steps_rng is not None else rng, tokens.shape)
+        return kl_jensen_bound_from_tokens(language, reveal_steps, tokens, confidence)
+    return jensen_bound_markov(language, length, schedule).total
+
+
+def oracle_ser_mc(language: Language, schedule: Schedule, samples: int, length: int, rng: np.random.Generator, *,
+                  batch_size: int = 1, confidence: float = CONFIDENCE) -> Estimate:
+    """Monte Carlo SER of the random-order oracle sampler: ``samples`` runs, exact support check, Clopper-Pearson."""
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.samplers import sample_oracle
+
+    run = sample_oracle(language, schedule, samples, length, rng, batch_size=batch_size)
+    return mc.ser_mc(language, run, confidence)
+
+
+@dataclass(frozen=True)
+class _Point:
+    """What a sampler kind's function gets: the point and its streams."""
+
+    language: Language
+    ser_language: Language  # ``language`` itself when SER is measured on the same language
+    length: int
+    sampler: Sampler
+    method: str
+    samples: int
+    streams: Streams
+    batch_size: int
+    names: tuple  # (language name, SER language name) for messages; None: the kind
+
+    @property
+    def same_ser(self) -> bool:
+        return self.ser_language is self.language
+
+
+def _data(point: _Point) -> tuple[dict[str, Metric], np.ndarray, np.ndarray]:
+    """``gen_ppl_data`` and ``ter_data`` from ``samples`` true sequences; returns them, the sequences and their ``log q``."""
+    from numerics.inference import log_q
+    from numerics.sampling import montecarlo as mc
+
+    L, language = point.length, point.language
+    data = language.sample(point.samples, L, point.streams("data"))
+    loglik = log_q(language, data)
+    gen_ppl_data = mc.gen_ppl_from_loglik(loglik, L, label="mc, x ~ q")
+    H = exact_entropy(language, L)
+    # no exact entropy: TER(q) is the data's generative perplexity
+    ter_data = gen_ppl_data if H is None else Estimate(math.exp(H.value / L), 0.0, H.method)
+    return {"gen_ppl_data": gen_ppl_data, "ter_data": ter_data}, data, loglik
+
+
+def _sample_metrics(point: _Point, tokens: np.ndarray) -> dict[str, Metric]:
+    """``gen_ppl`` (and ``ser`` on the same language) of the sampler's outputs ``tokens``, with exact ``log q``."""
+    from numerics.inference import log_q
+    from numerics.sampling import montecarlo as mc
+
+    loglik = log_q(point.language, tokens)
+    out: dict[str, Metric] = {"gen_ppl": mc.gen_ppl_from_loglik(loglik, point.length)}
+    if point.same_ser:
+        out["ser"] = mc.ser_from_loglik(loglik)
+    return out
+
+
+_NO_MIXTURE_KL = "KL(q || p) of the sampler's mixture law p needs the exact law (an exact method, small L)"
+
+
+def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, Optional[MethodChoice]]:
+    """The random-order sampler: exact law where a method fits, else Monte Carlo (module docstring)."""
+    sampler: RandomOrder = point.sampler
+    schedule, L, n = sampler.schedule, point.length, point.samples
+    choice = choose_method(point.method, point.language, L, schedule, n, name=point.names[0])
+    out: dict[str, Metric] = {
+        "kl_chain_rule": Unavailable("the random-order sampler has many reveal paths per output: kl is its true KL"),
+        "nfe": Estimate(schedule.expected_nfe(L, batch=point.batch_size), 0.0,
+                        f"formula E[NFE] (ddpm_cache, batch {point.batch_size})"),
+    }
+    if choice.method != "mc":
+        m = exact_metrics(choice.method, point.language, L, schedule)
+        out.update({f.name: getattr(m, f.name) for f in fields(m)})
+        out["nfe_realized"] = Unavailable("an exact method runs no sampler: nfe is the exact expectation")
+    else:
+        from numerics.sampling import montecarlo as mc
+        from numerics.sampling.samplers import sample_oracle
+
+        for k in ("kl", "log_ter_gap", "ter", "ser_kl_certificate"):
+            out[k] = Unavailable(_NO_MIXTURE_KL)
+        run = sample_oracle(point.language, schedule, n, L, point.streams("sampler"), batch_size=point.batch_size,
+                            cache=sampler.cache)
+        out.update(_sample_metrics(point, run.tokens))
+        data_metrics, data, _ = _data(point)
+        out.update(data_metrics)
+        out["kl_jensen_bound"] = jensen_bound(point.language, L, schedule, tokens=data,
+                                              steps_rng=point.streams("jensen-steps"))
+        out["nfe_realized"] = mc.nfe_comparison(run, schedule).realized
+    ser_choice = None
+    if not point.same_ser:
+        ser_choice = choose_method(point.method, point.ser_language, L, schedule, n, name=point.names[1])
+        if ser_choice.method == "mc":
+            out["ser"] = oracle_ser_mc(point.ser_language, schedule, n, L, point.streams("sampler-ser"),
+                                       batch_size=point.batch_size)
+        else:
+            out["ser"] = exact_metrics(ser_choice.method, point.ser_language, L, schedule).ser
+    return out, choice.method, choice, ser_choice
+
+
+_ONE_PATH = "one reveal path per output (a deterministic rule): kl itself is given"
+
+
+def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
+    """An adaptive rule: exact (DP / enumeration) or Monte Carlo with (I1) for ``KL(q || p)``."""
+    sampler, L, n = point.sampler, point.length, point.samples
+    method = choose_adaptive_method(point.method, point.language.vocab_size, L)
+    out: dict[str, Metric] = {"kl_jensen_bound": Unavailable(_ONE_PATH),
+                              "nfe_realized": Unavailable("a rule's calls per sequence are nfe")}
+    if method != "mc":
+        from numerics.exact.adaptive import adaptive_metrics
+
+        r = adaptive_metrics(point.language, L, sampler, method)
+        out.update({f.name: getattr(r.metrics, f.name) for f in fields(r.metrics) if f.name != "kl_jensen_bound"})
+        if not point.same_ser:
+            out["ser"] = adaptive_metrics(point.ser_language, L, sampler, method).metrics.ser
+        out.update(kl_chain_rule=r.kl_chain_rule, nfe=r.expected_nfe)
+        return out, method, None, None
+    from numerics.sampling import adaptive as ad
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.denoiser import OracleDenoiser
+
+    run = sampler.sample(OracleDenoiser(point.language, strict=False), n, L, point.streams("sampler"),
+                         batch_size=point.batch_size)
+    out.update(_sample_metrics(point, run.tokens))
+    if not point.same_ser:
+        ser_run = sampler.sample(OracleDenoiser(point.ser_language, strict=False), n, L, point.streams("sampler-ser"),
+                                 batch_size=point.batch_size)
+        out["ser"] = mc.ser_mc(point.ser_language, ser_run)
+    data_metrics, data, data_loglik = _data(point)
+    out.update(data_metrics)
+    terms = ad.chain_rule_terms(sampler, point.language, data).terms
+    # the terms are differences of log-probabilities of size |log q(x)|: that is their round-off scale
+    kl = mean_estimate(terms, "mc (x ~ q, chain-rule identity (I1))", scale=float(np.max(np.abs(data_loglik))))
+    if kl.stderr == 0.0:  # every term agrees: a deterministic KL (0 for one token per step), clip its round-off
+        kl = Estimate(nonnegative_kl(kl.value, float(np.max(np.abs(data_loglik)))), 0.0, kl.method, kl.samples)
+    out.update(kl=kl, kl_chain_rule=kl, log_ter_gap=Estimate(kl.value / L, kl.stderr / L, kl.method, n),
+               ser_kl_certificate=ser_kl_certificate(kl),
+               ter=Unavailable("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)"),
+               nfe=ad.nfe_mc(run))
+    return out, "mc", None, None
+
+
+#: ``Sampler.kind -> function(point) -> (metrics, method, choice, ser_choice)``: one entry per sampler kind.
+SAMPLER_KINDS: dict[str, Callable[[_Point], tuple]] = {
+    "random": _random_order,
+    "adaptive": _adaptive,
+}
+
+
+def point_metrics(language: Language, length: int, sampler: Union[Sampler, Schedule], *, method: str = "auto",
+                  samples: int = 1000, rng: Union[int, np.random.Generator, Streams] = 0,
+                  ser_language: Optional[Language] = None, batch_size: int = 1,
+                  names: tuple[Optional[str], Optional[str]] = (None, None)) -> PointMetrics:
+    """Every metric of ``sampler`` with the oracle denoiser of ``language`` at length ``length`` (module docstring).
+
+    Parameters
+    ----------
+    language : Language
+        Any language object (:data:`numerics.languages.hmm.Language`); its kind decides the closed forms.
+    length : int
+        ``L``.
+    sampler : Sampler or Schedule
+        A :class:`~numerics.sampling.samplers.Sampler` (random order, an adaptive rule), or a
+        :class:`~numerics.schedules.Schedule` for the random-order sampler with it.
+    method : {"auto", "closed-form", "dp", "enumerate", "mc"}
+        ``auto``: the fastest exact method that fits, else Monte Carlo (:mod:`numerics.methods`);
+        a method named that cannot run at this size is a ``ValueError`` naming its cost.
+    samples : int
+        Monte Carlo sample count of each Monte Carlo quantity.
+    rng : int, numpy.random.Generator or callable
+        The random streams (:func:`streams_of`); unused by exact methods.
+    ser_language : Language, optional
+        Measure SER on this language (e.g. a pruned variant), by its own best method.
+    batch_size : int
+        Sequences per sampler batch (the ``ddpm_cache`` NFE depends on it).
+    names : (str or None, str or None)
+        What messages call the language and the SER language (e.g. the preset names); ``None``: their kind.
+    """
+    if isinstance(sampler, Schedule):
+        sampler = RandomOrder(sampler)
+    if not isinstance(sampler, Sampler):
+        raise TypeError(f"sampler must be a numerics Sampler or a Schedule, got {type(sampler).__name__}")
+    kind = SAMPLER_KINDS.get(sampler.kind)
+    if kind is None:
+        raise ValueError(f"no point metrics for samplers of kind {sampler.kind!r}; known: {sorted(SAMPLER_KINDS)}")
+    for name, v in (("length", length), ("samples", samples), ("batch_size", batch_size)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if method == "mc" and samples < 2:
+        raise ValueError("Monte Carlo needs samples >= 2")
+    point = _Point(language, language if ser_language is None else ser_language, int(length), sampler, method,
+                   int(samples), streams_of(rng), int(batch_size), tuple(names))
+    metrics, ran, choice, ser_choice = kind(point)
+    missing = set(PointMetrics.metric_names()) - set(metrics)
+    if missing:  # a sampler kind must give every field, or say why not
+        raise AssertionError(f"{sampler.kind} point metrics left out {sorted(missing)}")
+    how = PointMethod(ran, method, sampler.label, getattr(sampler, "tie_seed", None), choice, ser_choice)
+    return PointMetrics(**{k: metrics[k] for k in PointMetrics.metric_names()}, how=how)
