@@ -189,7 +189,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
         report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick,
                            executor=executor, scheduler=scheduler)
     except CorruptRowsError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(exc.describe("--drop-bad-rows")) from None
     finally:
         bar.close()
     emit(report, as_json, f"{report.computed} point(s) computed, {report.skipped} skipped, "

@@ -281,9 +281,11 @@ def counterexamples_cmd(lemma, budget, seed, progress, out, as_json) -> None:
     from numerics.provenance import atomic_write_json, check_writable_file, provenance
     from theory import claims
     from theory.search import search_counterexamples
+    from validation.guards import guard_output
 
     if not claims(lemma):
         raise click.UsageError(f"no claim matches {lemma!r}")
+    guard_output(out, "counterexamples")
     check_writable_file(out)  # before the search, not after it
     rng = np.random.default_rng(seed)
     findings, least = [], {}

@@ -1,0 +1,308 @@
+"""Guards on what a user types (issue 19): nothing written over a file of another kind, lists that
+mean one thing, sizes checked against the machine before anything is allocated.
+
+Three families, each raising a :class:`GuardError` (a ``ValueError``; the command line prints its
+message and exits with status 2, the usage status, without a traceback):
+
+* **Outputs** -- :func:`guard_output`: an output path that exists must hold a file of the kind the
+  command writes there (a sweep table, an evaluation result, ...) or be empty; it must not be one
+  of the command's own inputs (compared after following symbolic links, so a link to the input is
+  the input). A file of another kind is never written over, whatever the other options say
+  (``--drop-bad-rows`` drops bad rows of a sweep table, it does not make a checkpoint one).
+* **Lists** -- :func:`check_increasing`: ``-N 16,4,4,8`` is refused, naming the duplicate or the
+  disorder and giving the sorted, de-duplicated list to type instead.
+* **Sizes** -- :func:`check_memory` / :func:`check_seconds`: an estimate of the bytes or seconds a
+  request needs, compared with this machine's memory (:func:`physical_memory`, from
+  ``/proc/meminfo`` or ``os.sysconf``) or a time budget, and refused with the estimate and the
+  option that changes it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "GuardError",
+    "MEMORY_FRACTION",
+    "OUTPUT_KINDS",
+    "OutputKind",
+    "check_increasing",
+    "check_memory",
+    "check_same_vocabulary",
+    "check_seconds",
+    "describe_file",
+    "guard_output",
+    "memory_limit",
+    "physical_memory",
+]
+
+
+class GuardError(ValueError):
+    """A request refused before anything is computed or written (the message names the option)."""
+
+    exit_code = 2  # the command line's usage status: the input, not the program, is at fault
+
+
+# ----------------------------------------------------------------------------------------- outputs
+_SNIFF_BYTES = 1 << 16  # how much of a file is read to tell what it is
+
+
+def _head(path: Path, n: int = _SNIFF_BYTES) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
+def _json_object(path: Path) -> dict | None:
+    """The file as one JSON object, or ``None`` (not JSON, not an object, unreadable)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _is_sweep_table(path: Path) -> bool:
+    """A JSONL sweep table: some line is a row (``config`` and ``config_hash``), damaged lines aside."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and {"config", "config_hash"} <= row.keys():
+            return True
+    return False
+
+
+def _is_flat_csv(path: Path) -> bool:
+    try:
+        first = _head(path).split(b"\n", 1)[0]
+    except OSError:
+        return False
+    return b"config_hash" in first.split(b",")
+
+
+def _is_flat_parquet(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return data[:4] == b"PAR1" and data[-4:] == b"PAR1" and b"config_hash" in data[-_SNIFF_BYTES:]
+
+
+def _npz_keys(path: Path) -> set[str] | None:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return {n[:-4] if n.endswith(".npy") else n for n in z.namelist()}
+    except (OSError, zipfile.BadZipFile):
+        return None
+
+
+_LANGUAGE_KEYS = ({"initial", "transition", "emission"}, {"order", "initial", "conditional"})
+
+
+def _is_language_npz(path: Path) -> bool:
+    keys = _npz_keys(path)
+    return keys is not None and any(k <= keys for k in _LANGUAGE_KEYS)
+
+
+def _is_result_json(*keys: str) -> Callable[[Path], bool]:
+    def test(path: Path) -> bool:
+        data = _json_object(path)
+        return data is not None and "provenance" in data and all(k in data for k in keys)
+
+    return test
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """A kind of file a command writes: what to call it, and how to recognise one already there."""
+
+    name: str
+    test: Callable[[Path], bool]
+
+
+#: The kinds of output file, by the name a command passes to :func:`guard_output`.
+OUTPUT_KINDS: dict[str, OutputKind] = {
+    "sweep table": OutputKind("an mdm-theory sweep table (JSONL rows)", _is_sweep_table),
+    "sweep csv": OutputKind("the CSV copy of a sweep table", _is_flat_csv),
+    "sweep parquet": OutputKind("the Parquet copy of a sweep table", _is_flat_parquet),
+    "evaluation": OutputKind("an mdm-theory evaluate result (JSON)", _is_result_json("rows", "model")),
+    "sampling benchmark": OutputKind("an mdm-theory bench sampling result (JSON)", _is_result_json("weights")),
+    "counterexamples": OutputKind("an mdm-theory counterexamples file (JSON)", _is_result_json("findings")),
+    "language": OutputKind("a language .npz file", _is_language_npz),
+    "run metrics": OutputKind("an mdm-theory training metrics.json", _is_result_json("config", "history")),
+    "report page": OutputKind("an mdm-theory report page", lambda p: b"<title>mdm-theory" in _head(p, 4096)),
+}
+
+
+def describe_file(path: str | os.PathLike) -> str:
+    """What an existing file looks like, in a few words (for a refusal: 'it looks like ...')."""
+    path = Path(path)
+    try:
+        head = _head(path)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if not head:
+        return "empty"
+    keys = _npz_keys(path) if head[:2] == b"PK" else None
+    if keys is not None:
+        if "data.pkl" in {k.rsplit("/", 1)[-1] for k in keys} or any(k.endswith("/data.pkl") for k in keys):
+            return "a PyTorch file (a checkpoint?)"
+        if any(k <= keys for k in _LANGUAGE_KEYS):
+            return "a language .npz file"
+        return f"an .npz/zip archive (members {sorted(keys)[:5]})"
+    if head[:4] == b"PAR1":
+        return "a Parquet file"
+    if head[:6] == b"\x93NUMPY":
+        return "a .npy array"
+    for kind in ("sweep table", "evaluation", "sampling benchmark", "counterexamples", "run metrics"):
+        if OUTPUT_KINDS[kind].test(path):
+            return OUTPUT_KINDS[kind].name
+    try:
+        head.decode()
+    except UnicodeDecodeError:
+        return f"a binary file of {path.stat().st_size} bytes"
+    if _json_object(path) is not None:
+        return "a JSON object of another program"
+    return f"a text file of {path.stat().st_size} bytes"
+
+
+def _same_file(a: Path, b: str | os.PathLike) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def guard_output(path: str | os.PathLike, kind: str, *, option: str = "--out",
+                 inputs: Mapping[str, str | os.PathLike | Sequence[str | os.PathLike] | None] | None = None) -> Path:
+    """Refuse to write ``kind`` to ``path`` unless it is new, empty or already a file of that kind.
+
+    Parameters
+    ----------
+    path : path-like
+        The output file (symbolic links are followed: the file checked is the link's target).
+    kind : str
+        A key of :data:`OUTPUT_KINDS`.
+    option : str
+        The option that named the path, for the message.
+    inputs : mapping, optional
+        ``{option: path or paths}`` of the command's input files; the output may be none of them.
+        Entries that are not existing files (a preset name) are ignored.
+
+    Returns the path, links followed. Raises :class:`GuardError` naming the option, the file and
+    what it holds.
+    """
+    out = Path(path)
+    target = Path(os.path.realpath(out))
+    via = f" (through the symbolic link {out} -> {target})" if out.is_symlink() else ""
+    for name, given in (inputs or {}).items():
+        for item in ([given] if isinstance(given, (str, os.PathLike)) else list(given or ())):
+            if os.path.isfile(item) and _same_file(target, item):
+                raise GuardError(f"{option} {out} is the same file as the input {name} {item}{via}: writing the "
+                                 f"output would destroy the input; choose another {option}")
+    if not target.is_file() or target.stat().st_size == 0:
+        return target  # new, empty, or not a regular file (numerics.provenance.check_writable_file names that)
+    spec = OUTPUT_KINDS[kind]
+    if not spec.test(target):
+        raise GuardError(f"{option} {out}{via} exists and is not {spec.name}: it looks like {describe_file(target)}; "
+                         f"mdm-theory writes only over its own output files, so nothing was written; choose another "
+                         f"{option} or move the file away")
+    return target
+
+
+# ------------------------------------------------------------------------------------------- lists
+def check_increasing(values: Sequence[int], option: str) -> list[int]:
+    """``values`` if strictly increasing; else :class:`GuardError` naming the repeat or the disorder.
+
+    A list of step counts or lengths is a set of points in the order they are plotted and
+    reported: ``4,2,2`` has a point twice and runs backwards, so it is refused with the list that
+    was probably meant (sorted, each value once).
+    """
+    values = [int(v) for v in values]
+    suggestion = ",".join(str(v) for v in sorted(set(values)))
+    seen: set[int] = set()
+    for k, v in enumerate(values):
+        if v in seen:
+            raise GuardError(f"{option} lists {v} twice ({','.join(map(str, values))}); each value is one point: "
+                             f"did you mean {option} {suggestion}?")
+        seen.add(v)
+        if k and v < values[k - 1]:
+            raise GuardError(f"{option} is not increasing: {v} comes after {values[k - 1]} "
+                             f"({','.join(map(str, values))}); did you mean {option} {suggestion}?")
+    return values
+
+
+def check_same_vocabulary(language: str, vocab: int, other: str, other_vocab: int, option: str) -> None:
+    """Refuse a second language (SER measured on it, a pair ``A:B``) whose vocabulary is not the first one's.
+
+    The sampler draws tokens ``0..V-1`` of ``language``; a language over another alphabet would
+    score them as tokens of a different vocabulary, a number that means nothing.
+    """
+    if int(vocab) != int(other_vocab):
+        raise GuardError(f"{option} {other} has a vocabulary of {other_vocab} tokens, but {language} (the language "
+                         f"sampled) has {vocab}: SER on another alphabet means nothing; pick a language over the "
+                         f"same {vocab} tokens (e.g. {language}'s -pruned twin)")
+
+
+# ------------------------------------------------------------------------------------------- sizes
+MEMORY_FRACTION = 0.5  # a request may plan on at most half of the machine's physical memory
+MEMORY_ENV = "MDM_THEORY_MEMORY_GIB"  # overrides the machine's memory (tests; a batch job's share)
+
+
+def physical_memory() -> int:
+    """This machine's physical memory in bytes (``MemTotal`` of ``/proc/meminfo``, else ``os.sysconf``).
+
+    ``MDM_THEORY_MEMORY_GIB`` overrides it (a job's share of a node, or a test's small machine).
+    """
+    given = os.environ.get(MEMORY_ENV)
+    if given:
+        return int(float(given) * 2**30)
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - neither Linux nor POSIX
+        return 16 * 2**30
+
+
+def memory_limit() -> int:
+    """The bytes one request may plan on: :data:`MEMORY_FRACTION` of :func:`physical_memory`."""
+    return int(MEMORY_FRACTION * physical_memory())
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n < 2**70 else f"about 10^{math.log10(n / 2**30):.0f} GiB"
+
+
+def check_memory(need_bytes: float, what: str, change: str) -> None:
+    """Refuse ``what`` when its estimated ``need_bytes`` exceed :func:`memory_limit`.
+
+    ``change`` names the option(s) that bring the estimate down (``"use a smaller --batch"``).
+    """
+    limit = memory_limit()
+    if not math.isfinite(need_bytes) or need_bytes > limit:
+        raise GuardError(f"{what} needs about {_gib(need_bytes)} of memory, more than this machine's limit of "
+                         f"{_gib(limit)} ({MEMORY_FRACTION:.0%} of {_gib(physical_memory())}); {change}")
+
+
+def check_seconds(seconds: float, budget: float, what: str, change: str) -> None:
+    """Refuse ``what`` when its estimated run time ``seconds`` exceeds ``budget``."""
+    if not math.isfinite(seconds) or seconds > budget:
+        shown = f"{seconds:.3g} s" if seconds < 1e9 else f"10^{math.log10(seconds):.0f} s"
+        raise GuardError(f"{what} would take about {shown} (more than {budget:.3g} s); {change}")
