@@ -28,6 +28,7 @@ import io
 import math
 import os
 import pickle
+import re
 import signal
 import threading
 import time
@@ -155,15 +156,22 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise FileNotFoundError(f"no checkpoint at {str(path)!r}")
     try:
         raw = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if refused is None:  # bytes that are no pickle at all
+            why = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", str(exc))
+            raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated (UnpicklingError: "
+                                  f"{why.group(1) if why else str(exc).strip().splitlines()[0]})") from exc
+        raise CheckpointError(  # weights_only refused an object: code would run on loading it
+            f"checkpoint {str(path)!r} holds Python objects that a weights-only load refuses to build (a foreign "
+            f"or malicious file; nothing in it was run): it asks for {refused.group(1)}") from exc
     except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError, ValueError) as exc:
         raise CheckpointError(
-            f"checkpoint {str(path)!r} is corrupt or truncated ({type(exc).__name__}: {exc}); "
-            "delete it to start the run again"
-        ) from exc
+            f"checkpoint {str(path)!r} is corrupt or truncated ({type(exc).__name__}: {exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != _FORMAT:
         raise CheckpointError(f"{str(path)!r} is not an mdm-theory checkpoint (format {_FORMAT})")
     try:
-        return Checkpoint(
+        ck = Checkpoint(
             config=run_config_from_dict(raw["config"]),
             step=int(raw["step"]),
             complete=bool(raw["complete"]),
@@ -178,6 +186,21 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         )
     except (KeyError, ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {str(path)!r} is incomplete or malformed: {exc}") from exc
+    _check_finite(ck, path)
+    return ck
+
+
+def _check_finite(ck: Checkpoint, path: Path) -> None:
+    """Refuse weights holding NaN or inf: such a network still samples (garbage, with confident numbers)."""
+    for part, state in (("weights", ck.model_state), ("EMA weights", ck.ema_state)):
+        if not isinstance(state, dict):
+            continue
+        for name, tensor in state.items():
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                bad = int((~torch.isfinite(tensor)).sum())
+                raise CheckpointError(f"checkpoint {str(path)!r} holds non-finite {part}: {name} has {bad} NaN/inf "
+                                      f"entr{'y' if bad == 1 else 'ies'} of {tensor.numel()}; a network with them "
+                                      "computes nothing meaningful (the run diverged or the file was damaged)")
 
 
 def _save_checkpoint(path: Path, payload: dict) -> None:
@@ -331,7 +354,10 @@ def _initial_state(cfg: RunConfig, dev: torch.device, ckpt_path: Path, fingerpri
     state = _State(model, ema, opt)
     if not ckpt_path.exists():
         return state
-    ck = load_checkpoint(ckpt_path, map_location=dev)
+    try:
+        ck = load_checkpoint(ckpt_path, map_location=dev)
+    except CheckpointError as exc:  # training's way out: this run folder's own checkpoint is unusable
+        raise CheckpointError(f"{exc}; delete it (or use another --out) to start the run again") from exc
     state.segments = _resume_segments(ck, cfg, ckpt_path)
     if ck.language_fingerprint not in (None, fingerprint):
         raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
