@@ -13,7 +13,7 @@ message and exits with status 2, the usage status, without a traceback):
   disorder and giving the sorted, de-duplicated list to type instead.
 * **Sizes** -- :func:`check_memory` / :func:`check_seconds`: an estimate of the bytes or seconds a
   request needs, compared with this machine's memory (:func:`physical_memory`, from
-  ``/proc/meminfo`` or ``os.sysconf``) or a time budget, and refused with the estimate and the
+  ``/proc/meminfo`` or ``os.sysconf``: :mod:`numerics.machine`) or a time budget, and refused with the estimate and the
   option that changes it.
 """
 
@@ -23,9 +23,11 @@ import json
 import math
 import os
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from numerics.machine import MEMORY_FRACTION, format_bytes, memory_limit, physical_memory
 
 __all__ = [
     "GuardError",
@@ -34,6 +36,7 @@ __all__ = [
     "OutputKind",
     "check_increasing",
     "check_memory",
+    "check_metric_target",
     "check_same_vocabulary",
     "check_seconds",
     "describe_file",
@@ -243,51 +246,40 @@ def check_increasing(values: Sequence[int], option: str) -> list[int]:
     return values
 
 
-def check_same_vocabulary(language: str, vocab: int, other: str, other_vocab: int, option: str) -> None:
-    """Refuse a second language (SER measured on it, a pair ``A:B``) whose vocabulary is not the first one's.
+def check_same_vocabulary(pairs: Iterable[tuple[str, str | None]], option: str) -> None:
+    """Refuse a pair ``(language, ser_language)`` whose two vocabularies differ (``None``: no second language).
 
-    The sampler draws tokens ``0..V-1`` of ``language``; a language over another alphabet would
-    score them as tokens of a different vocabulary, a number that means nothing.
+    The sampler draws tokens ``0..V-1`` of ``language``; SER measured on a language over another
+    alphabet scores them as tokens of a different vocabulary, a number that means nothing.
     """
-    if int(vocab) != int(other_vocab):
-        raise GuardError(f"{option} {other} has a vocabulary of {other_vocab} tokens, but {language} (the language "
-                         f"sampled) has {vocab}: SER on another alphabet means nothing; pick a language over the "
-                         f"same {vocab} tokens (e.g. {language}'s -pruned twin)")
+    from numerics.languages.presets import load_language
+
+    for language, other in sorted({(a, b) for a, b in pairs if b not in (None, a)}):
+        vocab, other_vocab = load_language(language).vocab_size, load_language(other).vocab_size
+        if vocab != other_vocab:
+            raise GuardError(f"{option}: {other} has a vocabulary of {other_vocab} tokens, but {language} (the "
+                             f"language sampled) has {vocab}: SER on another alphabet means nothing; measure it on a "
+                             f"language over the same {vocab} tokens (e.g. {language}'s -pruned twin)")
+
+
+#: Metrics with a bounded range: ``(low, high)``. SER is a probability; a target at or above its
+#: top is met by every sampler at ``N = 1``, so the search would answer a question nobody asked.
+METRIC_RANGES = {"ser": (0.0, 1.0)}
+
+
+def check_metric_target(metric: str, target: float, option: str = "--target") -> None:
+    """Refuse a target outside the metric's range or one every sampler meets (SER ``>= 1``)."""
+    if not math.isfinite(target) or target < 0:
+        raise GuardError(f"{option}: the target must be a finite number >= 0, got {target}")
+    low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
+    if target >= high:
+        raise GuardError(f"{option} {target} is not below the top of {metric.upper()}'s range [{low:g}, {high:g}]: "
+                         f"every sampler meets it at N = 1, so there is nothing to search; a {metric.upper()} target "
+                         f"is a probability such as 0.1")
 
 
 # ------------------------------------------------------------------------------------------- sizes
-MEMORY_FRACTION = 0.5  # a request may plan on at most half of the machine's physical memory
-MEMORY_ENV = "MDM_THEORY_MEMORY_GIB"  # overrides the machine's memory (tests; a batch job's share)
-
-
-def physical_memory() -> int:
-    """This machine's physical memory in bytes (``MemTotal`` of ``/proc/meminfo``, else ``os.sysconf``).
-
-    ``MDM_THEORY_MEMORY_GIB`` overrides it (a job's share of a node, or a test's small machine).
-    """
-    given = os.environ.get(MEMORY_ENV)
-    if given:
-        return int(float(given) * 2**30)
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (OSError, ValueError, AttributeError):  # pragma: no cover - neither Linux nor POSIX
-        return 16 * 2**30
-
-
-def memory_limit() -> int:
-    """The bytes one request may plan on: :data:`MEMORY_FRACTION` of :func:`physical_memory`."""
-    return int(MEMORY_FRACTION * physical_memory())
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB" if n < 2**70 else f"about 10^{math.log10(n / 2**30):.0f} GiB"
+_gib = format_bytes
 
 
 def check_memory(need_bytes: float, what: str, change: str) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
+from validation.guards import check_increasing, check_same_vocabulary
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 
@@ -108,6 +109,7 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
                           sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    check_same_vocabulary([(language, ser_language)], "--ser-language")
     if show_progress(progress):
         click.echo(f"computing {language} L={length} N={steps} ({method}) ...", err=True)
     result = evaluate_point(cfg)
@@ -174,8 +176,9 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     from validation.sweep import CorruptRowsError, grid, run_sweep
 
     try:
-        configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
-                       parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
+        configs = grid([s.strip() for s in languages.split(",") if s.strip()],
+                       check_increasing(parse_int_list(lengths), "--lengths"),
+                       check_increasing(parse_int_list(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,
                        batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -184,6 +187,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
                                f"-N {steps_text!r} must each name at least one value")
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
+    check_same_vocabulary([(c.language, c.ser_language) for c in configs], "--languages A:B")
     bar, tick = _progress_bar(len(configs), show_progress(progress))
     try:
         report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick,

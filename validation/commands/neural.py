@@ -156,12 +156,12 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
     """Generative perplexity and SER vs steps (exact ground truth), NFE, and eps_learning of a checkpoint."""
     from neural.evaluate import evaluate_checkpoint
     from numerics.provenance import atomic_write_json, check_writable_file, provenance
-    from validation.guards import guard_output
+    from validation.guards import check_increasing, guard_output
 
     if out:
         guard_output(out, "evaluation", inputs={"CHECKPOINT": [checkpoint, Path(checkpoint) / "checkpoint.pt"]})
         check_writable_file(out)  # before the evaluation, not after it
-    result = evaluate_checkpoint(checkpoint, _int_list(n_steps), samples=samples, seed=seed, schedule=schedule,
+    result = evaluate_checkpoint(checkpoint, check_increasing(_int_list(n_steps), "--steps"), samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
                                  oracle=oracle, learning=learning)
     result["provenance"] = provenance()
@@ -205,7 +205,7 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps,
     from neural.timing import compare_sampling
     from neural.train import load_checkpoint, pick_device
     from numerics.provenance import atomic_write_json, provenance
-    from validation.guards import guard_output
+    from validation.guards import check_increasing, guard_output
 
     if out:
         guard_output(out, "sampling benchmark", inputs={"--mdm": mdm_ckpt, "--ar": ar_ckpt})
@@ -221,7 +221,7 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps,
             cfg = make_config(preset, language="untrained", kind=kind, vocab_size=vocab)
             torch.manual_seed(0)
             models[kind], source[kind] = build_model(cfg.model).to(dev).eval(), f"untrained {preset}"
-    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=_int_list(n_steps), length=length,
+    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=check_increasing(_int_list(n_steps), "-N"), length=length,
                            repeats=repeats, warmup=warmup)
     result = {**res, "weights": source, "provenance": provenance()}
     if out:
