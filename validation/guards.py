@@ -34,11 +34,17 @@ __all__ = [
     "MEMORY_FRACTION",
     "OUTPUT_KINDS",
     "OutputKind",
+    "check_claim_size",
+    "check_hmm_inference",
     "check_increasing",
     "check_memory",
     "check_metric_target",
     "check_same_vocabulary",
     "check_seconds",
+    "check_steps_list",
+    "check_training",
+    "check_transformer",
+    "transformer_bytes",
     "describe_file",
     "guard_output",
     "memory_limit",
@@ -298,3 +304,93 @@ def check_seconds(seconds: float, budget: float, what: str, change: str) -> None
     if not math.isfinite(seconds) or seconds > budget:
         shown = f"{seconds:.3g} s" if seconds < 1e9 else f"10^{math.log10(seconds):.0f} s"
         raise GuardError(f"{what} would take about {shown} (more than {budget:.3g} s); {change}")
+
+
+# ---------------------------------------------------------------------------- per-command estimates
+MULTIPLICITY_MAX_SIZE = 1000  # float64 C(L, L/2) overflows at L = 1030; (L+1)^2 big binomials are minutes before
+RATIONAL_MAX_WORK = 10**9  # digit operations of an exact-rational evaluation (seconds to a minute) before --float
+
+
+#: Claims computed by the multiplicity recursion of :mod:`theory.collision` (the modules that use
+#: it): an ``(L+1) x (L+1)`` table of binomials and ``O(L^2 log N)`` products, in floats too.
+MULTIPLICITY_CLAIMS = ("C.1", "C.5", "C.6", "C.7", "4.3", "4.4")
+
+
+def check_claim_size(claim_id: str, instance: Mapping[str, object], exact: bool, float_option: str = "--float") -> None:
+    """Refuse a claim evaluation whose size makes it hopeless, with the estimate and what to change.
+
+    ``L`` is the largest integer field and ``n`` the longest list (the step probabilities). Claims
+    of :data:`MULTIPLICITY_CLAIMS` build ``(L+1)^2`` binomials of up to ``0.3 L`` digits whatever
+    the arithmetic, which overflow a float64 beyond ``L = 1029`` (refused above
+    :data:`MULTIPLICITY_MAX_SIZE`); in exact
+    rationals a claim sums products of up to ``L`` of the ``n`` rationals (e.g. Lemma C.1's
+    ``e_L(pi)``) whose denominators grow to ``D = L log10 n`` digits: about ``(L+1)^2 log2(n) D``
+    digit operations by the multiplicity recursion (``L n D`` otherwise), refused above
+    :data:`RATIONAL_MAX_WORK` with the suggestion to add ``float_option``.
+    """
+    ints = [int(v) for v in instance.values() if isinstance(v, int) and not isinstance(v, bool)]
+    lists = [len(v) for v in instance.values() if isinstance(v, (list, tuple))]
+    L, n = max(ints, default=1), max(lists, default=1)
+    family = ".".join(claim_id.split(".")[:2])
+    if family in MULTIPLICITY_CLAIMS and L > MULTIPLICITY_MAX_SIZE:
+        raise GuardError(f"{claim_id} at size {L} runs the multiplicity recursion over an (L+1)^2 table of binomials "
+                         f"of up to {0.3 * L:.3g} digits ({(L + 1) ** 2:.3g} entries), in float64 too, and C(L, L/2) "
+                         f"overflows a float64 beyond L = 1029; use a size up to {MULTIPLICITY_MAX_SIZE}")
+    if not exact:
+        return
+    digits = L * math.log10(max(n, 2))
+    work = (L + 1) ** 2 * math.log2(n + 1) * digits if family in MULTIPLICITY_CLAIMS else L * n * digits
+    if work > RATIONAL_MAX_WORK:
+        raise GuardError(f"{claim_id} in exact rationals at size {L} with {n} step probabilities: about {work:.3g} "
+                         f"digit operations (limit {RATIONAL_MAX_WORK:.0e}) on numbers of up to {digits:.3g} digits; "
+                         f"add {float_option} to evaluate in float64")
+
+
+def check_steps_list(values: Sequence[int], option: str) -> None:
+    """Refuse step counts no schedule can hold, before a grid of configs builds one schedule per value."""
+    from numerics.schedules import MAX_STEPS
+
+    too_many = [v for v in values if v > MAX_STEPS]
+    if too_many:
+        raise GuardError(f"{option} {too_many[0]} is too many steps: a schedule holds at most N = {MAX_STEPS} "
+                         f"(N+1 float64s and as many per-step arrays, {format_bytes(8 * (too_many[0] + 1))} each "
+                         f"at N = {too_many[0]}); {len(too_many)} value(s) of {option} exceed it")
+
+
+def transformer_bytes(batch: int, length: int, width: int, heads: int, layers: int, vocab: int) -> float:
+    """Rough float32 bytes of one forward pass of the ``neural`` transformer kept for the backward.
+
+    Per block: the residual stream and MLP/QKV activations (about ``16 B L d`` floats) and the
+    attention weights (``B heads L^2``); the output logits ``(B, L, V)`` twice (logits, log-softmax).
+    """
+    per_block = 16.0 * batch * length * width + float(batch) * heads * length * length
+    return 4.0 * (layers * per_block + 2.0 * batch * length * (vocab + 1))
+
+
+def check_transformer(batch: int, length: int, width: int, heads: int, layers: int, vocab: int, what: str,
+                      change: str) -> None:
+    """:func:`check_memory` of :func:`transformer_bytes`."""
+    check_memory(transformer_bytes(batch, length, width, heads, layers, vocab),
+                 f"{what} (batch {batch} x L = {length}, width {width}, {layers} blocks)", change)
+
+
+def check_training(cfg, option_hint: str = "use a smaller -L, --batch-size or --n-train") -> None:
+    """Refuse a training run whose data set or one optimizer step cannot fit in memory.
+
+    The data set holds ``(n_train + n_val) L`` int64 tokens (and the sampler's as many float64
+    draws while it is drawn); a step keeps the forward pass (:func:`transformer_bytes`) plus
+    gradients and AdamW's two moments of the weights.
+    """
+    m, t, d = cfg.model, cfg.train, cfg.data
+    tokens = (d.n_train + d.n_val) * m.length
+    check_memory(16.0 * tokens, f"the training data set ({d.n_train} + {d.n_val} sequences of L = {m.length})",
+                 option_hint)
+    check_transformer(t.batch_size, m.length, m.width, m.n_heads, m.n_layers, m.vocab_size,
+                      "one training step", option_hint)
+
+
+def check_hmm_inference(states: int, length: int, batch: int, what: str, change: str) -> None:
+    """Refuse a dense forward-backward whose arrays cannot fit: the ``S x S`` transition (and its
+    log and a work copy, ``24 S^2`` bytes) and ``alpha``, ``beta`` over ``B L S`` (``16 B L S``)."""
+    check_memory(24.0 * states * states + 16.0 * batch * length * states,
+                 f"{what} ({states} states, L = {length}, batch {batch})", change)

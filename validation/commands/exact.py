@@ -16,9 +16,12 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
-from validation.guards import check_increasing, check_same_vocabulary
+from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
+
+
+MAX_LIST_VALUES = 10_000  # an ellipsis pattern that would list more values is refused before it is built
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -44,7 +47,11 @@ def parse_int_list(text: str) -> list[int]:
         while out[-1] * (b // a) <= last:
             out.append(out[-1] * (b // a))
         candidates.append(out)
-    if a < b:
+    if a < b and (last - b) // (b - a) + len(head) > MAX_LIST_VALUES:  # counted, not built: 8,16,...,2^40
+        if not candidates or candidates[0][-1] != last:
+            raise click.BadParameter(f"{text!r} is neither a doubling pattern nor an arithmetic one of at most "
+                                     f"{MAX_LIST_VALUES} values (it would list {(last - b) // (b - a) + len(head)})")
+    elif a < b:
         out = list(head)
         while out[-1] + (b - a) <= last:
             out.append(out[-1] + (b - a))
@@ -53,6 +60,13 @@ def parse_int_list(text: str) -> list[int]:
         if out[-1] == last:
             return out
     raise click.BadParameter(f"neither a doubling nor an arithmetic pattern from {head} reaches {last} exactly")
+
+def _steps(text: str) -> list[int]:
+    """``-N`` of a sweep: parsed, every value within what a schedule holds (checked before the grid is built)."""
+    values = parse_int_list(text)
+    check_steps_list(values, "-N")
+    return values
+
 
 _method = click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
                        show_default=True,
@@ -178,7 +192,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     try:
         configs = grid([s.strip() for s in languages.split(",") if s.strip()],
                        check_increasing(parse_int_list(lengths), "--lengths"),
-                       check_increasing(parse_int_list(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,
+                       check_increasing(_steps(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,
                        batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

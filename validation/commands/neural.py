@@ -81,7 +81,7 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
     from neural.config import make_config
     from neural.data import resolve_language
     from neural.train import CheckpointError, train
-    from validation.guards import guard_output
+    from validation.guards import check_training, guard_output
 
     if threads is not None:
         torch.set_num_threads(threads)
@@ -91,6 +91,7 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
                           overrides=_overrides(sizes))
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
+    check_training(cfg)  # before the data set is drawn
     name = Path(language).stem if language.endswith(".npz") else language
     out = Path(out) if out else Path("runs") / f"{name}-{kind}-{preset}-s{seed}"
     guard_output(out / "metrics.json", "run metrics", inputs={"--language": language})
@@ -205,7 +206,7 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps,
     from neural.timing import compare_sampling
     from neural.train import load_checkpoint, pick_device
     from numerics.provenance import atomic_write_json, provenance
-    from validation.guards import check_increasing, guard_output
+    from validation.guards import check_increasing, check_transformer, guard_output
 
     if out:
         guard_output(out, "sampling benchmark", inputs={"--mdm": mdm_ckpt, "--ar": ar_ckpt})
@@ -221,7 +222,12 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps,
             cfg = make_config(preset, language="untrained", kind=kind, vocab_size=vocab)
             torch.manual_seed(0)
             models[kind], source[kind] = build_model(cfg.model).to(dev).eval(), f"untrained {preset}"
-    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=check_increasing(_int_list(n_steps), "-N"), length=length,
+    steps = check_increasing(_int_list(n_steps), "-N")
+    for kind, model in models.items():
+        c = model.cfg
+        check_transformer(batch, length or c.length, c.width, c.n_heads, c.n_layers, c.vocab_size,
+                          f"sampling the {kind} model", "use a smaller --batch or -L")
+    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=steps, length=length,
                            repeats=repeats, warmup=warmup)
     result = {**res, "weights": source, "provenance": provenance()}
     if out:
