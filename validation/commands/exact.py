@@ -130,6 +130,11 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     emit(result, as_json, _human_point(result))
 
 
+#: What the method of a point means for its numbers (the text output's first line says which ran).
+_METHOD_WORDS = {"closed-form": "exact", "dp": "exact", "enumerate": "exact",
+                 "mc": "Monte Carlo: estimates with intervals; exact where a metric says so"}
+
+
 def _human_point(result: dict) -> str:
     from numerics.estimate import is_estimate_record
     from numerics.provenance import to_jsonable
@@ -138,7 +143,7 @@ def _human_point(result: dict) -> str:
     inputs = data["inputs"]
     head = (f"{inputs['language']}" + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
             + f", L = {inputs['length']}, N = {inputs['steps']}, schedule {data['schedule_name']}, "
-            f"method {data['method']}, {data['elapsed_s']:.2f} s")
+            f"method {data['method']} ({_METHOD_WORDS.get(data['method'], 'see each metric')}), {data['elapsed_s']:.2f} s")
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
