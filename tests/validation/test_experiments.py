@@ -149,9 +149,13 @@ def test_steps_needed_range_brackets_the_estimate():
 
 
 def test_language_colors_are_consistent():
-    assert language_color("2gram") == language_color("2gram-pruned")
+    assert language_color("2gram") != language_color("2gram-pruned")  # two languages, two colors (issue 19) ...
+    r, g, b = (int(language_color("2gram")[k:k + 2], 16) for k in (1, 3, 5))
+    assert language_color("2gram-pruned") == "#" + "".join(f"{int(c * 0.6):02x}" for c in (r, g, b))  # ... one hue
     assert language_color("interval") == language_color("interval-l3")
-    assert len({language_color(n) for n in ("2gram", "3gram", "4gram", "hmm", "interval")}) == 5
+    names = ("2gram", "3gram", "4gram", "hmm", "interval", "2gram-pruned", "3gram-pruned", "zipf", "copy", "my.npz")
+    assert len({language_color(n) for n in names}) == len(names)  # the fallbacks collide no more
+    assert language_color("zipf") == language_color("zipf")
 
 
 def test_interval_ser_shortcut_is_bit_identical_to_numerics():
