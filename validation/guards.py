@@ -11,9 +11,9 @@ message and exits with status 2, the usage status, without a traceback):
   (``--drop-bad-rows`` drops bad rows of a sweep table, it does not make a checkpoint one).
 * **Lists** -- :func:`check_increasing`: ``-N 16,4,4,8`` is refused, naming the duplicate or the
   disorder and giving the sorted, de-duplicated list to type instead.
-* **Sizes** -- :func:`check_memory` / :func:`check_seconds`: an estimate of the bytes or seconds a
+* **Sizes** -- :func:`check_memory` and the per-command estimates below: the bytes (or work) a
   request needs, compared with this machine's memory (:func:`physical_memory`, from
-  ``/proc/meminfo`` or ``os.sysconf``: :mod:`numerics.machine`) or a time budget, and refused with the estimate and the
+  ``/proc/meminfo`` or ``os.sysconf``: :mod:`numerics.machine`), refused with the estimate and the
   option that changes it.
 """
 
@@ -27,12 +27,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from numerics.machine import MEMORY_FRACTION, format_bytes, memory_limit, physical_memory
+from numerics.machine import (
+    MEMORY_FRACTION,
+    format_bytes,
+    memory_limit,
+    physical_memory,
+)
 
 __all__ = [
-    "GuardError",
     "MEMORY_FRACTION",
     "OUTPUT_KINDS",
+    "GuardError",
     "OutputKind",
     "check_claim_size",
     "check_hmm_inference",
@@ -40,15 +45,14 @@ __all__ = [
     "check_memory",
     "check_metric_target",
     "check_same_vocabulary",
-    "check_seconds",
     "check_steps_list",
     "check_training",
     "check_transformer",
-    "transformer_bytes",
     "describe_file",
     "guard_output",
     "memory_limit",
     "physical_memory",
+    "transformer_bytes",
 ]
 
 
@@ -111,7 +115,7 @@ def _is_flat_parquet(path: Path) -> bool:
 def _npz_keys(path: Path) -> set[str] | None:
     try:
         with zipfile.ZipFile(path) as z:
-            return {n[:-4] if n.endswith(".npy") else n for n in z.namelist()}
+            return {n.removesuffix(".npy") for n in z.namelist()}
     except (OSError, zipfile.BadZipFile):
         return None
 
@@ -285,7 +289,6 @@ def check_metric_target(metric: str, target: float, option: str = "--target") ->
 
 
 # ------------------------------------------------------------------------------------------- sizes
-_gib = format_bytes
 
 
 def check_memory(need_bytes: float, what: str, change: str) -> None:
@@ -295,15 +298,8 @@ def check_memory(need_bytes: float, what: str, change: str) -> None:
     """
     limit = memory_limit()
     if not math.isfinite(need_bytes) or need_bytes > limit:
-        raise GuardError(f"{what} needs about {_gib(need_bytes)} of memory, more than this machine's limit of "
-                         f"{_gib(limit)} ({MEMORY_FRACTION:.0%} of {_gib(physical_memory())}); {change}")
-
-
-def check_seconds(seconds: float, budget: float, what: str, change: str) -> None:
-    """Refuse ``what`` when its estimated run time ``seconds`` exceeds ``budget``."""
-    if not math.isfinite(seconds) or seconds > budget:
-        shown = f"{seconds:.3g} s" if seconds < 1e9 else f"10^{math.log10(seconds):.0f} s"
-        raise GuardError(f"{what} would take about {shown} (more than {budget:.3g} s); {change}")
+        raise GuardError(f"{what} needs about {format_bytes(need_bytes)} of memory, more than this machine's limit of "
+                         f"{format_bytes(limit)} ({MEMORY_FRACTION:.0%} of {format_bytes(physical_memory())}); {change}")
 
 
 # ---------------------------------------------------------------------------- per-command estimates

@@ -125,8 +125,8 @@ HANGS = [
      r"in exact rationals at size 500 with 1000 step probabilities: .*add --float"),
     ("forward-backward with 10^5 states", ["bench", "forward-backward", "--states", "100000"],
      # 24 S^2 + 16 B L S bytes = 2.4e11 + 1.64e11 = 376 GiB
-     r"bench forward-backward \(100000 states, L = 512, batch 200\) needs about 376 GiB of memory, more than "
-     r"this machine's limit of 8 GiB \(50% of 16 GiB\); use fewer --states"),
+     (r"bench forward-backward \(100000 states, L = 512, batch 200\) needs about 376 GiB of memory, more than "
+      r"this machine's limit of 8 GiB \(50% of 16 GiB\); use fewer --states")),
     ("sampling at L = 10^8, batch 1000", ["bench", "sampling", "--config", "tiny", "-L", "100000000", "--batch", "1000"],
      r"sampling the mdm model \(batch 1000 x L = 100000000.*GiB of memory.*use a smaller --batch or -L"),
     ("train at L = 10^8", ["train", "--language", "2gram", "--config", "tiny", "-L", "100000000", "--out", "{d}/big"],
