@@ -272,20 +272,20 @@ def check_same_vocabulary(pairs: Iterable[tuple[str, str | None]], option: str) 
                              f"language over the same {vocab} tokens (e.g. {language}'s -pruned twin)")
 
 
-#: Metrics with a bounded range: ``(low, high)``. SER is a probability; a target at or above its
-#: top is met by every sampler at ``N = 1``, so the search would answer a question nobody asked.
+#: Metrics with a bounded range: ``(low, high)``. SER is a probability; a target above its top
+#: (``1.5``) cannot be what was meant, and the search would answer ``N = 1`` to it.
 METRIC_RANGES = {"ser": (0.0, 1.0)}
 
 
 def check_metric_target(metric: str, target: float, option: str = "--target") -> None:
-    """Refuse a target outside the metric's range or one every sampler meets (SER ``>= 1``)."""
+    """Refuse a target outside the metric's range (a SER target above 1)."""
     if not math.isfinite(target) or target < 0:
         raise GuardError(f"{option}: the target must be a finite number >= 0, got {target}")
     low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
-    if target >= high:
-        raise GuardError(f"{option} {target} is not below the top of {metric.upper()}'s range [{low:g}, {high:g}]: "
-                         f"every sampler meets it at N = 1, so there is nothing to search; a {metric.upper()} target "
-                         f"is a probability such as 0.1")
+    if target > high:
+        raise GuardError(f"{option} {target} is outside {metric.upper()}'s range [{low:g}, {high:g}]: every sampler "
+                         f"meets it at N = 1, so there is nothing to search; a {metric.upper()} target is a "
+                         "probability such as 0.1")
 
 
 # ------------------------------------------------------------------------------------------- sizes

@@ -106,9 +106,9 @@ WRONG_ANSWERS = [
     ("evaluate --steps with a repeat", ["evaluate", "{d}/lang.npz", "--steps", "4,2,2"], r"--steps is not increasing"),
     ("bench sampling -N out of order", ["bench", "sampling", "--config", "tiny", "-N", "8,4"], r"-N is not increasing"),
     ("SER target above 1", ["steps-needed", "--language", "2gram", "-L", "3", "--metric", "ser", "--target", "1.5"],
-     r"--target 1\.5 is not below the top of SER's range \[0, 1\]: every sampler meets it at N = 1"),
-    ("SER target of exactly 1", ["steps-needed", "--language", "2gram", "-L", "3", "--metric", "ser", "--target", "1"],
-     r"--target 1\.0 is not below the top"),
+     r"--target 1\.5 is outside SER's range \[0, 1\]: every sampler meets it at N = 1"),
+    ("SER target above 1 for a checkpoint's search", ["steps-needed", "--checkpoint", "{d}/lang.npz", "--metric", "ser",
+                                                      "--target", "2"], r"--target 2\.0 is outside SER's range"),
 ]
 
 HANGS = [

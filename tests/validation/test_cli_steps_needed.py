@@ -97,8 +97,7 @@ def test_bad_requests_are_refused(args, message):
 
 
 def test_a_target_met_at_one_step_has_no_n_minus_1():
-    # a SER target of 1 is refused (every sampler meets it: tests/bad_inputs/test_guards.py); KL at N = 1 is finite
-    code, d = run("--language", "2gram", "-L", "3", "--metric", "kl", "--target", "100")
+    code, d = run("--language", "2gram", "-L", "3", "--metric", "ser", "--target", "1")
     assert code == 0 and d["n_steps"] == 1 and d["at_n_minus_1"] is None and "smallest" in d["null_reason"]["at_n_minus_1"]
     code, d = run("--language", "interval", "-L", "40", "--metric", "ser", "--target", "0.001", "--max-steps", "64")
     assert code == 0 and not d["met"] and d["n_steps"] is None and "no N <= 64" in d["null_reason"]["n_steps"]
