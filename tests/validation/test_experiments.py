@@ -167,3 +167,15 @@ def test_interval_ser_shortcut_is_bit_identical_to_numerics():
         comp = eng.interval_validity_complement(sched, 5)
         for L in (5, 20, 640):
             assert eng.ser_from_validity(comp, L, 5) == eng.interval_ser(sched, L, 5)
+
+
+def test_cost_timing_that_falls_as_n_grows_is_not_summarized_as_a_ratio():
+    """Issue 19: 1.167 s at N = 8 and 0.164 s at N = 32 (L = 32) measured warm-up or contention, not the sampler."""
+    from validation.experiments.cost import _non_monotone_timing
+
+    rows = [{"model": "mdm", "length": 32, "n_steps": 8, "nfe": 8.0, "seconds_per_batch": 1.167},
+            {"model": "mdm", "length": 32, "n_steps": 32, "nfe": 20.0, "seconds_per_batch": 0.164},
+            {"model": "mdm", "length": 128, "n_steps": 8, "nfe": 8.0, "seconds_per_batch": 0.1},
+            {"model": "mdm", "length": 128, "n_steps": 32, "nfe": 30.0, "seconds_per_batch": 0.3}]
+    flagged = _non_monotone_timing(rows)
+    assert list(flagged) == [32] and "N = 8: 1.17 s, N = 32: 0.164 s" in flagged[32]

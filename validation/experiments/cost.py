@@ -209,7 +209,7 @@ def _timing(cfg: Config, cache: ResultCache, progress: bool) -> list[dict]:
     return rows
 
 
-TIMING_SLACK = 0.9  # a later N may time up to 10 % below an earlier one (noise) before the series is distrusted
+TIMING_SLACK = 0.8  # a later N may time up to 20 % below an earlier one (noise) before the series is distrusted
 
 
 def _non_monotone_timing(timing: list[dict]) -> dict[int, str]:
