@@ -43,7 +43,7 @@ def test_experiment_smoke(name, tmp_path):
     assert result.status == TINY_STATUS[name], (result.status, result.missing, result.findings, result.vacuous)
     assert result.badges()[0] == result.status
     assert not result.errors
-    reasons = {"partial": result.missing, "finding": result.findings, "vacuous": result.vacuous}
+    reasons = {"partial": result.missing, "finding": result.all_findings(), "vacuous": result.vacuous}
     for badge in result.badges():
         if badge != "ok":
             assert reasons[badge], f"a {badge!r} result must say why"
@@ -179,3 +179,10 @@ def test_cost_timing_that_falls_as_n_grows_is_not_summarized_as_a_ratio():
             {"model": "mdm", "length": 128, "n_steps": 32, "nfe": 30.0, "seconds_per_batch": 0.3}]
     flagged = _non_monotone_timing(rows)
     assert list(flagged) == [32] and "N = 8: 1.17 s, N = 32: 0.164 s" in flagged[32]
+
+
+def test_a_finding_in_the_notes_is_never_an_ok_badge():
+    """Issue 19: the learned section showed `ok` while its notes held "FINDING (to investigate)"."""
+    out = ExperimentResult("x", "X", config={}, notes=["FINDING (to investigate): below the oracle"]).finish(0.0)
+    assert out.badges() == ["finding"] and out.all_findings() == ["FINDING (to investigate): below the oracle"]
+    assert ExperimentResult("x", "X", config={}, notes=["all good"]).finish(0.0).badges() == ["ok"]
