@@ -28,6 +28,9 @@ import io
 import math
 import os
 import pickle
+import re
+import signal
+import threading
 import time
 import warnings
 import zipfile
@@ -153,15 +156,22 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise FileNotFoundError(f"no checkpoint at {str(path)!r}")
     try:
         raw = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if refused is None:  # bytes that are no pickle at all
+            why = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", str(exc))
+            raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated (UnpicklingError: "
+                                  f"{why.group(1) if why else str(exc).strip().splitlines()[0]})") from exc
+        raise CheckpointError(  # weights_only refused an object: code would run on loading it
+            f"checkpoint {str(path)!r} holds Python objects that a weights-only load refuses to build (a foreign "
+            f"or malicious file; nothing in it was run): it asks for {refused.group(1)}") from exc
     except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError, ValueError) as exc:
         raise CheckpointError(
-            f"checkpoint {str(path)!r} is corrupt or truncated ({type(exc).__name__}: {exc}); "
-            "delete it to start the run again"
-        ) from exc
+            f"checkpoint {str(path)!r} is corrupt or truncated ({type(exc).__name__}: {exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != _FORMAT:
         raise CheckpointError(f"{str(path)!r} is not an mdm-theory checkpoint (format {_FORMAT})")
     try:
-        return Checkpoint(
+        ck = Checkpoint(
             config=run_config_from_dict(raw["config"]),
             step=int(raw["step"]),
             complete=bool(raw["complete"]),
@@ -176,6 +186,21 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         )
     except (KeyError, ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {str(path)!r} is incomplete or malformed: {exc}") from exc
+    _check_finite(ck, path)
+    return ck
+
+
+def _check_finite(ck: Checkpoint, path: Path) -> None:
+    """Refuse weights holding NaN or inf: such a network still samples (garbage, with confident numbers)."""
+    for part, state in (("weights", ck.model_state), ("EMA weights", ck.ema_state)):
+        if not isinstance(state, dict):
+            continue
+        for name, tensor in state.items():
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                bad = int((~torch.isfinite(tensor)).sum())
+                raise CheckpointError(f"checkpoint {str(path)!r} holds non-finite {part}: {name} has {bad} NaN/inf "
+                                      f"entr{'y' if bad == 1 else 'ies'} of {tensor.numel()}; a network with them "
+                                      "computes nothing meaningful (the run diverged or the file was damaged)")
 
 
 def _save_checkpoint(path: Path, payload: dict) -> None:
@@ -329,7 +354,10 @@ def _initial_state(cfg: RunConfig, dev: torch.device, ckpt_path: Path, fingerpri
     state = _State(model, ema, opt)
     if not ckpt_path.exists():
         return state
-    ck = load_checkpoint(ckpt_path, map_location=dev)
+    try:
+        ck = load_checkpoint(ckpt_path, map_location=dev)
+    except CheckpointError as exc:  # training's way out: this run folder's own checkpoint is unusable
+        raise CheckpointError(f"{exc}; delete it (or use another --out) to start the run again") from exc
     state.segments = _resume_segments(ck, cfg, ckpt_path)
     if ck.language_fingerprint not in (None, fingerprint):
         raise CheckpointError(f"{str(ckpt_path)!r} was trained on a different language than {cfg.language!r}")
@@ -495,11 +523,48 @@ def _report(bar, row: dict) -> None:
                   f"(ratio {row['ppl_ratio']:.4f})" + (f", {tps:,.0f} tokens/s" if tps else ""))
 
 
-def _out_of_time(started: float, max_minutes: float | None, procs: _Processes) -> bool:
-    """Whether the wall-clock budget is spent (every DDP rank agrees, so all stop at the same step)."""
-    if max_minutes is None:
-        return False
-    over = (time.monotonic() - started) > 60.0 * max_minutes
+class _StopSignals:
+    """SIGTERM and SIGINT ask the loop to stop after the step it is in, checkpointed (a context manager).
+
+    A scheduler's SIGTERM (``timeout``, Slurm, Kubernetes) or a Ctrl-C no longer loses the run:
+    :attr:`received` is set and the loop saves at the next step boundary, where the state is whole,
+    so the resumed run is bit for bit the uninterrupted one. A second signal of either kind acts at
+    once, as without this handler (the last checkpoint stands). Installed only in the main thread.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.received: signal.Signals | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.received is None:
+            self.received = signal.Signals(signum)
+            return
+        self.__exit__()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        signal.raise_signal(signum)
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+
+def _out_of_time(started: float, max_minutes: float | None, procs: _Processes, signalled: bool = False) -> bool:
+    """Whether the wall-clock budget is spent or a stop signal came (every DDP rank agrees, so all
+    stop at the same step)."""
+    if max_minutes is None and procs.world == 1:
+        return signalled
+    over = signalled or (max_minutes is not None and (time.monotonic() - started) > 60.0 * max_minutes)
     if procs.world > 1:
         flag = torch.tensor([float(over)], device=procs.device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -515,7 +580,8 @@ class TrainResult:
     ``tokens_per_second`` and ``cpu_seconds`` cover this call's optimizer steps only (validation
     and data preparation excluded; compiling, with ``TrainConfig.compile``, included);
     ``cpu_seconds`` is the process CPU time (all threads). ``compiled``: whether the steps ran
-    through ``torch.compile``.
+    through ``torch.compile``. ``stopped_by``: the signal (``"SIGTERM"``, ``"SIGINT"``) that
+    stopped the run at a step boundary, checkpointed; ``None`` otherwise.
     """
 
     out_dir: Path
@@ -527,6 +593,7 @@ class TrainResult:
     tokens_per_second: float | None = None
     cpu_seconds: float = 0.0
     compiled: bool = False
+    stopped_by: str | None = None
 
     @property
     def final(self) -> dict[str, Any] | None:
@@ -559,7 +626,8 @@ def train(
         Where data sets are stored (default ``out_dir/../data``, shared by runs side by side).
 
     Under ``torchrun`` (``WORLD_SIZE > 1``) it trains with DDP (NCCL on CUDA, gloo on CPU);
-    rank 0 writes the files.
+    rank 0 writes the files. SIGTERM or SIGINT during the loop stops it after the current step with
+    a checkpoint (:class:`_StopSignals`; ``TrainResult.stopped_by`` names the signal).
     """
     started = time.monotonic()
     out_dir = Path(out_dir)
@@ -597,7 +665,9 @@ def train(
 
     resumed_at = (state.step, len(state.history))
     state.model.train()
+    stop = _StopSignals()
     try:
+        stop.__enter__()
         while state.step < tc.train_steps:
             t0, c0 = time.perf_counter(), time.process_time()
             x = batches(state.step)
@@ -629,7 +699,8 @@ def train(
                 _report(bar, state.history[-1])
             if state.step % tc.checkpoint_every == 0 and state.step < tc.train_steps:
                 save(False)
-            if _out_of_time(started, max_minutes, procs) or (stop_after is not None and state.step >= stop_after):
+            if (_out_of_time(started, max_minutes, procs, stop.received is not None)
+                    or (stop_after is not None and state.step >= stop_after)):
                 break
         complete = state.step >= tc.train_steps
         if complete and not (state.history and state.history[-1].get("final")
@@ -638,10 +709,8 @@ def train(
             _report(bar, state.history[-1])
         if (state.step, len(state.history)) != resumed_at or not (out_dir / CHECKPOINT_NAME).exists():
             save(complete)  # a finished run found again is left untouched (its file hash keys caches)
-    except KeyboardInterrupt:
-        save(False)
-        raise
-    finally:
+    finally:  # a second signal (KeyboardInterrupt) may land mid-step: the last whole checkpoint stands
+        stop.__exit__()
         if bar is not None:
             bar.close()
     tps = state.tokens / state.loop_seconds if state.loop_seconds > 0 else None
@@ -651,4 +720,5 @@ def train(
         dist.barrier()
         dist.destroy_process_group()
     return TrainResult(out_dir, out_dir / CHECKPOINT_NAME, state.step, complete, time.monotonic() - started,
-                       state.history, tps, state.loop_cpu_seconds, state.compiled)
+                       state.history, tps, state.loop_cpu_seconds, state.compiled,
+                       stop.received.name if stop.received is not None and not complete else None)

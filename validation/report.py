@@ -227,7 +227,7 @@ def _reasons_html(result: ExperimentResult, error: str | None) -> str:
     first_line = {part: tb.strip().splitlines()[0] if tb.strip() else "" for part, tb in result.errors.items()}
     lists = {"error": [f"{part}: {line}" for part, line in first_line.items()]
              + (["the experiment raised an exception (traceback below)"] if error else []),
-             "partial": list(result.missing), "finding": list(result.findings), "vacuous": list(result.vacuous)}
+             "partial": list(result.missing), "finding": result.all_findings(), "vacuous": list(result.vacuous)}
     blocks = [f"<p><strong>{_esc(_REASON_TITLES[k])}:</strong></p><ul>"
               + "".join(f"<li>{_esc(m)}</li>" for m in lists[k]) + "</ul>"
               for k in ("error", "partial", "finding", "vacuous") if lists[k]]

@@ -37,6 +37,7 @@ from numerics.provenance import (
 )
 from numerics.schedules import Schedule, make_schedule
 from validation.executors import EXECUTORS, run_dask, run_local
+from validation.guards import guard_output
 
 __all__ = [
     "METHODS",
@@ -225,7 +226,19 @@ class SweepRow:
 
 
 class CorruptRowsError(ValueError):
-    """Rows of a results table that do not check out (line numbers and reasons in the message)."""
+    """Rows of a results table that do not check out (line numbers and reasons in the message).
+
+    ``describe(hint)`` words the way out for the caller: ``on_bad_rows='drop'`` for the Python API
+    (the default message), ``--drop-bad-rows`` on the command line.
+    """
+
+    def __init__(self, path: str | Path, bad: list[tuple[int, str]]) -> None:
+        self.path, self.bad = path, list(bad)
+        super().__init__(self.describe("on_bad_rows='drop'"))
+
+    def describe(self, hint: str) -> str:
+        lines = "; ".join(f"line {k}: {why}" for k, why in self.bad)
+        return f"{self.path}: {len(self.bad)} bad row(s): {lines} (rerun with {hint} to recompute them)"
 
 
 def _row_hash(config: dict, result: dict) -> str:
@@ -374,17 +387,16 @@ def run_sweep(
         raise ValueError(f"unknown executor {executor!r}; choose one of {EXECUTORS}")
     if executor == "local" and (scheduler is not None or client is not None):
         raise ValueError("a scheduler address or client needs executor='dask'")
-    out = check_writable_file(out)
-    for flat in table_paths(out):
-        check_writable_file(flat)
     configs = list(configs)
+    inputs = {"--languages": sorted({s for c in configs for s in (c.language, c.ser_language) if s})}
+    out = check_writable_file(guard_output(out, "sweep table", inputs=inputs))
+    for flat, kind in zip(table_paths(out), ("sweep parquet", "sweep csv")):
+        check_writable_file(guard_output(flat, kind, option="--out (its flat copy)", inputs=inputs))
     lock = table_lock(out)
     with lock:
         rows, bad = read_table(out)
         if bad and on_bad_rows == "raise":
-            lines = "; ".join(f"line {k}: {why}" for k, why in bad)
-            raise CorruptRowsError(
-                f"{out}: {len(bad)} bad row(s): {lines} (rerun with on_bad_rows='drop' to recompute them)")
+            raise CorruptRowsError(out, bad)
         if bad:
             _write_rows(out, rows)
     done = {r.config_hash for r in rows}

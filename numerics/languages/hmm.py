@@ -11,6 +11,7 @@ tokens. Its transition matrix has only ``V`` non-zeros per row, so it is stored 
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
 from dataclasses import dataclass
@@ -213,6 +214,11 @@ class NGram:
         conditional = _check_distribution("conditional", cond, 2)
         initial = _check_distribution("initial", self.initial, 1)
         V = conditional.shape[1]
+        rows = conditional.shape[0]
+        if V > 1 and (self.order - 1) * math.log2(V) > math.log2(max(rows, 1)) + 1:  # V^(n-1) > rows: no big int
+            raise ValueError(f"conditional has {rows} rows, expected V^(n-1) = {V}^{self.order - 1} rows "
+                             f"(about 2^{(self.order - 1) * math.log2(V):.4g}): order {self.order} does not fit "
+                             f"a table of {rows} rows")
         S = V ** (self.order - 1)
         if conditional.shape[0] != S:
             raise ValueError(
@@ -316,6 +322,43 @@ def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
         raise ValueError(f"need n >= 0 sequences and length >= 1, got n={n}, length={length}")
 
 
+_HMM_KEYS = {"initial", "transition", "emission"}
+_NGRAM_KEYS = {"order", "initial", "conditional"}
+
+
+def _check_members(path: Path) -> None:
+    """Before any array is read: refuse a file holding both an HMM and an n-gram, and any member whose
+    ``.npy`` header declares more than this machine can hold (naming the file, the key and the size).
+
+    Files that are no zip archive are left to :func:`load_language_file`'s own messages.
+    """
+    from numerics.machine import format_bytes, memory_limit
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = {n[:-4]: n for n in z.namelist() if n.endswith(".npy")}
+            if _HMM_KEYS <= members.keys() and (_NGRAM_KEYS - {"initial"}) <= members.keys():
+                raise ValueError(f"{str(path)!r} holds both an HMM (initial/transition/emission) and an n-gram "
+                                 "(order/initial/conditional): which language is meant is ambiguous; keep one "
+                                 "set of keys")
+            for key, name in sorted(members.items()):
+                with z.open(name) as fh:
+                    try:
+                        version = np.lib.format.read_magic(fh)
+                        read = {(1, 0): np.lib.format.read_array_header_1_0,
+                                (2, 0): np.lib.format.read_array_header_2_0}[version]
+                        shape, _, dtype = read(fh)
+                    except (ValueError, OSError, EOFError, KeyError, SyntaxError):
+                        continue  # a damaged or unusual header: the loader below names it
+                need = math.prod(shape) * dtype.itemsize
+                if need > memory_limit():
+                    raise ValueError(f"{str(path)!r}: array {key!r} declares shape {shape} of {dtype} "
+                                     f"({format_bytes(need)}), more than this machine's limit of "
+                                     f"{format_bytes(memory_limit())}; it was not read")
+    except (OSError, zipfile.BadZipFile):
+        return
+
+
 def load_language_file(path: str | Path) -> Language:
     """Load a language written by :meth:`HMM.save`, :meth:`NGram.save` or ``IntervalLanguage.save``.
 
@@ -326,6 +369,7 @@ def load_language_file(path: str | Path) -> Language:
     is a ``ValueError`` naming the keys that were found.
     """
     path = Path(path)
+    _check_members(path)
     try:
         with open(path, "rb") as fh:  # fh: closed even if not a zip
             size = os.fstat(fh.fileno()).st_size

@@ -76,21 +76,23 @@ def cli_process(args: Sequence[str], log: Path) -> subprocess.Popen:
                                 stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
-def kill_when(proc: subprocess.Popen, ready: Callable[[], bool], log: Path) -> None:
-    """SIGKILL ``proc`` as soon as ``ready()`` (polled every few milliseconds); it must still be running then."""
+def kill_when(proc: subprocess.Popen, ready: Callable[[], bool], log: Path, sig: int = signal.SIGKILL,
+              returncode: int = -signal.SIGKILL) -> None:
+    """Send ``sig`` (SIGKILL) to ``proc`` as soon as ``ready()`` (polled every few milliseconds); it must
+    still be running then, and end with ``returncode`` (killed by the signal, or its own exit status)."""
     deadline = time.monotonic() + KILL_WAIT_S
     try:
         while not ready():
             assert proc.poll() is None, f"exited with {proc.returncode} before it could be killed:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"nothing to kill after {KILL_WAIT_S} s:\n{log.read_text()}"
             time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
+        proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == -signal.SIGKILL, f"finished ({proc.returncode}) before the kill:\n{log.read_text()}"
+    assert proc.returncode == returncode, f"ended with {proc.returncode}, not {returncode}:\n{log.read_text()}"
 
 
 #: Wall-clock and CPU-time fields (a sweep row's, a training record's): the only values a resumed run may differ in.

@@ -51,9 +51,24 @@ def checkpoints(tmp_path_factory):
     save("wrong_shapes", {**raw, "model": narrow, "ema": narrow})
     extra = {**raw["model"], "extra.weight": torch.zeros(1)}
     save("extra_weights", {**raw, "model": extra, "ema": extra})
+    nan = {k: v.clone() for k, v in raw["model"].items()}
+    first = next(k for k, v in nan.items() if v.is_floating_point())
+    nan[first].view(-1)[0] = float("nan")
+    save("nan_weights", {**raw, "model": nan, "ema": nan})
+    inf_ema = {k: v.clone() for k, v in raw["ema"].items()}
+    inf_ema[first].view(-1)[-1] = float("inf")
+    save("inf_ema", {**raw, "ema": inf_ema})
+    save("malicious", {**raw, "payload": _Payload()})  # a pickled object whose loading would run code
     (d / "empty_run").mkdir()
     out["empty_run"] = d / "empty_run"
     return out
+
+
+class _Payload:
+    """An object a full unpickler would rebuild by calling ``print`` (stand-in for any code)."""
+
+    def __reduce__(self):
+        return print, ("this ran while loading a checkpoint",)
 
 
 def _run_folder(checkpoints, tmp_path, name: str):
@@ -69,7 +84,7 @@ EVALUATE = ["--steps", "2", "--samples", "4", "--eps-sequences", "4"]
 
 DAMAGED = [
     ("random_bytes", r"checkpoint .*random_bytes\.pt' is corrupt or truncated"),
-    ("truncated", r"truncated\.pt' is corrupt or truncated .*delete it"),
+    ("truncated", r"truncated\.pt' is corrupt or truncated \((?!.*delete it)"),
     ("empty", r"empty\.pt' is corrupt or truncated"),
     ("language_npz", r"language\.npz' is corrupt or truncated"),
     ("tensor", r"tensor\.pt' is not an mdm-theory checkpoint"),
@@ -79,19 +94,24 @@ DAMAGED = [
     ("wrong_shapes", r"wrong_shapes\.pt' holds weights that do not fit its config: .*size mismatch"),
     ("extra_weights", r"extra_weights\.pt' holds weights that do not fit its config: .*Unexpected key"),
     ("empty_run", r"no checkpoint at .*empty_run/checkpoint\.pt"),
+    ("nan_weights", r"nan_weights\.pt' holds non-finite weights: .* has 1 NaN/inf entry"),
+    ("inf_ema", r"inf_ema\.pt' holds non-finite EMA weights"),
+    ("malicious", r"malicious\.pt' holds Python objects that a weights-only load refuses .*nothing in it was run"),
 ]
 
 
 @pytest.mark.parametrize("name, pattern", DAMAGED, ids=[name for name, _ in DAMAGED])
 def test_evaluate_refuses_a_damaged_or_foreign_checkpoint(checkpoints, name, pattern):
-    refused(["evaluate", checkpoints[name], *EVALUATE], pattern)
+    error = refused(["evaluate", checkpoints[name], *EVALUATE], pattern)
+    assert "delete it" not in error["message"]  # training's advice, not evaluation's: the file is the user's model
 
 
 @pytest.mark.parametrize("name, args, pattern", [
-    ("truncated", [], r"checkpoint\.pt' is corrupt or truncated"),
+    ("truncated", [], r"checkpoint\.pt' is corrupt or truncated .*delete it \(or use another --out\) to start the run"),
     ("wrong_shapes", [], r"checkpoint\.pt' holds weights that do not fit its config"),
     ("good", ["--seed", "1"], r"belongs to a run with another config"),
-], ids=["truncated", "weights that do not fit", "another run's config"])
+    ("nan_weights", [], r"checkpoint\.pt' holds non-finite weights.*delete it"),
+], ids=["truncated", "weights that do not fit", "another run's config", "NaN weights"])
 def test_train_refuses_to_resume_from_a_damaged_or_foreign_checkpoint(checkpoints, tmp_path, name, args, pattern):
     run = _run_folder(checkpoints, tmp_path, name)
     before = (run / CHECKPOINT_NAME).read_bytes()
@@ -104,7 +124,8 @@ def test_train_refuses_to_resume_from_a_damaged_or_foreign_checkpoint(checkpoint
     ("good", ["--language", "3gram"], r"--language 3gram is not the language the checkpoint was trained on \(2gram\)"),
     ("good", ["-L", "9"], r"--length 9 differs from the checkpoint's sequence length 8"),
     ("good", ["--method", "dp"], r"a learned model has no exact method"),
-], ids=["truncated", "another language", "another length", "an exact method"])
+    ("nan_weights", [], r"holds non-finite weights"),
+], ids=["truncated", "another language", "another length", "an exact method", "NaN weights"])
 def test_steps_needed_refuses_a_checkpoint_that_does_not_fit(checkpoints, name, args, pattern):
     refused(["steps-needed", "--checkpoint", checkpoints[name], "--metric", "ser", "--target", "0.5", *args], pattern)
 
@@ -113,3 +134,6 @@ def test_report_and_bench_refuse_a_damaged_or_mismatched_checkpoint(checkpoints,
     refused(["report", "--tiny", "--only", "learned", "--out", tmp_path / "report", "--checkpoint",
              checkpoints["truncated"]], r"is corrupt or truncated")
     refused(["bench", "sampling", "--ar", checkpoints["good"]], r"holds a mdm model")
+    refused(["bench", "sampling", "--mdm", checkpoints["nan_weights"]], r"holds non-finite weights")
+    refused(["report", "--tiny", "--only", "learned", "--out", tmp_path / "report2", "--checkpoint",
+             checkpoints["nan_weights"]], r"holds non-finite weights")

@@ -1,13 +1,17 @@
-"""SIGKILL in the middle of a sweep, a report and a training run; the resumed run equals an uninterrupted one.
+"""SIGKILL in the middle of a sweep, a report and a training run, and SIGTERM in the middle of a
+training run; the resumed run equals an uninterrupted one.
 
 Each run is a real ``python -m validation.cli`` process killed with SIGKILL (no handler runs) as
 soon as its first row, cache entry or checkpoint is on disk; the kill must land before the run
-finished. The same command then resumes in this process and its output is compared value for
+finished. SIGTERM (what ``timeout`` and cluster schedulers send) must instead leave a checkpoint of
+the step the run was in and exit with status 143. The same command then resumes in this process and its output is compared value for
 value (wall-clock fields aside) with the same command run without interruption. Sizes are tiny:
 each killed run lives a few seconds, most of it spent importing.
 """
 
 from __future__ import annotations
+
+import signal
 
 import pytest
 import torch
@@ -76,25 +80,57 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
-def test_a_killed_training_run_resumes_to_the_uninterrupted_weights(tmp_path, one_torch_thread):
-    # tiny config: a checkpoint every 10 of 40 steps; the kill lands after the first one
-    train = ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "40", "--no-progress"]
-    killed, log = tmp_path / "killed", tmp_path / "train.log"
-    proc = cli_process([*train, "--out", killed], log)
-    kill_when(proc, lambda: (killed / CHECKPOINT_NAME).exists(), log)
-    partial = load_checkpoint(killed)
-    assert not partial.complete and 10 <= partial.step < 40
+# tiny config: a checkpoint every 10 of 40 steps; the kill lands after the first one
+TRAIN = ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "40", "--no-progress"]
 
-    r = invoke([*train, "--out", killed, "--json"])
+
+@pytest.fixture(scope="module")
+def straight_training(tmp_path_factory):
+    """The uninterrupted run (one torch thread, as the killed processes): ``(checkpoint, final record)``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        straight = tmp_path_factory.mktemp("straight") / "run"
+        s = invoke([*TRAIN, "--out", straight, "--json"])
+        assert s.exit_code == 0, s.output
+        return load_checkpoint(straight), strict_json(s.stdout)["final"]
+    finally:
+        torch.set_num_threads(before)
+
+
+def _resumes_to_the_straight_run(run, straight_training) -> None:
+    """Resume ``run`` in this process; its weights, EMA and history equal the uninterrupted run's."""
+    r = invoke([*TRAIN, "--out", run, "--json"])
     assert r.exit_code == 0, r.output
-    straight = tmp_path / "straight"  # shares the data set folder (tmp_path/data) with the killed run
-    s = invoke([*train, "--out", straight, "--json"])
-    assert s.exit_code == 0, s.output
-    a, b = load_checkpoint(killed), load_checkpoint(straight)
+    b, final = straight_training
+    a = load_checkpoint(run)
     assert a.complete and b.complete and a.step == b.step == 40 and a.config == b.config
     for key in b.model_state:
         assert torch.equal(a.model_state[key], b.model_state[key]), key
     for key in b.ema_state:
         assert torch.equal(a.ema_state[key], b.ema_state[key]), key
     assert without_timing(a.history) == without_timing(b.history)
-    assert without_timing(strict_json(r.stdout)["final"]) == without_timing(strict_json(s.stdout)["final"])
+    assert without_timing(strict_json(r.stdout)["final"]) == without_timing(final)
+
+
+def test_a_killed_training_run_resumes_to_the_uninterrupted_weights(tmp_path, one_torch_thread, straight_training):
+    killed, log = tmp_path / "killed", tmp_path / "train.log"
+    proc = cli_process([*TRAIN, "--out", killed], log)
+    kill_when(proc, lambda: (killed / CHECKPOINT_NAME).exists(), log)
+    partial = load_checkpoint(killed)
+    assert not partial.complete and 10 <= partial.step < 40
+    _resumes_to_the_straight_run(killed, straight_training)
+
+
+def test_a_sigterm_checkpoints_the_step_and_resumes_to_the_uninterrupted_weights(tmp_path, one_torch_thread,
+                                                                                 straight_training):
+    # SIGTERM once the first periodic checkpoint exists: the run saves the step it is in and exits 143
+    run, log = tmp_path / "stopped", tmp_path / "train.log"
+    proc = cli_process([*TRAIN, "--out", run], log)
+    kill_when(proc, lambda: (run / CHECKPOINT_NAME).exists(), log, sig=signal.SIGTERM,
+              returncode=128 + signal.SIGTERM)
+    partial = load_checkpoint(run)
+    text = log.read_text()
+    assert not partial.complete and 10 <= partial.step < 40, text
+    assert f"stopped at step {partial.step} in " in text and "stopped by SIGTERM" in text, text
+    _resumes_to_the_straight_run(run, straight_training)

@@ -43,7 +43,7 @@ def test_experiment_smoke(name, tmp_path):
     assert result.status == TINY_STATUS[name], (result.status, result.missing, result.findings, result.vacuous)
     assert result.badges()[0] == result.status
     assert not result.errors
-    reasons = {"partial": result.missing, "finding": result.findings, "vacuous": result.vacuous}
+    reasons = {"partial": result.missing, "finding": result.all_findings(), "vacuous": result.vacuous}
     for badge in result.badges():
         if badge != "ok":
             assert reasons[badge], f"a {badge!r} result must say why"
@@ -149,6 +149,30 @@ def test_steps_needed_range_brackets_the_estimate():
 
 
 def test_language_colors_are_consistent():
-    assert language_color("2gram") == language_color("2gram-pruned")
+    assert language_color("2gram") != language_color("2gram-pruned")  # two languages, two colors (issue 19) ...
+    r, g, b = (int(language_color("2gram")[k:k + 2], 16) for k in (1, 3, 5))
+    assert language_color("2gram-pruned") == "#" + "".join(f"{int(c * 0.6):02x}" for c in (r, g, b))  # ... one hue
     assert language_color("interval") == language_color("interval-l3")
-    assert len({language_color(n) for n in ("2gram", "3gram", "4gram", "hmm", "interval")}) == 5
+    names = ("2gram", "3gram", "4gram", "hmm", "interval", "2gram-pruned", "3gram-pruned", "zipf", "copy", "my.npz")
+    assert len({language_color(n) for n in names}) == len(names)  # the fallbacks collide no more
+    assert language_color("zipf") == language_color("zipf")
+
+
+
+def test_cost_timing_that_falls_as_n_grows_is_not_summarized_as_a_ratio():
+    """Issue 19: 1.167 s at N = 8 and 0.164 s at N = 32 (L = 32) measured warm-up or contention, not the sampler."""
+    from validation.experiments.cost import _non_monotone_timing
+
+    rows = [{"model": "mdm", "length": 32, "n_steps": 8, "nfe": 8.0, "seconds_per_batch": 1.167},
+            {"model": "mdm", "length": 32, "n_steps": 32, "nfe": 20.0, "seconds_per_batch": 0.164},
+            {"model": "mdm", "length": 128, "n_steps": 8, "nfe": 8.0, "seconds_per_batch": 0.1},
+            {"model": "mdm", "length": 128, "n_steps": 32, "nfe": 30.0, "seconds_per_batch": 0.3}]
+    flagged = _non_monotone_timing(rows)
+    assert list(flagged) == [32] and "N = 8: 1.17 s, N = 32: 0.164 s" in flagged[32]
+
+
+def test_a_finding_in_the_notes_is_never_an_ok_badge():
+    """Issue 19: the learned section showed `ok` while its notes held "FINDING (to investigate)"."""
+    out = ExperimentResult("x", "X", config={}, notes=["FINDING (to investigate): below the oracle"]).finish(0.0)
+    assert out.badges() == ["finding"] and out.all_findings() == ["FINDING (to investigate): below the oracle"]
+    assert ExperimentResult("x", "X", config={}, notes=["all good"]).finish(0.0).badges() == ["ok"]

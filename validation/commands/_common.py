@@ -81,11 +81,12 @@ class CommandGroup(click.Group):
             if os.environ.get(TRACEBACK_ENV):
                 raise
             message = str(exc) or type(exc).__name__
+            code = getattr(exc, "exit_code", 1)  # validation.guards.GuardError: 2, the input is at fault
             if as_json:
-                click.echo(_error_object(type(exc).__name__, message, 1))
+                click.echo(_error_object(type(exc).__name__, message, code))
             else:
                 click.echo(f"Error: {message}", err=True)
-            sys.exit(1)
+            sys.exit(code)
         sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -168,6 +168,10 @@ def run_benchmark(
 @json_option
 def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch, as_json):
     """Time the masked forward-backward against hmmlearn (1 thread) on the same data."""
+    from validation.guards import check_hmm_inference
+
+    S = states if language == "hmm" else vocab ** max(int(language[:-4]) - 1, 1) if language[:-4].isdigit() else 1
+    check_hmm_inference(S, length, batch, "bench forward-backward", "use fewer --states, a smaller --batch or --length")
     r = run_benchmark(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch)
     human = (
         f"{r['language']} S={r['states']} V={r['vocab']} L={r['length']} B={r['batch']} R={r['mask_rate']} "

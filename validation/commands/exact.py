@@ -16,8 +16,12 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
+from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
+
+
+MAX_LIST_VALUES = 10_000  # an ellipsis pattern that would list more values is refused before it is built
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -43,7 +47,11 @@ def parse_int_list(text: str) -> list[int]:
         while out[-1] * (b // a) <= last:
             out.append(out[-1] * (b // a))
         candidates.append(out)
-    if a < b:
+    if a < b and (last - b) // (b - a) + len(head) > MAX_LIST_VALUES:  # counted, not built: 8,16,...,2^40
+        if not candidates or candidates[0][-1] != last:
+            raise click.BadParameter(f"{text!r} is neither a doubling pattern nor an arithmetic one of at most "
+                                     f"{MAX_LIST_VALUES} values (it would list {(last - b) // (b - a) + len(head)})")
+    elif a < b:
         out = list(head)
         while out[-1] + (b - a) <= last:
             out.append(out[-1] + (b - a))
@@ -52,6 +60,13 @@ def parse_int_list(text: str) -> list[int]:
         if out[-1] == last:
             return out
     raise click.BadParameter(f"neither a doubling nor an arithmetic pattern from {head} reaches {last} exactly")
+
+def _steps(text: str) -> list[int]:
+    """``-N`` of a sweep: parsed, every value within what a schedule holds (checked before the grid is built)."""
+    values = parse_int_list(text)
+    check_steps_list(values, "-N")
+    return values
+
 
 _method = click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
                        show_default=True,
@@ -118,10 +133,16 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
                           sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    check_same_vocabulary([(language, ser_language)], "--ser-language")
     if show_progress(progress):
         click.echo(f"computing {language} L={length} N={steps} ({method}) ...", err=True)
     result = evaluate_point(cfg)
     emit(result, as_json, _human_point(result))
+
+
+#: What the method of a point means for its numbers (the text output's first line says which ran).
+_METHOD_WORDS = {"closed-form": "exact", "dp": "exact", "enumerate": "exact",
+                 "mc": "Monte Carlo: estimates with intervals; exact where a metric says so"}
 
 
 def _human_point(result: dict) -> str:
@@ -133,7 +154,7 @@ def _human_point(result: dict) -> str:
     head = (f"{inputs['language']}" + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
             + f", L = {inputs['length']}, N = {inputs['steps']}, schedule {data['schedule_name']}, "
             f"sampler {data['sampler_name']}" + (f" (tie seed {data['tie_seed']})" if data.get("tie_seed") is not None else "")
-            + f", method {data['method']}, {data['elapsed_s']:.2f} s")
+            + f", method {data['method']} ({_METHOD_WORDS.get(data['method'], 'see each metric')}), {data['elapsed_s']:.2f} s")
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
@@ -185,8 +206,9 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     from validation.sweep import CorruptRowsError, grid, run_sweep
 
     try:
-        configs = grid([s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths),
-                       parse_int_list(steps_text), schedule=schedule, method=method, samples=samples, seed=seed,
+        configs = grid([s.strip() for s in languages.split(",") if s.strip()],
+                       check_increasing(parse_int_list(lengths), "--lengths"),
+                       check_increasing(_steps(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,
                        batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -195,12 +217,13 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
                                f"-N {steps_text!r} must each name at least one value")
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
+    check_same_vocabulary([(c.language, c.ser_language) for c in configs], "--languages A:B")
     bar, tick = _progress_bar(len(configs), show_progress(progress))
     try:
         report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick,
                            executor=executor, scheduler=scheduler)
     except CorruptRowsError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(exc.describe("--drop-bad-rows")) from None
     finally:
         bar.close()
     emit(report, as_json, f"{report.computed} point(s) computed, {report.skipped} skipped, "

@@ -129,11 +129,13 @@ def export_cmd(name: str, file: Path, as_json: bool) -> None:
     """
     from numerics.languages.presets import get_preset, load_language
     from numerics.provenance import atomic_write_bytes
+    from validation.guards import guard_output
 
     try:
         preset = get_preset(name)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="NAME") from exc
+    guard_output(file, "language", option="FILE")
     language = load_language(preset.name)
     buffer = io.BytesIO()
     language.save(buffer)  # np.savez to a buffer: the file gets exactly the name given, atomically

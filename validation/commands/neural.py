@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option
+from ._common import emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS"]
 
@@ -64,7 +64,7 @@ def _overrides(values: dict) -> dict[str, dict]:
 @click.option("--n-train", type=int, default=None, help="Override the number of training sequences.")
 @click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when available).")
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@progress_option
 @json_option
 def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, progress, as_json, **sizes):
     """Train (or resume, or extend) an MDLM-style MDM or its AR baseline on a language.
@@ -81,6 +81,7 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
     from neural.config import make_config
     from neural.data import resolve_language
     from neural.train import CheckpointError, train
+    from validation.guards import check_training, guard_output
 
     if threads is not None:
         torch.set_num_threads(threads)
@@ -90,10 +91,12 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
                           overrides=_overrides(sizes))
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
+    check_training(cfg)  # before the data set is drawn
     name = Path(language).stem if language.endswith(".npz") else language
     out = Path(out) if out else Path("runs") / f"{name}-{kind}-{preset}-s{seed}"
+    guard_output(out / "metrics.json", "run metrics", inputs={"--language": language})
     try:
-        result = train(cfg, out, language=lang, max_minutes=max_minutes, device=device, progress=progress)
+        result = train(cfg, out, language=lang, max_minutes=max_minutes, device=device, progress=show_progress(progress))
     except CheckpointError as exc:
         raise click.ClickException(str(exc)) from None
     if int(os.environ.get("RANK", "0")) != 0:
@@ -101,15 +104,33 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
     final = result.final or {}
     summary = {"out": str(result.out_dir), "checkpoint": str(result.checkpoint), "step": result.step,
                "complete": result.complete, "seconds": result.seconds, "tokens_per_second": result.tokens_per_second,
-               "cpu_seconds": result.cpu_seconds, "config": cfg.to_dict(), "final": final}
-    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {result.seconds:.0f} s; "
+               "cpu_seconds": result.cpu_seconds, "config": cfg.to_dict(), "final": final,
+               "stopped_by": result.stopped_by}
+    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {_duration(result.seconds)}; "
              f"checkpoint {result.checkpoint}")
+    if result.stopped_by:
+        human += f"\nstopped by {result.stopped_by}: the checkpoint is whole; rerun the same command to resume"
     if result.tokens_per_second:
         human += f"\n{result.tokens_per_second:,.0f} tokens/s, {result.cpu_seconds:.0f} CPU-seconds in optimizer steps"
     if final:
         human += (f"\nvalidation {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
                   f"perplexity {final['val_ppl']:.4f} vs data {final['data_ppl']:.4f} (ratio {final['ppl_ratio']:.4f})")
     emit(summary, as_json, human)
+    if result.stopped_by:  # the status a scheduler expects of a process its signal ended: 128 + signal number
+        import signal
+        import sys
+
+        sys.exit(128 + signal.Signals[result.stopped_by].value)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``: a run's wall-clock for a person."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 @click.command("evaluate")
@@ -136,10 +157,12 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
     """Generative perplexity and SER vs steps (exact ground truth), NFE, and eps_learning of a checkpoint."""
     from neural.evaluate import evaluate_checkpoint
     from numerics.provenance import atomic_write_json, check_writable_file, provenance
+    from validation.guards import check_increasing, guard_output
 
     if out:
+        guard_output(out, "evaluation", inputs={"CHECKPOINT": [checkpoint, Path(checkpoint) / "checkpoint.pt"]})
         check_writable_file(out)  # before the evaluation, not after it
-    result = evaluate_checkpoint(checkpoint, _int_list(n_steps), samples=samples, seed=seed, schedule=schedule,
+    result = evaluate_checkpoint(checkpoint, check_increasing(_int_list(n_steps), "--steps"), samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
                                  oracle=oracle, learning=learning)
     result["provenance"] = provenance()
@@ -183,7 +206,10 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps,
     from neural.timing import compare_sampling
     from neural.train import load_checkpoint, pick_device
     from numerics.provenance import atomic_write_json, provenance
+    from validation.guards import check_increasing, check_transformer, guard_output
 
+    if out:
+        guard_output(out, "sampling benchmark", inputs={"--mdm": mdm_ckpt, "--ar": ar_ckpt})
     dev = pick_device(device)
     models, source = {}, {}
     for kind, path in (("mdm", mdm_ckpt), ("ar", ar_ckpt)):
@@ -196,7 +222,12 @@ def bench_sampling_cmd(mdm_ckpt, ar_ckpt, preset, vocab, length, batch, n_steps,
             cfg = make_config(preset, language="untrained", kind=kind, vocab_size=vocab)
             torch.manual_seed(0)
             models[kind], source[kind] = build_model(cfg.model).to(dev).eval(), f"untrained {preset}"
-    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=_int_list(n_steps), length=length,
+    steps = check_increasing(_int_list(n_steps), "-N")
+    for kind, model in models.items():
+        c = model.cfg
+        check_transformer(batch, length or c.length, c.width, c.n_heads, c.n_layers, c.vocab_size,
+                          f"sampling the {kind} model", "use a smaller --batch or -L")
+    res = compare_sampling(models["mdm"], models["ar"], batch=batch, n_steps=steps, length=length,
                            repeats=repeats, warmup=warmup)
     result = {**res, "weights": source, "provenance": provenance()}
     if out:

@@ -46,6 +46,9 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     """``mdm-theory report`` (help text: ``_REPORT_HELP``)."""
     from validation.report import build_report
 
+    from validation.guards import guard_output
+
+    guard_output(out_dir / "index.html", "report page", option="--out")  # never over another program's page
     _writable_folder(out_dir, "--out")  # before anything is computed
     if cache_dir is not None:
         _writable_folder(cache_dir, "--cache")

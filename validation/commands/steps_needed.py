@@ -11,6 +11,7 @@ import time
 import click
 
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
+from validation.guards import check_metric_target
 
 __all__ = ["steps_needed_cmd"]
 
@@ -98,6 +99,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
     t0 = time.perf_counter()
     if not math.isfinite(target) or target < 0:
         raise click.BadParameter(f"the target must be a finite number >= 0, got {target}", param_hint="--target")
+    check_metric_target(metric, target)
     verbose = show_progress(progress)
     if checkpoint is not None:
         if metric != "ser":

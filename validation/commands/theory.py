@@ -170,6 +170,7 @@ def bounds_cmd(lemma, schedule, use_float, latex, as_json, **options) -> None:
     from theory import check, get
     from theory.parameters import OPTIONS, resolve
     from theory.search import jsonable_instance
+    from validation.guards import check_claim_size
 
     given = {k: v for k, v in options.items() if v is not None}
     if lemma is None or (not given and schedule is None):
@@ -194,6 +195,7 @@ def bounds_cmd(lemma, schedule, use_float, latex, as_json, **options) -> None:
     try:
         constants = claim.constants(resolved.values) if claim.constants else None
         exact = claim.exact is not None and not use_float and _rational(list(resolved.instance.values()))
+        check_claim_size(claim.id, resolved.instance, exact)
         inst = resolved.instance if exact else {k: _as_float(v) for k, v in resolved.instance.items()}
         res = check(claim, inst, exact=exact)
     except ValueError as exc:
@@ -281,9 +283,11 @@ def counterexamples_cmd(lemma, budget, seed, progress, out, as_json) -> None:
     from numerics.provenance import atomic_write_json, check_writable_file, provenance
     from theory import claims
     from theory.search import search_counterexamples
+    from validation.guards import guard_output
 
     if not claims(lemma):
         raise click.UsageError(f"no claim matches {lemma!r}")
+    guard_output(out, "counterexamples")
     check_writable_file(out)  # before the search, not after it
     rng = np.random.default_rng(seed)
     findings, least = [], {}

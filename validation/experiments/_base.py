@@ -96,10 +96,14 @@ class ExperimentResult:
     def from_json(cls, payload: dict) -> "ExperimentResult":
         return cls(**payload)
 
+    def all_findings(self) -> list[str]:
+        """:attr:`findings` and every note that says ``FINDING`` (a section never shows ``ok`` beside one)."""
+        return list(self.findings) + [n for n in self.notes if str(n).startswith("FINDING") and n not in self.findings]
+
     def badges(self) -> list[str]:
         """Every status that applies, the most severe first (``["ok"]`` when none of the others does)."""
         applies = {"error": bool(self.errors) or self.status == "error", "partial": bool(self.missing),
-                   "finding": bool(self.findings), "vacuous": bool(self.vacuous)}
+                   "finding": bool(self.all_findings()), "vacuous": bool(self.vacuous)}
         out = [s for s in reversed(STATUSES) if applies.get(s)]
         return out or ["ok"]
 

@@ -30,14 +30,33 @@ _BASE_COLORS = {
 _FALLBACK = ["#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78"]
 
 
+_ASSIGNED: dict[str, str] = {}  # languages outside _BASE_COLORS, in the order the figures met them
+
+
+def _darker(color: str, by: float = 0.4) -> str:
+    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    return "#" + "".join(f"{int(c * (1 - by)):02x}" for c in (r, g, b))
+
+
 def language_color(name: str) -> str:
-    """The color of a language in every figure: ``2gram`` and ``2gram-pruned`` share one hue."""
+    """The color of a language in every figure, a distinct one per language.
+
+    ``2gram-pruned`` is a darker shade of ``2gram``'s hue (one family, two colors); the interval
+    language's variants share its hue; any other language takes the next unused fallback color
+    (not a hash, which let two languages collide).
+    """
+    pruned = "-pruned" in name
     base = name.split("-pruned")[0]
     if base.startswith("interval"):
         base = "interval"
     if base in _BASE_COLORS:
-        return _BASE_COLORS[base]
-    return _FALLBACK[sum(map(ord, base)) % len(_FALLBACK)]
+        color = _BASE_COLORS[base]
+    else:
+        if base not in _ASSIGNED:
+            used = set(_ASSIGNED.values())
+            _ASSIGNED[base] = next((c for c in _FALLBACK if c not in used), _FALLBACK[len(_ASSIGNED) % len(_FALLBACK)])
+        color = _ASSIGNED[base]
+    return _darker(color) if pruned else color
 
 
 def length_styles(lengths: Sequence[int]) -> dict[int, dict[str, Any]]:

@@ -209,6 +209,29 @@ def _timing(cfg: Config, cache: ResultCache, progress: bool) -> list[dict]:
     return rows
 
 
+TIMING_SLACK = 0.8  # a later N may time up to 20 % below an earlier one (noise) before the series is distrusted
+
+
+def _non_monotone_timing(timing: list[dict]) -> dict[int, str]:
+    """``{L: why}`` for the lengths whose MDM seconds per batch fall as N (and the network calls) grow.
+
+    More steps never make fewer network calls, so a time that drops by more than
+    ``1 - TIMING_SLACK`` as N grows measures warm-up or a machine shared with other work, not the
+    sampler: such a series is not summarized as MDM / AR ratios.
+    """
+    out = {}
+    for length in dict.fromkeys(r["length"] for r in timing):
+        rows = sorted((r for r in timing if r["model"] == "mdm" and r["length"] == length), key=lambda r: r["n_steps"])
+        for a, b in zip(rows, rows[1:]):
+            if b["nfe"] >= a["nfe"] and b["seconds_per_batch"] < TIMING_SLACK * a["seconds_per_batch"]:
+                out[length] = (f"MDM timing is not monotone in N (N = {a['n_steps']}: {a['seconds_per_batch']:.3g} s, "
+                               f"N = {b['n_steps']}: {b['seconds_per_batch']:.3g} s with more network calls): warm-up "
+                               "or a shared machine; rerun on an idle machine (the cached timing is keyed by the "
+                               "machine) -- no ratio reported")
+                break
+    return out
+
+
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     """Expected vs simulated NFE for every (schedule, L, N); the sampler's counts; timing if asked."""
     started = time.perf_counter()
@@ -255,7 +278,10 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             f"Timing regime: {first['device']} ({first['dtype']}), {first['threads']} torch thread(s), batch "
             f"{first['batch']}, {first['weights']}; median of {first['repeats']} repeats after {first['warmup']} "
             "warm-up run(s). MDM = ddpm_cache with the MDLM schedule, AR = KV-cached decoding, same architecture.")
-        for r in (r for r in timing if r["model"] == "mdm"):
+        unsteady = _non_monotone_timing(timing)
+        for length, why in unsteady.items():
+            out.missing.append(f"MDM / AR ratio at L = {length}: {why}")
+        for r in (r for r in timing if r["model"] == "mdm" and r["length"] not in unsteady):
             a = ar[r["length"]]
             out.notes.append(
                 f"L = {r['length']}: MDM at N = {r['n_steps']} ({r['nfe']:.1f} network calls) "

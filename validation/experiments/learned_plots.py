@@ -91,15 +91,14 @@ def notes(out: ExperimentResult) -> None:
 
 
 def _log_y(ax) -> None:
-    """A log y axis labelled with plain numbers (not ``9 x 10^0``)."""
-    from matplotlib.ticker import LogLocator, ScalarFormatter
+    """A log y axis labelled with plain numbers of two significant digits (not ``9 x 10^0``, and not
+    ``0.000`` for a tick at ``3e-4``: a fixed number of decimals collapses small ticks to one label)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     ax.set_yscale("log")
-    major, minor = ScalarFormatter(), ScalarFormatter()
-    major.set_scientific(False)
-    minor.set_scientific(False)
-    ax.yaxis.set_major_formatter(major)
-    ax.yaxis.set_minor_formatter(minor)
+    label = FuncFormatter(lambda v, _: f"{v:.2g}")
+    ax.yaxis.set_major_formatter(label)
+    ax.yaxis.set_minor_formatter(label)
     ax.yaxis.set_minor_locator(LogLocator(subs=(2, 3, 5)))
 
 
@@ -260,7 +259,7 @@ def _split_figure(result: ExperimentResult) -> Plot | None:
         ax.set_xlabel("steps N")
         ax.set_ylabel("nats per token")
         ax.set_title(language, fontsize=9)
-        legend(ax, fontsize=6)
+        legend(ax, fontsize=7)
     ax = axes[0, -1]
     for language, bins in result.data.get("learning_by_masked_fraction", {}).items():
         if bins:
@@ -270,7 +269,7 @@ def _split_figure(result: ExperimentResult) -> Plot | None:
     ax.set_xlabel("fraction still masked at the step")
     ax.set_ylabel("KL per revealed position")
     ax.set_title("learning error step by step", fontsize=9)
-    legend(ax, fontsize=6)
+    legend(ax, fontsize=7)
     cap = ("Where the learned sampler's error comes from (Lemma B.3): its Jensen bound E_tau KL(q || p(.|tau)) per "
            "token is the oracle's factorization gap (exact where the engine has a closed form, else Monte Carlo; see "
            "the table) plus the learning part sum_j KL(q_j || p_theta,j) at the sampler's masks (measured, unbiased). "

@@ -101,6 +101,10 @@ def _informative(row: dict) -> bool:
     return t is not None and math.isfinite(t) and t > 0
 
 
+LEMMA_ROW_IN = 0.17  # inches per claim row of the tightness figure: an id in LEMMA_ID_PT points fits it
+LEMMA_ID_PT = 7.5
+
+
 def plot(result: ExperimentResult) -> list[Plot]:
     """Tightness of the claims that held (log axis) and, beside it in red, the claims with violations.
 
@@ -115,36 +119,40 @@ def plot(result: ExperimentResult) -> list[Plot]:
     omitted = [r["claim"] for r in rows if not r.get("violations") and not _informative(r)]
     if not held and not violated:
         return []
-    ratios = [max(len(held), 1), max(3 * len(violated), 2)] if violated else [1]
-    fig, axes = new_figure(ncols=len(ratios), width=max(6.0, 0.16 * (len(held) + 3 * len(violated))) / len(ratios),
-                           height=3.8, gridspec_kw={"width_ratios": ratios})
+    # one row per claim, ids on the vertical axis at a readable size (LEMMA_ROW_IN inches a row), held
+    # claims above the violated ones: 85 ids side by side on a horizontal axis were ~4 px tall each
+    ratios = [max(len(held), 1) + 2, max(len(violated), 1) + 2] if violated else [1]
+    fig, axes = new_figure(nrows=len(ratios), width=6.0, height=(LEMMA_ROW_IN * sum(ratios) + 0.8) / len(ratios),
+                           gridspec_kw={"height_ratios": ratios})
     ax = axes[0, 0]
     if held:
-        x = range(len(held))
-        ax.bar(x, [r["median_tightness"] if (r.get("median_tightness") or 0) > 0 else float("nan") for r in held],
-               color="#c6dbef", label="median over instances")
-        ax.scatter(x, [r["min_tightness"] for r in held], s=10, zorder=3, color="#08519c", label="tightest instance")
-        ax.axhline(1.0, color="k", linewidth=0.8)
-        ax.set_yscale("log")
-        ax.set_xticks(list(x), [r["claim"] for r in held], rotation=90, fontsize=5)
-        ax.set_ylabel("tightness (bound / exact)")
-        ax.set_title("held on every instance", fontsize=8)
+        y = range(len(held))
+        ax.barh(y, [r["median_tightness"] if (r.get("median_tightness") or 0) > 0 else float("nan") for r in held],
+                color="#c6dbef", label="median over instances")
+        ax.scatter([r["min_tightness"] for r in held], y, s=10, zorder=3, color="#08519c", label="tightest instance")
+        ax.axvline(1.0, color="k", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_yticks(list(y), [r["claim"] for r in held], fontsize=LEMMA_ID_PT)
+        ax.set_ylim(len(held) - 0.5, -0.5)
+        ax.set_xlabel("tightness (bound / exact)")
+        ax.set_title("held on every instance", fontsize=9)
         legend(ax, fontsize=7)
     if violated:
-        axv = axes[0, 1]
+        axv = axes[1, 0]
         frac = [r["violations"] / r["instances"] for r in violated]
-        xv = range(len(violated))
-        axv.bar(xv, frac, color="#c62828")
+        yv = range(len(violated))
+        axv.barh(yv, frac, color="#c62828")
         for i, r in enumerate(violated):
-            axv.annotate(f"{r['violations']}/{r['instances']}", (i, frac[i]), ha="center", va="bottom", fontsize=6)
-        axv.set_ylim(0, 1.15)
-        axv.set_xticks(list(xv), [r["claim"] for r in violated], rotation=90, fontsize=5)
-        axv.set_ylabel("fraction of instances violated")
-        axv.set_title("violated", fontsize=8, color="#c62828")
+            axv.annotate(f" {r['violations']}/{r['instances']}", (frac[i], i), ha="left", va="center", fontsize=7)
+        axv.set_xlim(0, 1.15)
+        axv.set_yticks(list(yv), [r["claim"] for r in violated], fontsize=LEMMA_ID_PT)
+        axv.set_ylim(len(violated) - 0.5, -0.5)
+        axv.set_xlabel("fraction of instances violated")
+        axv.set_title("violated", fontsize=9, color="#c62828")
     caption = (f"Tightness (bound / exact side; 1 = tight) of the {len(held)} claims that held on every instance: "
                "bars the median over the informative instances, dots the tightest one.")
     if violated:
-        caption += (f" Right, in red: the {len(violated)} claims with violations ({', '.join(r['claim'] for r in violated)}),"
+        caption += (f" Below, in red: the {len(violated)} claims with violations ({', '.join(r['claim'] for r in violated)}),"
                     " as the fraction of their instances that violate them (pinned counterexamples included).")
     else:
         caption += " No claim was violated."
