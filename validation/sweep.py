@@ -156,6 +156,13 @@ class PointConfig:
                             gamma=self.gamma, confidence=self.confidence)
 
     def make_schedule(self) -> Schedule:
+        """The schedule family at ``steps``; ``"optimal"``: the information-curve DP schedule for this
+        language and length (:func:`numerics.exact.schedule_opt.optimal_schedule`)."""
+        if self.schedule == "optimal":
+            from numerics.exact.schedule_opt import optimal_schedule
+            from numerics.languages.presets import load_language
+
+            return optimal_schedule(load_language(self.language), self.length, self.steps)
         return make_schedule(self.schedule, self.steps)
 
 
