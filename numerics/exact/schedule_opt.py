@@ -381,7 +381,11 @@ def optimal_schedule(language: Any, length: int, n_steps: int) -> Schedule:
     the joint table while ``V^L`` is tiny) gives the optimal deterministic block sizes with at most
     ``N`` blocks (:func:`optimal_blocks`, the left-Riemann DP); the schedule has the same breakpoints
     ``u_t = s_t / L`` (:func:`schedule_from_sizes`), so its ``N`` is the number of blocks the DP used
-    (fewer than ``n_steps`` when fewer already reach the optimum). Where no exact curve exists
+    (fewer than ``n_steps`` when fewer already reach the optimum). The DP optimizes *deterministic*
+    block sizes (Li-Cai's sampler); the engine's random sampler draws each position's step i.i.d.
+    from these breakpoints, for which the schedule is the DP's choice, not a certified optimum
+    (:func:`optimize_iid_schedule` optimizes that model locally). From ``N = L`` on the DP's blocks
+    are single positions (breakpoints ``t / L``), and the schedule is ``linear(N)``. Where no exact curve exists
     (a general HMM or the interval language beyond the table's size) :class:`CurveUnavailableError`
     says so.
     """
@@ -401,6 +405,8 @@ def optimal_schedule(language: Any, length: int, n_steps: int) -> Schedule:
                 f"Markov chains (n-grams with n = 2) at any L and otherwise only from the joint table while "
                 f"V^L <= {MAX_TABLE_ENTRIES}; this language ({type(language).__name__}, V = {V}) at L = {length} "
                 f"has neither") from None
+    if n_steps >= length:  # one position per block: the DP's breakpoints are t / L, i.e. linear(L); finer is linear(N)
+        return from_u(np.arange(int(n_steps) + 1) / int(n_steps), f"optimal(N={int(n_steps)}, N >= L: linear)")
     curve = information_curve(language, int(length))
     blocks = optimal_blocks(curve, min(int(n_steps), int(length)))
     sizes = blocks.sizes(min(int(n_steps), int(length)))
