@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics.exact.adaptive import adaptive_enumerate
+from numerics.exact.adaptive import adaptive_dp, adaptive_enumerate
 from numerics.exact.dp import dp_metrics
 from numerics.exact.joint_table import all_sequences, joint_table
 from numerics.exact.optimal_decoder import (
@@ -207,3 +207,22 @@ def test_state_space_refused_up_front():
     with pytest.raises(ValueError, match="unknown metric"):
         optimal_decoder(np.array([0.5, 0.5]), None, 1, "ter")
     assert (3 + 1) ** 8 <= MAX_STATES  # the advertised tiny cases fit
+
+
+def test_svete_sabharwal_interval_finding():
+    """docs/findings.md section 9: the optimal decoder reaches SER = 0 on the interval language in l
+    calls at every L tried (sub-linear), while topk, threshold and entropy-sum need more at L = 6."""
+    for L in (2, 4, 6, 8):
+        r = optimal_decoder(load_language("interval-l2"), L, 2, "ser")
+        assert _close(r.values[0], 1.0 - 2.0 ** (-L / 2))  # one call: each interval's two bits agree w.p. 1/2
+        assert _close(r.values[1], 0.0)
+    for L, two_calls in ((3, 0.5), (6, 0.75)):
+        r = optimal_decoder(load_language("interval-l3"), L, 3, "ser")
+        assert _close(r.values[1], two_calls) and _close(r.values[2], 0.0)
+    q = joint_table(load_language("interval-l3"), 6)
+    for s in (AdaptiveSampler("threshold", gamma=0.9), AdaptiveSampler("entropy-sum", gamma=0.7)):
+        ex = adaptive_dp(q, None, s)
+        # E[calls] = 6 = L with at most L calls per path: one position per call on every path
+        assert ex.metrics.ser.value <= 0.5 and ex.expected_nfe.value == pytest.approx(6.0, rel=RTOL_EXACT)
+    topk3 = adaptive_dp(q, None, AdaptiveSampler("topk", schedule=linear(3)))
+    assert topk3.metrics.ser.value > 0.5  # three calls suffice for the optimal decoder, not for topk
