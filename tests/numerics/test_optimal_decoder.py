@@ -226,3 +226,17 @@ def test_svete_sabharwal_interval_finding():
         assert ex.metrics.ser.value <= 0.5 and ex.expected_nfe.value == pytest.approx(6.0, rel=RTOL_EXACT)
     topk3 = adaptive_dp(q, None, AdaptiveSampler("topk", schedule=linear(3)))
     assert topk3.metrics.ser.value > 0.5  # three calls suffice for the optimal decoder, not for topk
+
+
+@pytest.mark.parametrize("claim_id", ["PB.2", "PB.1.ccl", "OPT.ser"])
+def test_floor_claims_hold_on_generated_instances(claim_id):
+    """The registered claims of theory/related_calls.py on 12 generated tiny languages (none violated)."""
+    import theory  # noqa: F401  (fills the registry)
+    from theory.claims import check, get
+
+    claim = get(claim_id)
+    rng = np.random.default_rng(21)
+    for _ in range(12):
+        inst = claim.generate(rng)
+        r = check(claim, inst)
+        assert r.holds, (claim_id, inst["L"], inst["T"], r.lhs, r.rhs)
