@@ -65,7 +65,7 @@ def _ser(inst):
     return _floor(inst, "ser")[T - 1], -math.expm1(-_floor(inst, "kl")[T - 1])
 
 
-_L = lambda t: S.fn("L^*")(t)  # noqa: E731
+_L = lambda t: S.fn("L^*")(t)
 register(Claim(
     id="PB.2", paper="ParallelBench 2510.04767, Theorem 2 [R]", title="L*_{T+1} <= L*_T: one more call never hurts",
     lhs=_L(S.tex("T") + 1), rhs=_L(S.tex("T")), relation="<=", evaluate=_pb2, domain=_domain, generate=_gen,

@@ -262,7 +262,7 @@ def evaluate_setting(cfg: PointConfig, metric: str, language: Any, confidence: f
     kl, ter_q = _from_record(r["kl"]), _from_record(r["ter_data"])
     L = cfg.length
     lo, hi = kl.interval()
-    f = lambda k: ter_q.value * math.exp(k / L)  # noqa: E731 -- monotone: the interval maps endpoint by endpoint
+    f = lambda k: ter_q.value * math.exp(k / L)
     e = Estimate(f(kl.value), f(kl.value) * kl.stderr / L, f"TER(q) exp(KL / L): KL {kl.method}", kl.samples,
                  f(lo), f(hi), kl.confidence)
     return e, "ter", calls

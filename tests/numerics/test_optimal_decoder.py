@@ -28,7 +28,7 @@ from numerics.exact.optimal_decoder import (
 )
 from numerics.languages.hmm import HMM
 from numerics.languages.presets import load_language
-from numerics.sampling.adaptive import AdaptiveSampler, CONFIDENCES
+from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.schedules import linear
 from tests.strategies import joint_tables
 from tests.tolerances import ATOL_METRIC, RTOL_EXACT

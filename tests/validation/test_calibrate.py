@@ -11,7 +11,12 @@ from click.testing import CliRunner
 from numerics.estimate import Estimate
 from numerics.exact.interval import interval_ser
 from numerics.exact.optimal_decoder import optimal_decoder
-from numerics.exact.schedule_opt import block_error, information_curve, optimal_blocks, optimal_schedule
+from numerics.exact.schedule_opt import (
+    block_error,
+    information_curve,
+    optimal_blocks,
+    optimal_schedule,
+)
 from numerics.languages.presets import load_language
 from numerics.schedules import linear
 from tests.tolerances import ATOL_PROB, RTOL_EXACT
@@ -64,7 +69,7 @@ def test_pareto_front_by_hand():
 
 
 def test_monte_carlo_meets_only_by_the_upper_end():
-    mc = lambda hi: Estimate(0.05, 0.02, "mc", 1000, 0.02, hi, 0.9)  # noqa: E731
+    mc = lambda hi: Estimate(0.05, 0.02, "mc", 1000, 0.02, hi, 0.9)
     assert _status(mc(0.12), 0.1) == "may meet"
     assert _status(mc(0.09), 0.1) == "meets"
     assert _status(Estimate(0.2, 0.02, "mc", 1000, 0.15, 0.25, 0.9), 0.1) == "misses"

@@ -9,7 +9,13 @@ import time
 
 import click
 
-from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
+from validation.commands._common import (
+    emit,
+    format_estimate,
+    json_option,
+    progress_option,
+    show_progress,
+)
 from validation.commands._schedule import check_schedule, schedule_option
 
 __all__ = ["bench_calibrate_command", "calibrate_command", "calibration_record"]
@@ -138,10 +144,14 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     The grid evaluates every parameter value from the cheapest up to the answer (steps 1..N for a
     step family; for a gamma family, as many evenly spaced values as the search has resolution).
     """
-    from validation.calibrate import GAMMA_BISECTIONS, calibrate, evaluate_setting, family
-    from validation.sweep import PointConfig
-
     from numerics.languages.presets import load_language
+    from validation.calibrate import (
+        GAMMA_BISECTIONS,
+        calibrate,
+        evaluate_setting,
+        family,
+    )
+    from validation.sweep import PointConfig
 
     fam = family(sampler)
     t0 = time.perf_counter()

@@ -184,8 +184,8 @@ def _gamma_family(cfg, sampler, metric, target, language, confidence, max_steps,
         "gamma": fs.cheapest.value if fs.cheapest else None, "calls": fs.cheapest.calls if fs.cheapest else None,
         "setting": _setting(fs.cheapest), "at_n": None, "at_n_minus_1": None,
         "evaluations": [_setting(s) for s in fs.settings], "max_steps": max_steps,
-        "notes": [f"{sampler} has no number of steps: its gamma was searched by bisection (validation.calibrate); "
-                  "calls are its expected denoiser calls"],
+        "notes": [(f"{sampler} has no number of steps: its gamma was searched by bisection (validation.calibrate); "
+                  "calls are its expected denoiser calls")],
         "elapsed_s": time.perf_counter() - t0,
         "null_reason": {"n_steps": f"{sampler} takes gamma, not a number of steps"},
     }
