@@ -13,6 +13,8 @@ import sys
 import click
 
 from validation.commands import bench_adaptive, bench_fb, exact, languages, neural, report, steps_needed, theory
+from validation.commands import calibrate as calibrate_cmd
+from validation.commands import optimal_decoder
 from validation.commands._common import CommandGroup
 
 __all__ = ["main", "COMMANDS", "BENCH_COMMANDS"]
@@ -24,6 +26,8 @@ COMMANDS: tuple[click.Command, ...] = (
     languages.languages_cmd,  # mdm-theory languages [export]
     exact.exact_command,  # mdm-theory exact
     steps_needed.steps_needed_cmd,  # mdm-theory steps-needed
+    calibrate_cmd.calibrate_command,  # mdm-theory calibrate
+    optimal_decoder.optimal_decoder_cmd,  # mdm-theory optimal-decoder
     exact.sweep_command,  # mdm-theory sweep
     theory.bounds_cmd,  # mdm-theory bounds
     theory.check_cmd,  # mdm-theory check
@@ -41,6 +45,7 @@ BENCH_COMMANDS: tuple[click.Command, ...] = (
     neural.bench_sampling_cmd,  # mdm-theory bench sampling
     bench_adaptive.bench_adaptive_command,  # mdm-theory bench adaptive
     bench_fb.bench_sparse_ngram,  # mdm-theory bench sparse-ngram
+    calibrate_cmd.bench_calibrate_command,  # mdm-theory bench calibrate
 )
 
 

@@ -164,6 +164,13 @@ class PointConfig:
                             tie_seed=self.tie_seed)
 
     def make_schedule(self) -> Schedule:
+        """The schedule family at ``n_steps``; ``"optimal"``: the information-curve DP schedule for this
+        language and length (:func:`numerics.exact.schedule_opt.optimal_schedule`)."""
+        if self.schedule == "optimal":
+            from numerics.exact.schedule_opt import optimal_schedule
+            from numerics.languages.presets import load_language
+
+            return optimal_schedule(load_language(self.language), self.length, self.n_steps)
         return make_schedule(self.schedule, self.n_steps)
 
 

@@ -59,12 +59,14 @@ __all__ = [
     "BlockError",
     "OptimalBlocks",
     "OptimizedSchedule",
+    "CurveUnavailableError",
     "block_error",
     "iid_error",
     "information_curve",
     "lz_schedule",
     "lz_u",
     "optimal_blocks",
+    "optimal_schedule",
     "optimize_iid_schedule",
     "schedule_from_sizes",
     "sizes_from_u",
@@ -366,3 +368,46 @@ def lz_u(curve: InformationCurve, n_steps: int) -> np.ndarray:
 def lz_schedule(curve: InformationCurve, n_steps: int) -> Schedule:
     """:func:`lz_u` as an i.i.d. :class:`~numerics.schedules.Schedule`."""
     return from_u(lz_u(curve, n_steps), f"lavenant-zanella-reading(N={n_steps})")
+
+
+class CurveUnavailableError(ValueError):
+    """The information curve ``Z`` of a language is not exactly computable at the length asked."""
+
+
+def optimal_schedule(language: Any, length: int, n_steps: int) -> Schedule:
+    """``--schedule optimal``: Chen-Cong-Li's DP schedule for ``(language, L, N)`` as an i.i.d. schedule.
+
+    The exact information curve (:func:`information_curve`: the Markov closed form at any ``L``,
+    the joint table while ``V^L`` is tiny) gives the optimal deterministic block sizes with at most
+    ``N`` blocks (:func:`optimal_blocks`, the left-Riemann DP); the schedule has the same breakpoints
+    ``u_t = s_t / L`` (:func:`schedule_from_sizes`), so its ``N`` is the number of blocks the DP used
+    (fewer than ``n_steps`` when fewer already reach the optimum). The DP optimizes *deterministic*
+    block sizes (Li-Cai's sampler); the engine's random sampler draws each position's step i.i.d.
+    from these breakpoints, for which the schedule is the DP's choice, not a certified optimum
+    (:func:`optimize_iid_schedule` optimizes that model locally). From ``N = L`` on the DP's blocks
+    are single positions (breakpoints ``t / L``), and the schedule is ``linear(N)``. Where no exact curve exists
+    (a general HMM or the interval language beyond the table's size) :class:`CurveUnavailableError`
+    says so.
+    """
+    from numerics.exact.joint_table import MAX_TABLE_ENTRIES
+
+    if int(n_steps) != n_steps or n_steps < 1:
+        raise ValueError(f"number of steps N must be an integer >= 1, got {n_steps!r}")
+    if int(length) != length or length < 1:
+        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    try:
+        markov_chain_of(language)
+    except ValueError:
+        V = int(language.vocab_size)
+        if V ** int(length) > MAX_TABLE_ENTRIES:
+            raise CurveUnavailableError(
+                f"--schedule optimal needs the exact information curve Z, which is available for first-order "
+                f"Markov chains (n-grams with n = 2) at any L and otherwise only from the joint table while "
+                f"V^L <= {MAX_TABLE_ENTRIES}; this language ({type(language).__name__}, V = {V}) at L = {length} "
+                f"has neither") from None
+    if n_steps >= length:  # one position per block: the DP's breakpoints are t / L, i.e. linear(L); finer is linear(N)
+        return from_u(np.arange(int(n_steps) + 1) / int(n_steps), f"optimal(N={int(n_steps)}, N >= L: linear)")
+    curve = information_curve(language, int(length))
+    blocks = optimal_blocks(curve, min(int(n_steps), int(length)))
+    sizes = blocks.sizes(min(int(n_steps), int(length)))
+    return schedule_from_sizes(sizes, f"optimal(N={int(n_steps)}, DP blocks {sizes.size}, {blocks.method})")

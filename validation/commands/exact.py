@@ -17,6 +17,7 @@ import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
+from validation.commands._schedule import check_schedule, schedule_option
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 
@@ -73,13 +74,7 @@ _method = click.option("--method", type=click.Choice(["auto", "closed-form", "dp
                        help="auto: the fastest exact method that fits (closed form for the interval language, "
                             "else the DP or enumeration for small L), else Monte Carlo. A method named here that "
                             "cannot run at this size is refused with its estimated cost.")
-def _schedule_help() -> str:
-    from numerics.schedules import schedule_help
-
-    return schedule_help()
-
-
-_schedule = click.option("--schedule", default="linear", show_default=True, help=_schedule_help())
+_schedule = schedule_option
 _samples = click.option("--samples", type=int, default=1000, show_default=True, help="Monte Carlo samples per quantity.")
 _seed = click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the Monte Carlo draws (each point's streams are fixed by the seed and the point).")
@@ -128,6 +123,7 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     """
     from validation.sweep import PointConfig, evaluate_point
 
+    check_schedule(schedule, [language], [length])
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
                           sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
@@ -206,6 +202,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     from validation.sweep import CorruptRowsError, grid, run_sweep
 
     try:
+        check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
         configs = grid([s.strip() for s in languages.split(",") if s.strip()],
                        check_increasing(parse_int_list(lengths), "--lengths"),
                        check_increasing(_steps(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,

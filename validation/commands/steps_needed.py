@@ -11,19 +11,15 @@ import time
 import click
 
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
+from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_metric_target
+from validation.commands._schedule import check_schedule, schedule_option
 
 __all__ = ["steps_needed_cmd"]
 
-
-def _schedule_help() -> str:
-    from numerics.schedules import schedule_help
-
-    return schedule_help()
-
-#: Samplers steps-needed can search; the random-order factorized sampler of the paper. Adaptive
-#: samplers join here (and as PointConfig.sampler) when numerics.sampling has them.
-SAMPLERS = ("random",)
+#: Samplers steps-needed can search: the families of validation.calibrate (steps-needed is calibrate's
+#: one-family case; a family whose parameter is not a number of steps has its gamma searched instead).
+SAMPLERS = ("random", "topk", "threshold", "entropy-sum")
 
 
 def _evaluation(ev) -> dict | None:
@@ -61,8 +57,10 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
               help="ser: sequence error rate; ter: token error rate TER(p) (a perplexity); kl: KL(q || p).")
 @click.option("--target", type=float, required=True, help="Find the smallest N with metric <= TARGET.")
 @click.option("--sampler", type=click.Choice(list(SAMPLERS)), default="random", show_default=True,
-              help="Sampler: random = the factorized random-order sampler of the paper.")
-@click.option("--schedule", default="linear", show_default=True, help=_schedule_help())
+              help="Sampler: random = the factorized random-order sampler of the paper; topk (its steps searched); "
+                   "threshold / entropy-sum (no steps: their gamma is searched, n_steps is null and gamma, calls "
+                   "say the answer).")
+@schedule_option
 @click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
               show_default=True, help="How each N is computed: auto = the fastest exact method that fits, else "
                                       "Monte Carlo (a learned model: always Monte Carlo).")
@@ -121,12 +119,16 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
             raise click.UsageError(str(exc)) from None
         lang = load_language(language)
         from numerics.methods import choose_method
-        from numerics.schedules import make_schedule
 
         # what evaluating N = 1 would refuse (a size no method can compute), refused before anything runs
-        choose_method(method, lang, length, make_schedule(schedule, 1), samples, name=language)
+        check_schedule(schedule, [language], [length])
+        choose_method(method, lang, length, cfg.make_schedule(), samples, name=language)
         _check_reachable(metric, target, language, lang, length)
-        evaluate = oracle_metric(cfg, metric, target, lang, confidence)
+        check_schedule(schedule, [language], [length])
+        if sampler in ("threshold", "entropy-sum"):
+            return _gamma_family(cfg, sampler, metric, target, lang, confidence, max_steps, verbose, t0, as_json)
+        evaluate = (oracle_metric(cfg, metric, target, lang, confidence) if sampler == "random"
+                    else _family_metric(cfg, sampler, metric, target, lang, confidence))
 
     def logged(n: int):
         ev = evaluate(n)
@@ -155,6 +157,50 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
     elif found.at_n_minus_1 is None:
         result["null_reason"] = {"at_n_minus_1": "N = 1 is the smallest number of steps"}
     emit(result, as_json, _human(result, found))
+
+
+def _family_metric(cfg, sampler: str, metric: str, target: float, language, confidence: float):
+    """``N -> Evaluation`` of a step family other than ``random`` through calibrate's one-setting function."""
+    from dataclasses import replace
+
+    from validation.calibrate import _status, evaluate_setting
+    from validation.steps_needed import Evaluation
+
+    def evaluate(n: int):
+        e, quantity, _ = evaluate_setting(replace(cfg, n_steps=int(n), sampler=sampler), metric, language, confidence)
+        return Evaluation(n, quantity, e, _status(e, target) == "meets")
+
+    return evaluate
+
+
+def _gamma_family(cfg, sampler, metric, target, language, confidence, max_steps, verbose, t0, as_json):
+    """steps-needed for a family without steps: calibrate's search of its gamma (same output fields)."""
+    from validation.calibrate import family, search_family
+    from validation.commands.calibrate import _setting
+
+    def log(s):
+        if verbose:
+            click.echo(f"{s.label}: {s.quantity} {format_estimate(_record(s.metric))} -> {s.status}", err=True)
+
+    fs = search_family(family(sampler), cfg, metric, target, language, confidence, max_steps, log)
+    mc = any(not s.metric.exact for s in fs.settings)
+    result = {
+        "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": sampler,
+        "schedule": None, "method": cfg.method, "checkpoint": None, "n_steps": None, "met": fs.cheapest is not None,
+        "exact": fs.cheapest is not None and fs.cheapest.metric.exact, "confidence": confidence if mc else None,
+        "gamma": fs.cheapest.value if fs.cheapest else None, "calls": fs.cheapest.calls if fs.cheapest else None,
+        "setting": _setting(fs.cheapest), "at_n": None, "at_n_minus_1": None,
+        "evaluations": [_setting(s) for s in fs.settings], "max_steps": max_steps,
+        "notes": [(f"{sampler} has no number of steps: its gamma was searched by bisection (validation.calibrate); "
+                  "calls are its expected denoiser calls")],
+        "elapsed_s": time.perf_counter() - t0,
+        "null_reason": {"n_steps": f"{sampler} takes gamma, not a number of steps"},
+    }
+    s = fs.cheapest
+    human = (f"{sampler}: gamma = {s.value:g} is the cheapest setting tried with {metric.upper()} <= {target:g} "
+             f"({s.calls.value:.4g} calls, {s.quantity} {format_estimate(_record(s.metric))})" if s else
+             f"{sampler}: no gamma tried gives {metric.upper()} <= {target:g}")
+    emit(result, as_json, human)
 
 
 def _record(estimate) -> dict:

@@ -1,0 +1,377 @@
+"""The cheapest decoder setting that meets a target: each family's parameter searched, and the Pareto front.
+
+For a language, a length ``L``, a metric (``ser``, ``ter`` or ``kl``) and a target, every sampler
+family of :data:`FAMILIES` has one parameter whose increase (or decrease) buys accuracy with calls:
+the number of steps of ``random`` and ``topk``, the confidence threshold of ``threshold``, the
+entropy budget of ``entropy-sum``. :func:`calibrate` searches it along the direction of more calls:
+
+* integer parameters (steps): exponential search ``1, 2, 4, ...`` then bisection
+  (:func:`validation.steps_needed.search_steps`), about ``2 log2 N`` settings;
+* real parameters (gamma): the two ends first (the cheapest end meeting the target ends the
+  search; the dearest end missing it answers "not met"), then :data:`GAMMA_BISECTIONS` bisections.
+
+Both assume the metric does not increase along the direction of more calls (true of every case
+computed, not a theorem). Every setting evaluated joins the Pareto front of ``(expected calls,
+metric)``; the cheapest setting that *meets* the target is the answer.
+
+What one setting costs and how its numbers were obtained is :func:`evaluate_setting` (the one
+place that turns a :class:`~validation.sweep.PointConfig` into a metric and a call count; its
+method -- exact, DP, closed form, Monte Carlo -- is carried by every :class:`Estimate`):
+
+* ``random``: :func:`validation.steps_needed.oracle_metric` (exact where a method fits, else Monte
+  Carlo SER or the exact Jensen bound for KL/TER) and the exact ``ddpm_cache`` calls
+  ``1 + sum_{i<N} (1 - (1 - pi_i)^L)``;
+* adaptive rules: :func:`validation.sweep.evaluate_point` (the exact adaptive DP on tiny cases,
+  else Monte Carlo with KL by the chain-rule identity (I1)); TER of a Monte Carlo KL is
+  ``TER(q) exp(KL / L)`` with the interval mapped through the same monotone function.
+
+A Monte Carlo setting *meets* the target only when the upper end of its one-sided interval at
+``confidence`` does, *may meet* when only the estimate does. A target outside the metric's
+range is a :class:`TargetError`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from numerics.estimate import Estimate
+from validation.sweep import PointConfig
+
+__all__ = [
+    "FAMILIES",
+    "GAMMA_BISECTIONS",
+    "METRICS",
+    "Calibration",
+    "Family",
+    "FamilySearch",
+    "Setting",
+    "TargetError",
+    "calibrate",
+    "evaluate_setting",
+    "family",
+    "pareto_front",
+    "search_family",
+]
+
+METRICS = ("ser", "ter", "kl")
+GAMMA_BISECTIONS = 12  # a real parameter is located to 2^-12 of its range (the rules' decisions are on a grid anyway)
+MEETS, MAY_MEET, MISSES = "meets", "may meet", "misses"
+
+
+class TargetError(ValueError):
+    """A target outside the metric's range (SER outside [0, 1], TER below the data's own, a negative KL)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """One sampler family and its searched parameter.
+
+    Attributes
+    ----------
+    name : str
+        The sampler (``PointConfig.sampler``).
+    parameter : str
+        ``"steps"`` or ``"gamma"``.
+    integer : bool
+        Steps are integers (searched by doubling and bisection); gamma is real.
+    low, high : float or None
+        The range of the parameter (``None``: set from ``L`` by :meth:`range_for`).
+    more_calls_when : str
+        ``"higher"``: raising the parameter costs calls and buys accuracy (steps, the confidence
+        threshold); ``"lower"``: lowering it does (the entropy budget).
+    build : callable
+        ``(base PointConfig, parameter value) -> PointConfig`` of the setting.
+    """
+
+    name: str
+    parameter: str
+    integer: bool
+    low: float | None
+    high: float | None
+    more_calls_when: str
+    build: Callable[[PointConfig, float], PointConfig]
+
+    def range_for(self, length: int, vocab_size: int, max_steps: int) -> tuple[float, float]:
+        """``(low, high)`` at this ``L``: steps up to ``max_steps`` (topk: ``L``), entropy up to ``L log V``."""
+        low = self.low if self.low is not None else 0.0
+        if self.high is not None:
+            return low, self.high
+        if self.name == "topk":
+            return low, float(min(length, max_steps))
+        if self.parameter == "steps":
+            return low, float(max_steps)
+        return low, length * math.log(max(vocab_size, 2))
+
+
+def _steps(sampler: str) -> Callable[[PointConfig, float], PointConfig]:
+    return lambda base, v: replace(base, n_steps=int(v), sampler=sampler, gamma=None)
+
+
+def _gamma(sampler: str) -> Callable[[PointConfig, float], PointConfig]:
+    return lambda base, v: replace(base, n_steps=1, schedule="linear", sampler=sampler, gamma=float(v))
+
+
+#: The families, one entry each (a decoder of numerics.sampling with one monotone parameter joins here).
+FAMILIES: tuple[Family, ...] = (
+    Family("random", "steps", True, 1, None, "higher", _steps("random")),
+    Family("topk", "steps", True, 1, None, "higher", _steps("topk")),
+    Family("threshold", "gamma", False, 0.0, 1.0, "higher", _gamma("threshold")),
+    Family("entropy-sum", "gamma", False, 0.0, None, "lower", _gamma("entropy-sum")),
+)
+
+
+def family(name: str) -> Family:
+    """The family called ``name`` (:data:`FAMILIES`)."""
+    for f in FAMILIES:
+        if f.name == name:
+            return f
+    raise ValueError(f"unknown sampler family {name!r}; choose from {', '.join(f.name for f in FAMILIES)}")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One evaluated setting of a family.
+
+    Attributes
+    ----------
+    family, parameter : str
+    value : float
+        The parameter's value (an integer number of steps, or gamma).
+    label : str
+        The sampler as the engine names it (schedule or threshold included).
+    calls : Estimate
+        Expected denoiser calls per sequence (exact formula / exact DP / Monte Carlo mean).
+    metric : Estimate
+        The metric, or an upper bound on it (``quantity``), with its method and interval.
+    quantity : str
+        ``"ser"``, ``"ter"``, ``"kl"``, or ``"kl_jensen_bound"`` / ``"ter_jensen_bound"`` (an upper
+        bound compared in place of the metric: meeting it suffices).
+    status : str
+        ``"meets"``, ``"may meet"`` (Monte Carlo: the estimate meets, its upper end does not) or ``"misses"``.
+    """
+
+    family: str
+    parameter: str
+    value: float
+    label: str
+    calls: Estimate
+    metric: Estimate
+    quantity: str
+    status: str
+
+    @property
+    def meets(self) -> bool:
+        return self.status == MEETS
+
+
+@dataclass(frozen=True)
+class FamilySearch:
+    """The search of one family: every setting visited, and the answer.
+
+    Attributes
+    ----------
+    family : str
+    settings : tuple of Setting
+        In the order visited.
+    cheapest : Setting or None
+        The fewest-calls setting that meets the target (``None``: none tried does).
+    """
+
+    family: str
+    settings: tuple
+    cheapest: Setting | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The answer of :func:`calibrate`.
+
+    Attributes
+    ----------
+    language : str
+    length : int
+    metric : str
+    target : float
+        The absolute target (a relative TER target already multiplied by ``TER(q)``).
+    searches : tuple of FamilySearch
+    front : tuple of Setting
+        Pareto front over every family: no other setting has fewer expected calls and a lower
+        metric value (ordered by calls).
+    cheapest : Setting or None
+        The fewest-calls setting of any family that meets the target.
+    best : Setting
+        The setting with the lowest metric value found (the answer's fallback when not met).
+    may_meet : Setting or None
+        The fewest-calls Monte Carlo setting whose estimate, but not its interval, meets the target.
+    confidence : float
+        One-sided level of every Monte Carlo "meets".
+    """
+
+    language: str
+    length: int
+    metric: str
+    target: float
+    searches: tuple
+    front: tuple
+    cheapest: Setting | None
+    best: Setting
+    may_meet: Setting | None
+    confidence: float
+
+    @property
+    def met(self) -> bool:
+        return self.cheapest is not None
+
+
+def _status(e: Estimate, target: float) -> str:
+    if e.exact:
+        return MEETS if e.value <= target else MISSES
+    if e.interval()[1] <= target:
+        return MEETS
+    return MAY_MEET if e.value <= target else MISSES
+
+
+def _from_record(rec: dict) -> Estimate:
+    return Estimate(float(rec["value"]), float(rec.get("stderr") or 0.0), rec["method"], int(rec.get("samples") or 0),
+                    rec.get("ci_low"), rec.get("ci_high"), rec.get("confidence") or 0.95)
+
+
+def evaluate_setting(cfg: PointConfig, metric: str, language: Any, confidence: float) -> tuple[Estimate, str, Estimate]:
+    """``(metric or its bound, quantity, expected calls)`` of one setting (module docstring).
+
+    ``confidence`` is one-sided: the random sampler's Monte Carlo intervals are at the two-sided level
+    ``2 c - 1``; an adaptive rule's are :func:`~validation.sweep.evaluate_point`'s 95% two-sided
+    intervals, whose upper end is a one-sided 97.5% bound (conservative). This is the one function to point at a shared "metrics of a point" facade.
+    """
+    from validation.steps_needed import oracle_metric
+
+    if cfg.sampler == "random":
+        ev = oracle_metric(cfg, metric, math.inf, language, confidence)(cfg.n_steps)
+        sched = cfg.make_schedule()
+        calls = Estimate(sched.expected_nfe(cfg.length), 0.0, "formula E[NFE] (ddpm_cache, batch 1)")
+        return ev.estimate, ev.quantity, calls
+    from validation.sweep import evaluate_point
+
+    r = evaluate_point(cfg)
+    calls = _from_record(r["nfe"])
+    if metric != "ter" or r["ter"].get("value") is not None:
+        return _from_record(r[metric]), metric, calls
+    kl, ter_q = _from_record(r["kl"]), _from_record(r["ter_data"])
+    L = cfg.length
+    lo, hi = kl.interval()
+    f = lambda k: ter_q.value * math.exp(k / L)
+    e = Estimate(f(kl.value), f(kl.value) * kl.stderr / L, f"TER(q) exp(KL / L): KL {kl.method}", kl.samples,
+                 f(lo), f(hi), kl.confidence)
+    return e, "ter", calls
+
+
+def search_family(fam: Family, base: PointConfig, metric: str, target: float, language: Any, confidence: float,
+                  max_steps: int, on_setting: Callable[[Setting], None] | None = None) -> FamilySearch:
+    """Search ``fam``'s parameter for the cheapest setting meeting ``target`` (module docstring)."""
+    from validation.steps_needed import Evaluation, search_steps
+
+    seen: list[Setting] = []
+
+    def at(v: float) -> Setting:
+        cfg = fam.build(base, v)
+        e, quantity, calls = evaluate_setting(cfg, metric, language, confidence)
+        s = Setting(fam.name, fam.parameter, float(v), cfg.make_sampler().label, calls, e, quantity,
+                    _status(e, target))
+        seen.append(s)
+        if on_setting:
+            on_setting(s)
+        return s
+
+    low, high = fam.range_for(base.length, language.vocab_size, max_steps)
+    if fam.integer:
+        found = search_steps(lambda n: Evaluation(n, "", Estimate(0.0, 0.0, ""), at(n).meets), int(high))
+        cheapest = next((s for s in seen if s.value == found.n_steps), None) if found.met else None
+        return FamilySearch(fam.name, tuple(seen), cheapest)
+    # real parameter, ordered so that s = 0 is the cheapest end and s = 1 the dearest
+    def value(s: float) -> float:
+        return low + s * (high - low) if fam.more_calls_when == "higher" else high - s * (high - low)
+
+    dear = at(value(1.0))
+    if not dear.meets:
+        return FamilySearch(fam.name, tuple(seen), None)
+    if at(value(0.0)).meets:
+        return FamilySearch(fam.name, tuple(seen), seen[-1])
+    lo, hi, best = 0.0, 1.0, dear
+    for _ in range(GAMMA_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        s = at(value(mid))
+        if s.meets:
+            hi, best = mid, s
+        else:
+            lo = mid
+    cheapest = min((s for s in seen if s.meets), key=lambda s: (s.calls.value, s.metric.value), default=best)
+    return FamilySearch(fam.name, tuple(seen), cheapest)
+
+
+def pareto_front(settings: Sequence[Setting]) -> tuple:
+    """The settings no other one beats on both expected calls and metric value, by increasing calls."""
+    out: list[Setting] = []
+    for s in sorted(settings, key=lambda s: (s.calls.value, s.metric.value)):
+        if not out or s.metric.value < out[-1].metric.value:
+            out.append(s)
+    return tuple(out)
+
+
+def check_target(metric: str, target: float, ter_data: float | None) -> None:
+    """:class:`TargetError` for a target outside the metric's range."""
+    if not math.isfinite(target):
+        raise TargetError(f"the target must be a finite number, got {target}")
+    if metric == "ser" and not 0.0 <= target <= 1.0:
+        raise TargetError(f"SER is a probability: a target of {target} is outside [0, 1]")
+    if metric == "kl" and target < 0:
+        raise TargetError(f"KL(q || p) >= 0: a target of {target} is never met")
+    if metric == "ter" and ter_data is not None and target < ter_data:
+        raise TargetError(f"TER(q) = {ter_data:.6g} (the data's own perplexity) is the floor of every sampler's "
+                          f"TER; a target of {target} is never met")
+
+
+def calibrate(language: str, length: int, metric: str, target: float, samplers: Sequence[str] = ("random",), *,
+              relative: bool = False, schedule: str = "linear", method: str = "auto", samples: int = 1000,
+              seed: int = 0, confidence: float = 0.95, max_steps: int = 1 << 12,
+              on_setting: Callable[[Setting], None] | None = None) -> Calibration:
+    """The cheapest setting of any of ``samplers`` with ``metric <= target`` (module docstring).
+
+    ``relative`` (TER only): the target is the relative excess over the data's ``TER(q)``, i.e.
+    ``TER <= (1 + target) TER(q)`` ("perplexity within 1%" is ``target = 0.01``).
+    """
+    from numerics.languages.presets import load_language
+    from numerics.metrics import exact_entropy
+
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
+    names = [s for s in samplers]
+    if not names:
+        raise ValueError("no sampler family given: name at least one of " + ", ".join(f.name for f in FAMILIES))
+    fams = [family(n) for n in names]
+    lang = load_language(language)
+    ter_q = None
+    if metric == "ter":
+        H = exact_entropy(lang, length)
+        ter_q = None if H is None else math.exp(H.value / length)
+        if relative:
+            if ter_q is None:
+                raise TargetError(f"a relative TER target needs the exact entropy H(q); {language} has none")
+            if target < 0:
+                raise TargetError(f"a relative TER target is an excess over TER(q) >= 0, got {target}")
+            target = ter_q * (1.0 + target)
+    elif relative:
+        raise ValueError("a relative target applies to --metric ter only")
+    check_target(metric, target, ter_q)
+    base = PointConfig(language, length, 1, schedule, method, samples, seed)
+    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting) for f in fams)
+    every = [s for fs in searches for s in fs.settings]
+    meeting = [fs.cheapest for fs in searches if fs.cheapest is not None]
+    cheapest = min(meeting, key=lambda s: (s.calls.value, s.metric.value)) if meeting else None
+    maybe = [s for s in every if s.status == MAY_MEET]
+    may_meet = min(maybe, key=lambda s: s.calls.value) if maybe else None
+    best = min(every, key=lambda s: (s.metric.value, s.calls.value))
+    return Calibration(language, length, metric, target, searches, pareto_front(every), cheapest, best, may_meet,
+                       confidence)
