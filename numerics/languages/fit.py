@@ -444,7 +444,7 @@ def _summarize(lang: NGram, ngrams_seen: int, distinct: int, observed: int, smoo
     flow = np.bincount(lang.successors().ravel(), weights=(lang.initial[:, None] * lang.conditional).ravel(),
                        minlength=S)
     stationary = bool(np.max(np.abs(flow - lang.initial)) <= _STATIONARY_ATOL)
-    zero_share = 1.0 - distinct / (observed * V) if smoothing == "none" else 0.0
+    zero_share = (observed * V - distinct) / (observed * V) if smoothing == "none" else 0.0
     return FitSummary(V, S, int(ngrams_seen), distinct, observed, float(zero_share), rate, float(np.exp(rate)),
                       stationary)
 
