@@ -24,12 +24,21 @@ import hashlib
 import importlib.util
 import re
 from pathlib import Path
-from typing import Optional
 
 from numerics.languages.fit import FittedLanguage, fit_bytes
 
-__all__ = ["LEE_PACKAGE", "LEE_PATH", "LEE_SHA256", "WORD_CAP", "CorpusUnavailableError", "lee_corpus_path",
-           "lee_corpus_bytes", "parse_lee_name", "fit_lee", "LEE_NAME_RE"]
+__all__ = [
+    "LEE_NAME_RE",
+    "LEE_PACKAGE",
+    "LEE_PATH",
+    "LEE_SHA256",
+    "WORD_CAP",
+    "CorpusUnavailableError",
+    "fit_lee",
+    "lee_corpus_bytes",
+    "lee_corpus_path",
+    "parse_lee_name",
+]
 
 LEE_PACKAGE = "gensim"
 LEE_PATH = ("test", "test_data", "lee_background.cor")
@@ -49,7 +58,7 @@ def lee_corpus_path() -> Path:
         raise CorpusUnavailableError(
             f"the default corpus ships inside the '{LEE_PACKAGE}' wheel, which is not installed: "
             "pip install 'mdm-theory[realtext]' (make installs it through the dev extra)")
-    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*LEE_PATH)
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*LEE_PATH)
     if not path.is_file():
         raise CorpusUnavailableError(f"{LEE_PACKAGE} is installed but {path} is missing (a trimmed install?)")
     return path
@@ -67,7 +76,7 @@ def lee_corpus_bytes() -> bytes:
     return data
 
 
-def parse_lee_name(name: str) -> Optional[tuple[str, Optional[int], int]]:
+def parse_lee_name(name: str) -> tuple[str, int | None, int] | None:
     """``(level, vocab_cap, order)`` of a named Lee language, or ``None`` when ``name`` is not one."""
     m = LEE_NAME_RE.fullmatch(name)
     if m is None:

@@ -60,7 +60,6 @@ import json
 import re
 import zipfile
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 import numpy as np
 from scipy.special import entr
@@ -69,29 +68,29 @@ from numerics.languages.hmm import NGram
 
 __all__ = [
     "LEVELS",
-    "SMOOTHINGS",
-    "UNK",
-    "MAX_ORDER",
     "MAX_CONDITIONAL_BYTES",
-    "CorpusError",
-    "EmptyCorpusError",
+    "MAX_ORDER",
+    "PROVENANCE_KEY",
+    "SMOOTHINGS",
+    "SUMMARY_KEY",
+    "UNK",
     "BinaryCorpusError",
     "CorpusEncodingError",
+    "CorpusError",
     "CorpusTooSmallError",
+    "EmptyCorpusError",
     "FitProvenance",
     "FitSummary",
     "FittedLanguage",
-    "decode_corpus",
-    "tokenize",
     "build_vocabulary",
     "cyclic_ngram_counts",
-    "ngram_log_likelihood",
-    "fit_text",
+    "decode_corpus",
     "fit_bytes",
-    "PROVENANCE_KEY",
-    "SUMMARY_KEY",
+    "fit_text",
     "fitted_npz_bytes",
+    "ngram_log_likelihood",
     "read_fit_provenance",
+    "tokenize",
 ]
 
 LEVELS = ("char", "word")
@@ -160,9 +159,9 @@ class FitProvenance:
     level: str
     order: int
     smoothing: str
-    k: Optional[float]
+    k: float | None
     lowercase: bool
-    vocab_cap: Optional[int]
+    vocab_cap: int | None
     vocabulary: tuple
     tokens: int
     unk_tokens: int
@@ -174,7 +173,7 @@ class FitProvenance:
         return json.dumps(d, ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "FitProvenance":
+    def from_json(cls, text: str) -> FitProvenance:
         d = json.loads(text)
         d["vocabulary"] = tuple(d["vocabulary"])
         return cls(**d)
@@ -263,7 +262,7 @@ def tokenize(text: str, level: str, lowercase: bool = False) -> list[str]:
     return list(text) if level == "char" else _WORD_RE.findall(text)
 
 
-def build_vocabulary(tokens: list[str], vocab_cap: Optional[int] = None) -> tuple[tuple, np.ndarray, int]:
+def build_vocabulary(tokens: list[str], vocab_cap: int | None = None) -> tuple[tuple, np.ndarray, int]:
     """``(vocabulary, ids, unk_tokens)``: the vocabulary of the module docstring and the token ids.
 
     ``vocab_cap`` (``None``: no cap) must be an integer ``>= 2``.
@@ -346,7 +345,7 @@ def _check_size(V: int, order: int) -> None:
             f"(limit {MAX_CONDITIONAL_BYTES / 2**30:.0f} GiB); lower --vocab-cap or --order")
 
 
-def _check_args(level: str, order: int, smoothing: str, k: Optional[float]) -> Optional[float]:
+def _check_args(level: str, order: int, smoothing: str, k: float | None) -> float | None:
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; choose one of {LEVELS}")
     if int(order) != order or not 1 <= order <= MAX_ORDER:
@@ -363,9 +362,9 @@ def _check_args(level: str, order: int, smoothing: str, k: Optional[float]) -> O
     return float(k)
 
 
-def fit_text(text: str, *, level: str, order: int, smoothing: str = "none", k: Optional[float] = None,
-             vocab_cap: Optional[int] = None, lowercase: bool = False, corpus_sha256: Optional[str] = None,
-             corpus_bytes: Optional[int] = None, corpus_name: str = "<text>", encoding: str = "utf-8",
+def fit_text(text: str, *, level: str, order: int, smoothing: str = "none", k: float | None = None,
+             vocab_cap: int | None = None, lowercase: bool = False, corpus_sha256: str | None = None,
+             corpus_bytes: int | None = None, corpus_name: str = "<text>", encoding: str = "utf-8",
              ) -> FittedLanguage:
     """Fit the order-``order`` n-gram language of ``text`` (module docstring for every rule).
 
@@ -407,7 +406,7 @@ def fit_bytes(data: bytes, *, encoding: str = "utf-8", corpus_name: str = "<byte
                     corpus_name=corpus_name, encoding=encoding, **kwargs)
 
 
-def _fit_ids(ids: np.ndarray, n: int, V: int, smoothing: str, k: Optional[float]) -> tuple[NGram, int, int]:
+def _fit_ids(ids: np.ndarray, n: int, V: int, smoothing: str, k: float | None) -> tuple[NGram, int, int]:
     """The fitted :class:`NGram`, the number of distinct n-grams and of observed windows."""
     T = ids.shape[0]
     if n == 1:
@@ -469,7 +468,7 @@ def fitted_npz_bytes(fitted: FittedLanguage) -> bytes:
     return buffer.getvalue()
 
 
-def read_fit_provenance(path) -> Optional[FitProvenance]:
+def read_fit_provenance(path) -> FitProvenance | None:
     """The :class:`FitProvenance` stored in the ``.npz`` at ``path``, or ``None`` when it holds none
     (not a zip, not an ``.npz``, or an ``.npz`` that this module did not write)."""
     try:

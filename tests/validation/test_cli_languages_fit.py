@@ -71,6 +71,6 @@ def test_bad_input_is_named_exits_2_and_writes_nothing(tmp_path, text, args, wor
 def test_a_file_it_did_not_write_is_not_overwritten(tmp_path):
     foreign = tmp_path / "lang.npz"
     foreign.write_bytes(b"precious")
-    res, out = _fit(tmp_path, b"abcab", "--level", "char")
+    res, _ = _fit(tmp_path, b"abcab", "--level", "char")
     assert res.exit_code == 2 and "refusing to overwrite" in res.output
     assert foreign.read_bytes() == b"precious"

@@ -28,7 +28,14 @@ from dataclasses import dataclass
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, steps_needed_range
+from ._base import (
+    ExperimentResult,
+    Parts,
+    Plot,
+    point_cache,
+    progress_iter,
+    steps_needed_range,
+)
 
 NAME = "realtext"
 TITLE = "Real text: TER and SER vs steps on n-grams fitted to the Lee news corpus"
@@ -66,12 +73,12 @@ class Config:
     seed: int = 0
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(languages=("lee-char-2gram",), lengths=(8, 16), steps=(1, 4, 16), samples=8,
                    adaptive_steps=(2,), adaptive_samples=4)
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(languages=("lee-char-2gram", "lee-word-2gram", "lee-word-v512-2gram"), lengths=(64, 256, 1024),
                    steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), samples=1000,
                    adaptive_steps=(4, 16, 64, 256), adaptive_samples=200, ser_targets=(0.5, 0.1))
