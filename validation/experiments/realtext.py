@@ -66,7 +66,7 @@ class Config:
     samples: int = 64
     adaptive: tuple[str, ...] = ("topk",)
     adaptive_steps: tuple[int, ...] = (4, 16)
-    adaptive_samples: int = 24
+    adaptive_samples: int = 16
     gaps: tuple[float, ...] = (0.1, 0.02)
     ser_targets: tuple[float, ...] = (0.5,)
     schedule: str = "linear"
