@@ -224,7 +224,8 @@ def jensen_step_weights(a: np.ndarray, b: np.ndarray, length: int, y: np.ndarray
     return w
 
 
-def jensen_bound_markov(language: Any, length: int, schedule: Schedule) -> JensenBound:
+def jensen_bound_markov(language: Any, length: int, schedule: Schedule,
+                        informations: np.ndarray | None = None) -> JensenBound:
     """``E_tau KL(q || p(. | tau))`` for a token-level Markov chain, exactly, in ``O(L V^3 + N L)``.
 
     Parameters
@@ -233,11 +234,19 @@ def jensen_bound_markov(language: Any, length: int, schedule: Schedule) -> Jense
     length : int
         ``L``.
     schedule : Schedule
+    informations : (L,) array, optional
+        ``pair_informations(markov_chain_of(language), L)``, when already computed: the ``O(L V^3)``
+        part does not depend on the schedule, so a curve over ``N`` computes it once.
     """
     chain = markov_chain_of(language)
     if int(length) != length or length < 1:
         raise ValueError(f"length must be an integer >= 1, got {length!r}")
-    iota = pair_informations(chain, int(length))
+    if informations is None:
+        iota = pair_informations(chain, int(length))
+    else:
+        iota = np.asarray(informations, dtype=np.float64)
+        if iota.shape != (int(length),):
+            raise ValueError(f"informations has shape {iota.shape}, expected ({int(length)},) = (L,)")
     pi = schedule.pi
     weights = jensen_step_weights(schedule.u[:-1], pi, int(length), 1.0 - schedule.u[1:])  # (N, L)
     per_step = weights @ iota

@@ -6,9 +6,11 @@ random languages (:mod:`numerics.languages.generators`) and presets (Table 1,
 :mod:`numerics.languages.presets`, which also
 summarizes a language with the inference and exact wings). :func:`kernel_arrays` hands the
 compiled kernels a language's arrays with its kind resolved once (:mod:`numerics.languages.arrays`).
+:func:`fit_text` fits an n-gram language to a text (:mod:`numerics.languages.fit`).
 """
 
 from numerics.languages.arrays import HMMArrays, NGramArrays, kernel_arrays
+from numerics.languages.fit import FittedLanguage, fit_bytes, fit_text
 from numerics.languages.generators import random_hmm, random_ngram, random_rows
 from numerics.languages.hmm import HMM, Language, NGram, load_language_file
 from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
@@ -18,4 +20,5 @@ __all__ = [
     "IntervalLanguage", "SparseHMM", "whole_intervals",
     "HMMArrays", "NGramArrays", "kernel_arrays",
     "random_hmm", "random_ngram", "random_rows",
+    "FittedLanguage", "fit_bytes", "fit_text",
 ]

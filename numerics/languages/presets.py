@@ -28,12 +28,18 @@ hmm-pruned     as hmm                                                 0.05 (*)
 hmm-pruned-paper  as hmm, the paper's threshold (complete support)    0.003
 interval       Theorem 4.4 language, l = 5, V = 16 (minimal HMM, 544 states)
 interval-l{l}  the same for interval length l, 2 <= l <= 7
+lee-char-{n}gram  n-gram (n = 1..4) fitted to the Lee news corpus, characters, V = 55
+lee-word[-v{C}]-{n}gram  the same over words, vocabulary cap C (default 256) with <unk>
 ============== ===================================================== =========
 
 The interval presets load as :class:`~numerics.languages.interval.IntervalLanguage` objects, so
 every function finds their closed forms (SER, KL, entropy, direct sampling) from the object; the
 compiled kernels read its minimal HMM (``kernel_language()``, dense while it has <= 4096 states:
 ``l <= 5``). Its ``.npz`` (``save``) holds ``interval_l`` and loads back as the same object.
+
+The ``lee-*`` languages are fitted on first use (:mod:`numerics.languages.corpus`; the corpus
+ships in the ``gensim`` wheel, the ``realtext`` extra) and, like ``interval-l{l}``, are accepted by
+name but not listed by :func:`preset_names`.
 
 (*) A finding about our generator (docs/findings.md): with the paper's threshold 0.003 the
 pruned 32-state HMM still has *complete support* -- from every reachable set of hidden states
@@ -54,6 +60,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from numerics.languages.corpus import LEE_NAME_RE, fit_lee, parse_lee_name
 from numerics.languages.hmm import Language, load_language_file
 from numerics.languages.generators import prune_rows, random_hmm, random_ngram, softmax_rows
 from numerics.languages.interval import IntervalLanguage
@@ -166,7 +173,17 @@ def get_preset(name: str) -> Preset:
     m = _INTERVAL_RE.fullmatch(name)
     if m:
         return _interval_preset(int(m.group(1)), name)
-    raise ValueError(f"unknown language preset {name!r}; presets: {', '.join(preset_names())}, interval-l<l>")
+    if LEE_NAME_RE.fullmatch(name):
+        return _lee_preset(name)
+    raise ValueError(f"unknown language preset {name!r}; presets: {', '.join(preset_names())}, interval-l<l>, "
+                     "lee-char-<n>gram, lee-word[-v<C>]-<n>gram")
+
+
+def _lee_preset(name: str) -> Preset:
+    level, cap, order = parse_lee_name(name)
+    desc = (f"{order}-gram fitted to the Lee news corpus (gensim), {level} level, lowercased, smoothing none"
+            + (f", vocabulary cap {cap} with <unk>" if cap is not None else ""))
+    return Preset(name, desc, lambda: fit_lee(name).language, None, {"level": level, "order": order, "vocab_cap": cap})
 
 
 @functools.lru_cache(maxsize=32)
@@ -180,7 +197,7 @@ def load_language(spec: Union[str, Path]) -> Language:
     Raises ``ValueError`` naming the presets when ``spec`` is neither a preset nor an existing file.
     """
     text = str(spec)
-    if isinstance(spec, str) and (text in PRESETS or _INTERVAL_RE.fullmatch(text)):
+    if isinstance(spec, str) and (text in PRESETS or _INTERVAL_RE.fullmatch(text) or LEE_NAME_RE.fullmatch(text)):
         return _build(text)
     path = Path(spec)
     if path.is_file():

@@ -167,3 +167,18 @@ def test_paper_scale_in_seconds_and_the_two_methods_agree():
         a = jensen_bound_markov(chain, 512, cosine(N)).total.value
         b = jensen_bound_from_curve(information_curve_markov(chain, 512), cosine(N)).total.value
         assert b == pytest.approx(a, rel=RTOL_LARGE)
+
+
+def test_jensen_bound_with_precomputed_informations_is_the_same_number():
+    """A curve over N computes the pair informations once (validation/experiments/realtext.py)."""
+    from numerics.exact.markov import jensen_bound_markov, markov_chain_of, pair_informations
+    from numerics.languages.generators import random_ngram
+    from numerics.schedules import make_schedule
+
+    lang = random_ngram(2, 5, 2.0, 0.05, seed=3)
+    iota = pair_informations(markov_chain_of(lang), 12)
+    for n in (1, 3, 12):
+        s = make_schedule("cosine", n)
+        assert jensen_bound_markov(lang, 12, s, iota).total.value == jensen_bound_markov(lang, 12, s).total.value
+    with pytest.raises(ValueError, match=r"expected \(12,\)"):
+        jensen_bound_markov(lang, 12, make_schedule("linear", 2), iota[:-1])

@@ -1,4 +1,5 @@
-"""``mdm-theory languages``: the language presets with their summaries, and ``languages export``."""
+"""``mdm-theory languages``: the language presets with their summaries, ``languages export`` and
+``languages fit`` (an n-gram language fitted to a text file, :mod:`numerics.languages.fit`)."""
 
 from __future__ import annotations
 
@@ -145,6 +146,88 @@ def export_cmd(name: str, file: Path, as_json: bool) -> None:
               "n_states": language.kernel_language().n_states,
               "vocab_size": language.vocab_size, "bytes": len(buffer.getvalue())}
     emit(result, as_json, f"wrote {name} to {file} (keys {', '.join(keys)})")
+
+
+def _fmt_fit(file: Path, fitted) -> str:
+    p, s = fitted.provenance, fitted.summary
+    stored = "" if p.order > 1 else " (stored as an order-2 n-gram with identical rows)"
+    cap = f", vocabulary cap {p.vocab_cap}: {p.unk_tokens} of {p.tokens} tokens are <unk>" if p.vocab_cap else ""
+    k = f" (k = {p.k:g})" if p.k is not None else ""
+    return (
+        f"wrote {file}: {p.order}-gram{stored}, {p.level} level{', lowercased' if p.lowercase else ''}, "
+        f"smoothing {p.smoothing}{k}\n"
+        f"    corpus {p.corpus_name}: {p.corpus_bytes} bytes, sha256 {p.corpus_sha256}\n"
+        f"    {p.tokens} tokens, V = {s.vocab_size}{cap}\n"
+        f"    {s.ngrams_seen} {p.order}-grams seen ({s.distinct_ngrams} distinct on the cycle), "
+        f"{s.observed_contexts} of {s.n_states} contexts observed\n"
+        f"    zero transitions: {s.zero_transition_share:.4f} of the observed contexts' rows\n"
+        f"    entropy rate {s.entropy_rate:.6f} nats/token (perplexity {s.perplexity:.4f})"
+        + ("" if s.initial_is_stationary else " under the smoothed initial law (not stationary)")
+    )
+
+
+@languages_cmd.command("fit")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--level", type=click.Choice(["char", "word"]), required=True,
+              help="Tokens: every character, or words (runs of \\w) and single punctuation marks.")
+@click.option("--order", type=int, default=2, show_default=True,
+              help="n of the n-gram, 1..4 (2 = bigram, a first-order Markov chain).")
+@click.option("--smoothing", type=click.Choice(["none", "add-k"]), default="none", show_default=True,
+              help="none: the support is the observed n-grams (SER is meaningful); add-k: every sequence valid.")
+@click.option("--k", "k", type=float, default=None, help="The add-k constant  [default: 1 with add-k].")
+@click.option("--vocab-cap", type=int, default=None,
+              help="Keep the C-1 most frequent tokens and map the rest to <unk> (C >= 2)  [default: no cap].")
+@click.option("--lowercase", is_flag=True, help="Lowercase the text before tokenizing.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of FILE (decoded strictly).")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The .npz to write (refused if it exists and was not written by languages fit).")
+@json_option
+def fit_cmd(file: Path, level: str, order: int, smoothing: str, k: float | None, vocab_cap: int | None,
+            lowercase: bool, encoding: str, out: Path, as_json: bool) -> None:
+    """Fit an n-gram language to the text in FILE and write it as a language .npz (--out).
+
+    The file holds the keys of any n-gram language (order, initial, conditional), so every command
+    that takes --language takes it, plus fit_provenance (corpus SHA-256, level, order, smoothing,
+    k, vocabulary) and fit_summary as JSON strings. The corpus is read as a cycle (its end followed
+    by its start); under smoothing none the first window has the n-grams' stationary law and a
+    context never seen gets an unreachable point-mass row (docs/methods/languages.md).
+    """
+    from numerics.languages.fit import CorpusError, fit_bytes, fitted_npz_bytes, read_fit_provenance
+    from numerics.provenance import atomic_write_bytes, check_writable_file
+
+    if order < 1 or order > 4:
+        raise click.BadParameter(f"order must be 1..4 (2 = bigram), got {order}", param_hint="--order")
+    if vocab_cap is not None and vocab_cap < 2:
+        raise click.BadParameter(f"vocabulary cap must be >= 2 (with one symbol every text is constant), got {vocab_cap}",
+                                 param_hint="--vocab-cap")
+    if k is not None and smoothing != "add-k":
+        raise click.BadParameter("--k is the add-k constant; pass --smoothing add-k", param_hint="--k")
+    try:
+        target = check_writable_file(out)
+    except OSError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from exc
+    if target.exists() and read_fit_provenance(target) is None:
+        raise click.BadParameter(f"{out} exists and was not written by 'languages fit': refusing to overwrite it",
+                                 param_hint="--out")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {file}: {exc.strerror or exc}", param_hint="FILE") from exc
+    try:
+        fitted = fit_bytes(data, encoding=encoding, corpus_name=file.name, level=level, order=order,
+                           smoothing=smoothing, k=k, vocab_cap=vocab_cap, lowercase=lowercase)
+    except CorpusError as exc:
+        raise click.BadParameter(f"{file}: {exc} ({type(exc).__name__})", param_hint="FILE") from exc
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    payload = fitted_npz_bytes(fitted)
+    atomic_write_bytes(target, payload)
+    from dataclasses import asdict
+
+    prov = asdict(fitted.provenance)
+    prov["vocabulary"] = list(fitted.provenance.vocabulary)
+    result = {"file": str(out), "bytes": len(payload), "provenance": prov, "summary": asdict(fitted.summary)}
+    emit(result, as_json, _fmt_fit(out, fitted))
 
 
 COMMANDS = [languages_cmd]

@@ -49,6 +49,9 @@ __all__ = [
     "checkpoint_kind",
     "collision_probability",
     "exact_small",
+    "fitted_summary",
+    "pair_informations",
+    "jensen_bound_from_informations",
 ]
 
 
@@ -215,3 +218,25 @@ def exact_small(lang: Any, schedule: Schedule, length: int) -> dict:
             "ser": float(m.ser.value), "ser_kl_certificate": float(m.ser_kl_certificate.value),
             "gen_ppl": float(m.gen_ppl.value), "ter": float(m.ter.value), "ter_data": float(m.ter_data.value),
             "method": str(m.kl.method)}
+
+
+def fitted_summary(name: str) -> dict:
+    """The fit summary and provenance (vocabulary left out) of a named real-text language (``lee-*``)."""
+    from dataclasses import asdict
+
+    from numerics.languages.corpus import fit_lee
+
+    fitted = fit_lee(name)
+    prov = {k: v for k, v in asdict(fitted.provenance).items() if k != "vocabulary"}
+    return {**asdict(fitted.summary), **prov}
+
+
+def pair_informations(lang: Any, length: int) -> list[float]:
+    """``iota(d) = sum_l I(X_l ; X_{l+d})`` of a token-level Markov chain (``numerics.exact.markov``):
+    the schedule-free ``O(L V^3)`` part of its exact Jensen bound, computed once per ``(language, L)``."""
+    return [float(x) for x in _markov.pair_informations(_markov.markov_chain_of(lang), length)]
+
+
+def jensen_bound_from_informations(lang: Any, schedule: Schedule, length: int, informations: list[float]) -> dict:
+    """:func:`jensen_bound_exact` with the pair informations already computed (:func:`pair_informations`)."""
+    return estimate_json(_markov.jensen_bound_markov(lang, length, schedule, np.asarray(informations)).total)

@@ -53,7 +53,7 @@ __all__ = [
 LANGUAGE_SETS: dict[str, tuple[str, ...]] = {
     "default": ("2gram", "2gram-pruned", "interval"),
     "all": ("2gram", "3gram", "4gram", "hmm", "2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned",
-            "interval"),
+            "interval", "lee-char-2gram"),
 }
 TER_LANGUAGES = ("2gram", "3gram", "4gram", "hmm", "interval")  # figure panels, TER metric (unpruned)
 SER_LANGUAGES = ("2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned", "interval")  # SER metric
@@ -69,6 +69,10 @@ TRAIN_STEPS: dict[tuple[str, str], int] = {
     ("2gram", "mdm"): 800, ("3gram", "mdm"): 3000, ("4gram", "mdm"): 3000, ("hmm", "mdm"): 3000,
     ("interval", "mdm"): 1600,
     ("2gram", "ar"): 300, ("3gram", "ar"): 800, ("4gram", "ar"): 1500, ("hmm", "ar"): 1500, ("interval", "ar"): 500,
+    # The character bigram of the Lee news corpus (V = 55; numerics.languages.corpus). AR (seed 0, one thread):
+    # 300 steps reach 1.0123 x the exact perplexity (target 1.01), 600 steps 1.0059 [1.0048, 1.0069] in 204 CPU
+    # seconds. MDM: the 2-gram's 800 steps, not yet measured on this language (flagged by the report if it misses).
+    ("lee-char-2gram", "mdm"): 800, ("lee-char-2gram", "ar"): 600,
 }
 #: Peak learning rate per kind (measured on the 4-gram AR: 1.038 x the exact perplexity after 600
 #: steps at 3e-3, 1.0072 after 1500 at 1e-2).
