@@ -26,7 +26,7 @@ import click
 
 from ._common import emit, json_option
 
-__all__ = ["BENCH_COMMANDS", "BENCH_SAMPLERS", "BenchSampler", "run_benchmark", "RATIO_TARGET"]
+__all__ = ["BENCH_COMMANDS", "BENCH_SAMPLERS", "RATIO_TARGET", "BenchSampler", "run_benchmark"]
 
 RATIO_TARGET = 3.0  # issues 11 and 20: an adaptive MC point costs at most 3x the random sampler's point
 
