@@ -11,6 +11,7 @@ controller, which checks the total.
 """
 
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -24,6 +25,17 @@ settings.register_profile("thorough", deadline=None, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 _WORKER_COUNTS: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every pyplot figure a test left open: a worker that ran 20 figure-making tests would
+    otherwise turn matplotlib's "more than 20 figures" RuntimeWarning into a failure of whichever
+    test happens to open the 21st."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -30,10 +30,10 @@ def test_violated_claims_get_their_own_red_panel():
     (fig_plot,) = plot(_result(rows))
     axes = fig_plot.figure.axes
     assert len(axes) == 2
-    labels = [t.get_text() for t in axes[1].get_xticklabels()]
+    labels = [t.get_text() for t in axes[1].get_yticklabels()]  # one row per claim (issue 19: readable ids)
     assert labels == ["C.5.concavity", "C.5.jensen"]  # tightness 0 cannot sit on a log axis: drawn here
-    heights = [p.get_height() for p in axes[1].patches]
-    assert heights == pytest.approx([24 / 40, 2 / 21])
+    widths = [p.get_width() for p in axes[1].patches]
+    assert widths == pytest.approx([24 / 40, 2 / 21])
     assert all(p.get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb("#c62828")) for p in axes[1].patches)
     assert "C.5.concavity, C.5.jensen" in fig_plot.caption and "in red" in fig_plot.caption
     assert "Not drawn (1" in fig_plot.caption and "C.1" in fig_plot.caption
