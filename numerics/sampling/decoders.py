@@ -80,6 +80,7 @@ __all__ = [
     "EntropyBound",
     "Remdm",
     "StepRows",
+    "PathScore",
     "splitmix64",
     "stream_uniform",
     "sequence_keys",
@@ -228,11 +229,11 @@ class BlockDecoder(Sampler):
         return False
 
     def scores(self, rows: StepRows, drawn: np.ndarray) -> np.ndarray:
-        """Grid scores (higher first) of the candidates, given their drawn values."""
-        return on_grid(rows.probs[np.arange(drawn.size), drawn])
+        """Grid scores (higher first) of candidates ``(..., m)`` given their drawn values ``(..., m)``."""
+        return on_grid(np.take_along_axis(rows.probs, drawn[..., None], axis=-1)[..., 0])
 
-    def count(self, sorted_scores: np.ndarray, step: int, block_steps: np.ndarray | None) -> int:
-        """How many of the sorted candidates step ``step`` (0-based within the block) reveals."""
+    def count(self, sorted_scores: np.ndarray, step: np.ndarray, block_steps: np.ndarray | None) -> np.ndarray:
+        """How many of each row's sorted candidates ``(n, m)`` (``-inf`` = not a candidate) step ``step`` reveals."""
         raise NotImplementedError
 
     def fixed_steps(self, length: int) -> np.ndarray | None:
@@ -255,23 +256,34 @@ class BlockDecoder(Sampler):
     def block_of(self, length: int) -> int:
         return length // self.blocks(length)
 
-    def select(self, rows: StepRows, drawn: np.ndarray, u_score: np.ndarray, priority: np.ndarray, step: int,
-               block_steps: np.ndarray | None) -> np.ndarray:
-        """Indices (into the candidates) one step reveals: sort by ``(-score, priority)``, keep ``count``.
+    def select_rows(self, rows: StepRows, drawn: np.ndarray, u_score: np.ndarray | None, priority: np.ndarray,
+                    valid: np.ndarray, step: np.ndarray, block_steps: np.ndarray | None) -> np.ndarray:
+        """Which candidates ``(n, m)`` one step reveals (bool): sort by ``(-score, priority)``, keep ``count``.
 
-        ``random`` scores sort by ``-u_score`` (raw uniforms); the others by grid score with the
-        tie priority. This is the rule every path (generic, exact DP, exact enumeration) calls.
+        ``random`` scores sort by the raw uniforms ``u_score``; the others by grid score, ties by
+        ``priority`` (smaller first). ``valid`` marks the candidates (masked positions of the current
+        block). A rule without fixed counts reveals at least one. Every path (generic sampler,
+        exact DP, exact enumeration) goes through this method.
         """
-        m = drawn.size
-        if self.random_scores:
-            order = np.lexsort((priority, -u_score))
-            s = u_score[order]
-        else:
-            sc = self.scores(rows, drawn)
-            order = np.lexsort((priority, -sc))
-            s = sc[order]
-        k = self.count(s, step, block_steps)
-        return order[: max(1, min(k, m)) if block_steps is None else min(k, m)]
+        key = u_score if self.random_scores else self.scores(rows, drawn).astype(np.float64)
+        key = np.where(valid, key, -np.inf)
+        order = np.lexsort((np.broadcast_to(priority, key.shape), -key), axis=-1)
+        s = np.take_along_axis(key, order, axis=-1)
+        m = valid.sum(axis=-1)
+        k = np.minimum(np.asarray(self.count(s, np.asarray(step), block_steps)), m)
+        if block_steps is None:
+            k = np.maximum(k, np.minimum(m, 1))
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.broadcast_to(np.arange(key.shape[-1]), key.shape), axis=-1)
+        return (rank < k[..., None]) & valid
+
+    def select(self, rows: StepRows, drawn: np.ndarray, u_score: np.ndarray | None, priority: np.ndarray, step: int,
+               block_steps: np.ndarray | None) -> np.ndarray:
+        """:meth:`select_rows` for one state whose candidates are all valid: the chosen indices."""
+        one = StepRows(rows.probs[None], rows.draw_law[None], rows.entropy[None])
+        chosen = self.select_rows(one, drawn[None], None if u_score is None else u_score[None], priority,
+                                  np.ones((1, drawn.size), dtype=bool), np.array([step]), block_steps)
+        return np.flatnonzero(chosen[0])
 
     @property
     def label(self) -> str:
@@ -296,7 +308,7 @@ class BlockDecoder(Sampler):
                             f"{self.name}-generic", calls)
 
     def _run(self, denoiser: Denoiser, keys: np.ndarray, L: int, prio: np.ndarray):
-        """One batch: ``(tokens, reveal call of each position, calls per sequence)``."""
+        """One batch: ``(tokens, reveal call of each position, calls per sequence)``, all sequences at once."""
         Bn = keys.size
         B = self.block_of(L)
         fixed = self.fixed_steps(L)
@@ -306,35 +318,92 @@ class BlockDecoder(Sampler):
         calls = np.zeros(Bn, dtype=np.int64)
         step_in_block = np.zeros(Bn, dtype=np.int64)
         block = np.zeros(Bn, dtype=np.int64)
-        n_blocks = L // B
         while True:
-            active = np.flatnonzero(block < n_blocks)
+            active = np.flatnonzero(block < L // B)
             if active.size == 0:
                 break
-            probs = _call(denoiser, tokens[active], mask[active])
-            for i, b in enumerate(active):
-                calls[b] += 1
-                lo = block[b] * B
-                cand = lo + np.flatnonzero(mask[b, lo:lo + B])
-                if cand.size:
-                    rows = step_rows(probs[i, cand], self.temperature)
-                    c = np.uint64(calls[b])
-                    u_draw = stream_uniform(keys[b], c, cand, STREAM_DRAW)
-                    drawn = draw_inverse_cdf(rows.draw_law, u_draw)
-                    u_score = stream_uniform(keys[b], c, cand, STREAM_SCORE) if self.random_scores else None
-                    chosen = self.select(rows, drawn, u_score, prio[cand], int(step_in_block[b]), fixed)
-                    j = cand[chosen]
-                    tokens[b, j] = drawn[chosen]
-                    mask[b, j] = False
-                    steps[b, j] = calls[b]
-                step_in_block[b] += 1
-                done = not mask[b, lo:lo + B].any()
-                if fixed is not None:
-                    done = step_in_block[b] >= fixed.size
-                if done:
-                    block[b] += 1
-                    step_in_block[b] = 0
+            probs = _call(denoiser, tokens[active], mask[active])  # (a, L, V)
+            a, V = active.size, probs.shape[-1]
+            calls[active] += 1
+            cols = block[active][:, None] * B + np.arange(B)[None, :]  # (a, B): the current block
+            valid = mask[active[:, None], cols]
+            rows = step_rows(probs[np.arange(a)[:, None], cols], self.temperature)
+            c = calls[active].astype(np.uint64)[:, None]
+            k = keys[active][:, None]
+            u_draw = stream_uniform(k, c, cols, STREAM_DRAW)
+            drawn = draw_inverse_cdf(rows.draw_law.reshape(a * B, V), u_draw.ravel()).reshape(a, B)
+            u_score = stream_uniform(k, c, cols, STREAM_SCORE) if self.random_scores else None
+            chosen = self.select_rows(rows, drawn, u_score, prio[cols], valid, step_in_block[active], fixed)
+            ai, bj = np.nonzero(chosen)
+            seq, pos = active[ai], cols[ai, bj]
+            tokens[seq, pos] = drawn[ai, bj]
+            mask[seq, pos] = False
+            steps[seq, pos] = calls[seq]
+            step_in_block[active] += 1
+            if fixed is not None:
+                done = step_in_block[active] >= fixed.size
+            else:
+                done = ~mask[active[:, None], cols].any(axis=1)
+            block[active[done]] += 1
+            step_in_block[active[done]] = 0
         return tokens, steps, calls
+
+
+    @property
+    def path_deterministic(self) -> bool:
+        """True when the revealed sets are a function of the revealed values alone, so every output has
+        one reveal path and ``log p(x)`` is exact per sample (``eb``; ``T = 0`` with ``low-confidence``)."""
+        return not self.random_scores and not self.draw_dependent
+
+    def path_log_prob(self, denoiser: Denoiser, tokens: np.ndarray) -> "PathScore":
+        """Replay the rule along given sequences ``x``: ``log p(x) = sum_t sum_{j in D_t(x)} log r_j(x_j | x_{S_t})``.
+
+        Only for a :attr:`path_deterministic` decoder (else ``p(x)`` is a mixture over orders: a
+        ``ValueError``). ``-inf`` where ``x`` leaves the sampler's support (e.g. a non-greedy value at
+        ``T = 0``). One denoiser call per step on the sequences still masked.
+        """
+        if not self.path_deterministic:
+            raise ValueError(f"{self.label}: the revealed sets depend on the draws or on random scores, so p(x) "
+                             "is a sum over reveal paths (exact only by enumeration on tiny cases)")
+        x = np.asarray(tokens, dtype=np.int64)
+        n, L = x.shape
+        B = self.block_of(L)
+        fixed = self.fixed_steps(L)
+        prio = tie_priority(L, self.tie_seed)
+        mask = np.ones((n, L), dtype=bool)
+        logp = np.zeros(n)
+        calls = np.zeros(n, dtype=np.int64)
+        step_in_block = np.zeros(n, dtype=np.int64)
+        block = np.zeros(n, dtype=np.int64)
+        while True:
+            active = np.flatnonzero(block < L // B)
+            if active.size == 0:
+                break
+            probs = _call(denoiser, np.where(mask[active], 0, x[active]), mask[active])
+            a = active.size
+            calls[active] += 1
+            cols = block[active][:, None] * B + np.arange(B)[None, :]
+            valid = mask[active[:, None], cols]
+            rows = step_rows(probs[np.arange(a)[:, None], cols], self.temperature)
+            drawn = np.argmax(rows.draw_law, axis=-1)  # the selection does not depend on it (T = 0: it is the draw)
+            chosen = self.select_rows(rows, drawn, None, prio[cols], valid, step_in_block[active], fixed)
+            ai, bj = np.nonzero(chosen)
+            seq, pos = active[ai], cols[ai, bj]
+            with np.errstate(divide="ignore"):  # r_j(x_j) = 0: x is outside the sampler's support
+                np.add.at(logp, seq, np.log(rows.draw_law[ai, bj, x[seq, pos]]))
+            mask[seq, pos] = False
+            step_in_block[active] += 1
+            done = (step_in_block[active] >= fixed.size) if fixed is not None else ~mask[active[:, None], cols].any(1)
+            block[active[done]] += 1
+            step_in_block[active[done]] = 0
+        return PathScore(logp, calls)
+
+
+class PathScore(NamedTuple):
+    """Per sequence ``x``: ``log_p`` = ``log p(x)`` along its one reveal path and the ``calls`` of that path."""
+
+    log_p: np.ndarray
+    calls: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -365,8 +434,8 @@ class Llada(BlockDecoder):
             raise ValueError(f"steps N = {self.steps} is not divisible by the number of blocks L/B = {nb}")
         return llada_counts(length // nb, self.steps // nb)
 
-    def count(self, sorted_scores, step, block_steps) -> int:
-        return int(block_steps[step])
+    def count(self, sorted_scores, step, block_steps):
+        return block_steps[step]
 
     def parameters(self) -> dict:
         return {**super().parameters(), "steps": int(self.steps), "remasking": self.remasking}
@@ -393,15 +462,14 @@ class FastDllm(BlockDecoder):
     def draw_dependent(self) -> bool:
         return self.temperature > 0
 
-    def count(self, sorted_scores, step, block_steps) -> int:
-        m = sorted_scores.size
-        j = np.arange(1, m + 1)
+    def count(self, sorted_scores, step, block_steps):
+        j = np.arange(1, sorted_scores.shape[-1] + 1)
         if self.threshold is not None:
             ok = sorted_scores >= on_grid(self.threshold)
-        else:
+        else:  # c_(j) >= 1 - f / (j + 1), the first always
             ok = sorted_scores >= on_grid(1.0 - self.factor / (j + 1))
-        ok[0] = True
-        return int(m if ok.all() else np.argmin(ok))
+        ok[..., 0] = True
+        return _leading(ok)
 
     def parameters(self) -> dict:
         return {**super().parameters(), "threshold": self.threshold, "factor": self.factor}
@@ -422,11 +490,12 @@ class EntropyBound(BlockDecoder):
     def scores(self, rows: StepRows, drawn: np.ndarray) -> np.ndarray:
         return -rows.entropy
 
-    def count(self, sorted_scores, step, block_steps) -> int:
-        H = -sorted_scores  # ascending entropies on the grid
+    def count(self, sorted_scores, step, block_steps):
+        valid = np.isfinite(sorted_scores)
+        H = np.where(valid, -sorted_scores, 0.0)  # ascending entropies on the grid
         # prefix n is allowed iff sum_{i<=n} H_i - max_{i<=n} H_i = sum_{i<n} H_i <= gamma
-        before = np.concatenate([[0], np.cumsum(H)[:-1]])
-        return int(np.count_nonzero(before <= on_grid(self.gamma)))
+        before = np.cumsum(H, axis=-1) - H
+        return _leading(valid & (before <= on_grid(self.gamma)))
 
     def parameters(self) -> dict:
         return {**super().parameters(), "gamma": float(self.gamma)}
@@ -470,6 +539,10 @@ class Remdm(BlockDecoder):
     def draw_dependent(self) -> bool:
         return False
 
+    @property
+    def path_deterministic(self) -> bool:
+        return False
+
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         return remdm_probabilities(self.schedule, self.variant, float(self.eta))
 
@@ -503,6 +576,12 @@ class Remdm(BlockDecoder):
         if mask.any():
             raise FloatingPointError("remdm left positions masked after the last step (u_N must be 1)")
         return tokens, steps, np.full(Bn, self.schedule.n_steps, dtype=np.int64)
+
+
+def _leading(ok: np.ndarray) -> np.ndarray:
+    """The number of leading True entries of each row ``(..., m)``."""
+    pad = np.zeros(ok.shape[:-1] + (1,), dtype=bool)
+    return np.argmin(np.concatenate([ok, pad], axis=-1), axis=-1)
 
 
 def _check_run(denoiser, n, length, rng, batch_size, path) -> int:

@@ -229,3 +229,43 @@ def test_exact_refuses_large_sizes_up_front():
 
 def test_joint_table_of_pruned_has_zeros():
     assert np.any(joint_table(PRUNED, 4) == 0)
+
+
+@pytest.mark.parametrize("decoder", [EntropyBound(gamma=0.4, temperature=0.7), EntropyBound(gamma=0.9, block_length=2),
+                                     Llada(steps=2, temperature=0), FastDllm(threshold=0.6, temperature=0)],
+                         ids=lambda d: d.label)
+def test_path_log_prob_is_the_exact_law(decoder):
+    from numerics.exact.joint_table import all_sequences
+
+    p = decoder_exact(PRUNED, 4, decoder, "dp").law.p.ravel()
+    xs = all_sequences(2, 4)
+    score = decoder.path_log_prob(OracleDenoiser(PRUNED, strict=False), xs)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(score.log_p, np.log(p), rtol=1e-12, atol=1e-14)
+
+
+def test_path_log_prob_refuses_mixtures():
+    with pytest.raises(ValueError, match="sum over reveal paths"):
+        Llada(steps=2).path_log_prob(OracleDenoiser(PRUNED, strict=False), np.zeros((2, 4), dtype=np.int64))
+
+
+class _LearnedStyle:
+    """Any object with vocab_size and __call__: a fixed factorized 'network' (position-dependent logits)."""
+
+    vocab_size = 3
+
+    def __call__(self, tokens, mask):
+        B, L = tokens.shape
+        p = np.tile(np.array([0.5, 0.3, 0.2]), (B, L, 1))
+        p[:, ::2] = [0.2, 0.2, 0.6]
+        return p
+
+
+def test_any_denoiser_runs_and_calls_are_counted():
+    den = _LearnedStyle()
+    run = Llada(steps=4, block_length=2).sample(den, 50, 4, np.random.default_rng(0))
+    assert run.tokens.shape == (50, 4) and np.all(run.nfe_sequence == 4)
+    run = FastDllm(threshold=0.65).sample(den, 50, 4, np.random.default_rng(0))
+    assert np.all(run.nfe_sequence == 4)  # no score reaches 0.65 (max 0.6) after the first: one position per call
+    run = Remdm(schedule=make_schedule("linear", 5), eta=0.2).sample(den, 50, 4, np.random.default_rng(0))
+    assert np.all(run.nfe_sequence == 5)
