@@ -88,6 +88,7 @@ __all__ = [
     "step_rows",
     "tempered",
     "remdm_probabilities",
+    "make_decoder",
 ]
 
 DECODER_NAMES = ("llada", "fast-dllm", "eb", "remdm")
@@ -596,3 +597,41 @@ def _check_run(denoiser, n, length, rng, batch_size, path) -> int:
     _check_int("n", n, 1)
     _check_int("length", length, 1)
     return _check_int("batch_size", int(n) if batch_size is None else batch_size, 1)
+
+
+def make_decoder(name: str, *, steps: Optional[int] = None, schedule: Optional[Schedule] = None,
+                 block_length: Optional[int] = None, remasking: Optional[str] = None,
+                 temperature: Optional[float] = None, threshold: Optional[float] = None,
+                 factor: Optional[float] = None, gamma: Optional[float] = None, variant: Optional[str] = None,
+                 eta: Optional[float] = None, tie_seed: Optional[int] = 0) -> BlockDecoder:
+    """The decoder called ``name`` (:data:`DECODER_NAMES`) from options that may be unset (``None``).
+
+    ``llada`` takes ``steps`` (and ``remasking``, default ``low-confidence``); ``fast-dllm`` one
+    of ``threshold`` / ``factor``; ``eb`` ``gamma``; ``remdm`` a ``schedule`` with ``variant``
+    (default ``cap``) and ``eta``. ``temperature`` defaults to 1, ``block_length`` to ``L``. An
+    option the decoder does not use is a ``ValueError`` naming it, so a typo never runs silently.
+    """
+    given = {k: v for k, v in dict(remasking=remasking, threshold=threshold, factor=factor, gamma=gamma,
+                                   variant=variant, eta=eta).items() if v is not None}
+    uses = {"llada": {"remasking"}, "fast-dllm": {"threshold", "factor"}, "eb": {"gamma"},
+            "remdm": {"variant", "eta"}}
+    if name not in uses:
+        raise ValueError(f"unknown decoder {name!r}; choose one of {DECODER_NAMES}")
+    extra = sorted(set(given) - uses[name])
+    if extra:
+        raise ValueError(f"the {name} decoder does not take {', '.join(extra)}")
+    common = dict(block_length=block_length, temperature=1.0 if temperature is None else temperature,
+                  tie_seed=tie_seed)
+    if name == "llada":
+        if steps is None:
+            raise ValueError("llada needs steps N")
+        return Llada(steps=steps, remasking=remasking or "low-confidence", **common)
+    if name == "fast-dllm":
+        return FastDllm(threshold=threshold, factor=factor, **common)
+    if name == "eb":
+        if gamma is None:
+            raise ValueError("eb needs gamma (the entropy bound, nats)")
+        return EntropyBound(gamma=gamma, **common)
+    if eta is None:
+        raise ValueError("remdm needs eta (its remasking strength, in [0, 1])")
+    return Remdm(schedule=schedule, variant=variant or "cap", eta=eta, **common)

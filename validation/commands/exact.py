@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
+from validation.commands._decoders import DECODER_NAMES, build_decoder, decoder_options
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 
@@ -72,10 +73,12 @@ def _sampler_options(f):
                      show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
     f = click.option("--gamma", type=float, default=None,
                      help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
-    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum"]),
+    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum", *DECODER_NAMES]),
                         default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
-                             "adaptive with --gamma (steps ignored).")(f)
+                             "adaptive with --gamma (steps ignored); llada (N steps), fast-dllm (--threshold or "
+                             "--factor), eb (--gamma), remdm (N steps of --schedule, --eta): the decoders of "
+                             "docs/methods/decoders.md.")(f)
 
 
 @click.command("exact")
@@ -90,10 +93,11 @@ def _sampler_options(f):
 @_seed
 @_batch
 @_sampler_options
+@decoder_options
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, progress, as_json):
+                  confidence, decoder_opts, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
 
     For each of kl, kl_jensen_bound, log_ter_gap, ter, ter_data, ser, ser_kl_certificate, gen_ppl,
@@ -103,6 +107,9 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     """
     from validation.sweep import PointConfig, evaluate_point
 
+    decoder = build_decoder(sampler, decoder_opts, steps=steps, schedule=schedule, gamma=gamma, length=length)
+    if decoder is not None:
+        return _decoder_exact(decoder, language, ser_language, length, method, samples, seed, progress, as_json)
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
                           sampler=sampler, gamma=gamma, confidence=confidence)
@@ -112,6 +119,35 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
         click.echo(f"computing {language} L={length} N={steps} ({method}) ...", err=True)
     result = evaluate_point(cfg)
     emit(result, as_json, _human_point(result))
+
+
+def _decoder_exact(decoder, language, ser_language, length, method, samples, seed, progress, as_json) -> None:
+    """``exact --sampler llada|fast-dllm|eb|remdm``: :func:`validation.decoders_point.decoder_point`."""
+    from validation.decoders_point import DECODER_METHODS, decoder_point
+
+    if method not in DECODER_METHODS:
+        raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
+    if samples < 2:
+        raise click.UsageError(f"--samples must be >= 2, got {samples}")
+    if show_progress(progress):
+        click.echo(f"computing {decoder.label} on {language} L={length} ({method}) ...", err=True)
+    result = decoder_point(language, length, decoder, method=method, samples=samples, seed=seed,
+                           ser_language=ser_language)
+    emit(result, as_json, _human_decoder(result))
+
+
+def _human_decoder(result: dict) -> str:
+    from numerics.estimate import is_estimate_record
+    from numerics.provenance import to_jsonable
+
+    data = to_jsonable(result)
+    inputs = data["inputs"]
+    head = (f"{data['sampler_name']} on {inputs['language']}"
+            + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
+            + f", L = {inputs['length']}, method {data['method']}, {data['elapsed_s']:.2f} s")
+    metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
+    width = max(len(k) for k, _ in metrics)
+    return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
 
 
 def _human_point(result: dict) -> str:
