@@ -118,6 +118,15 @@ def _step_index(cum, revealed_in_block: int) -> int:
     return 0 if cum is None else int(np.searchsorted(cum, revealed_in_block, side="right"))
 
 
+def _sizes(language: Any, length: Optional[int]) -> tuple[int, int]:
+    """``(V, L)`` of a language or table, without building the table (sizes are checked first)."""
+    if isinstance(language, np.ndarray):
+        return int(language.shape[0]), int(language.ndim)
+    if length is None or int(length) != length or length < 1:
+        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    return int(language.vocab_size), int(length)
+
+
 def _check_block_size(decoder: BlockDecoder, V: int, L: int, method: str) -> None:
     B = decoder.block_of(L)
     work = (V + 1) ** L * V**B if method == "dp" else V**L * 2**L * V**B
@@ -131,9 +140,9 @@ def decoder_dp(language: Any, length: Optional[int], decoder: BlockDecoder) -> D
     """Forward pass over reachable states of a block decoder (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_dp(language, length, decoder)
+    _check_block_size(decoder, *_sizes(language, length), "dp")
     q = as_table(language, length)
     V, L = q.shape[0], q.ndim
-    _check_block_size(decoder, V, L, "dp")
     B, fixed, cum = _block_setup(decoder, L)
     Qf = masked_marginal_table(q).ravel()
     base = (V + 1) ** np.arange(L - 1, -1, -1, dtype=np.int64)
@@ -216,9 +225,9 @@ def decoder_enumerate(language: Any, length: Optional[int], decoder: BlockDecode
     """Per-output recursion over revealed sets, all draws enumerated (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_enumerate(language, length, decoder)
+    _check_block_size(decoder, *_sizes(language, length), "enumerate")
     q = as_table(language, length)
     V, L = q.shape[0], q.ndim
-    _check_block_size(decoder, V, L, "enumerate")
     B, fixed, cum = _block_setup(decoder, L)
     xs = all_sequences(V, L)
     qf = q.ravel()
@@ -281,13 +290,12 @@ def decoder_enumerate(language: Any, length: Optional[int], decoder: BlockDecode
 # -- ReMDM -----------------------------------------------------------------------------------------
 
 def _remdm_setup(language, length, decoder: Remdm):
-    q = as_table(language, length)
-    V, L = q.shape[0], q.ndim
+    V, L = _sizes(language, length)
     S = (V + 1) ** L
     if S > MAX_REMDM_STATES:
         raise ValueError(f"the exact remdm chain has (V+1)^L = {V + 1}^{L} = {S} partial states, beyond the limit "
                          f"{MAX_REMDM_STATES}; use Monte Carlo")
-    return q, V, L, S
+    return as_table(language, length), V, L, S
 
 
 def _remdm_rows(marg: np.ndarray, digits: np.ndarray, V: int, sigma: float, reveal: float, T: float) -> np.ndarray:
