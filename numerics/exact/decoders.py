@@ -44,7 +44,7 @@ from numerics.exact.divergences import Divergences, law_divergences
 from numerics.exact.joint_table import all_sequences, as_table, masked_marginal_table
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
 from numerics.sampling.adaptive import tie_priority
-from numerics.sampling.decoders import BlockDecoder, Remdm, step_rows, tempered
+from numerics.sampling.decoders import BlockDecoder, Remdm, StepRows, step_rows, tempered
 
 __all__ = ["METHODS", "MAX_DP_WORK", "MAX_ENUMERATE_WORK", "MAX_REMDM_STATES", "DecoderExact", "decoder_exact",
            "decoder_dp", "decoder_enumerate", "remdm_dp", "remdm_enumerate"]
@@ -197,15 +197,29 @@ def _transitions(decoder: BlockDecoder, rows, prio, step, fixed):
             for vals, w in _assignments(r[D]):
                 yield w / len(subsets), D, vals
         return
-    if decoder.draw_dependent:
-        for y, w in _assignments(r):
-            D = decoder.select(rows, y, None, prio, step, fixed)
-            yield w, D, y[D]
+    if decoder.draw_dependent:  # every draw at once through the rule's batched step
+        ys, ws = _all_assignments(r)
+        K = ws.size
+        many = StepRows(*(np.broadcast_to(a, (K,) + a.shape) for a in rows))
+        chosen = decoder.select_rows(many, ys, None, prio, np.ones(ys.shape, dtype=bool),
+                                     np.full(K, step), fixed)
+        for y, w, c in zip(ys, ws, chosen):
+            D = np.flatnonzero(c)
+            yield float(w), D, y[D]
         return
     y = np.argmax(r, axis=1)  # the draws do not move the selection: T = 0 (one-hot) or entropy order
     D = decoder.select(rows, y, None, prio, step, fixed)
     for vals, w in _assignments(r[D]):
         yield w, D, vals
+
+
+def _all_assignments(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(draws (K, k), probabilities (K,))``: the assignments of the rows of ``r`` with positive probability."""
+    k, V = r.shape
+    grid = np.indices((V,) * k).reshape(k, -1).T
+    w = np.prod(r[np.arange(k)[None, :], grid], axis=1)
+    keep = w > 0
+    return grid[keep], w[keep]
 
 
 def _assignments(r: np.ndarray):

@@ -269,3 +269,18 @@ def test_any_denoiser_runs_and_calls_are_counted():
     assert np.all(run.nfe_sequence == 4)  # no score reaches 0.65 (max 0.6) after the first: one position per call
     run = Remdm(schedule=make_schedule("linear", 5), eta=0.2).sample(den, 50, 4, np.random.default_rng(0))
     assert np.all(run.nfe_sequence == 5)
+
+
+def test_batch_interval_oracle_equals_the_reference_oracle():
+    from numerics.languages.interval import IntervalLanguage
+    from numerics.sampling.adaptive import IntervalOracle
+    from numerics.sampling.interval_denoiser import BatchIntervalOracle
+
+    rng = np.random.default_rng(0)
+    for l, L in ((3, 7), (4, 8), (5, 12)):
+        lang = IntervalLanguage(l)
+        x = lang.sample(30, L, rng)
+        x[:5] = rng.integers(0, lang.vocab_size, (5, L))  # some impossible sequences
+        mask = rng.random((30, L)) < 0.5
+        x = np.where(mask, rng.integers(0, lang.vocab_size, x.shape), x)  # masked tokens carry junk
+        np.testing.assert_array_equal(BatchIntervalOracle(lang)(x, mask), IntervalOracle(lang)(x, mask))
