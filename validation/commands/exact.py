@@ -6,6 +6,7 @@ Thin CLI over :mod:`validation.sweep` (one point: :func:`~validation.sweep.evalu
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import resource
@@ -67,18 +68,19 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
-def _sampler_options(f):
-    """``--sampler``, ``--gamma``, ``--confidence`` (numerics.sampling.adaptive)."""
+def _sampler_options(f, decoders: bool = False):
+    """``--sampler``, ``--gamma``, ``--confidence`` (numerics.sampling.adaptive); ``decoders``: the
+    ``--sampler`` choices include the decoders (the command then takes :func:`decoder_options`)."""
     f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
                      show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
     f = click.option("--gamma", type=float, default=None,
                      help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
-    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum", *DECODER_NAMES]),
-                        default="random", show_default=True,
+    names = ["random", "topk", "threshold", "entropy-sum"] + (list(DECODER_NAMES) if decoders else [])
+    more = (("; llada (N steps), fast-dllm (--threshold or --factor), eb (--gamma), remdm (N steps of --schedule, "
+             "--eta): the decoders of docs/methods/decoders.md") if decoders else "")
+    return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
-                             "adaptive with --gamma (steps ignored); llada (N steps), fast-dllm (--threshold or "
-                             "--factor), eb (--gamma), remdm (N steps of --schedule, --eta): the decoders of "
-                             "docs/methods/decoders.md.")(f)
+                             f"adaptive with --gamma (steps ignored){more}.")(f)
 
 
 @click.command("exact")
@@ -92,7 +94,7 @@ def _sampler_options(f):
 @_samples
 @_seed
 @_batch
-@_sampler_options
+@functools.partial(_sampler_options, decoders=True)
 @decoder_options
 @progress_option
 @json_option

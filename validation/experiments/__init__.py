@@ -10,6 +10,8 @@
 ``cost``    expected vs measured network calls (NFE) under caching; MDM vs AR timing
 ``schedules`` exact expected KL vs steps for every schedule (DP optimum, optimized i.i.d., LZ
             reading, B.12, linear, cosine) with Li-Cai's and the TC/DTC bounds
+``decoders`` the decoders people run (LLaDA blocks/remasking, Fast-dLLM, EB-Sampler, ReMDM):
+            error vs calls, calls needed vs L on the interval language, exact bias at N = L
 ==========  ================================================================================
 """
 
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import adaptive, cost, learned, lemmas, schedules, ser, ter
+from . import adaptive, cost, decoders, learned, lemmas, schedules, ser, ter
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive)}
+EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, decoders)}
 SCALES = ("tiny", "default", "full")
 
 
