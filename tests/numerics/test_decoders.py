@@ -284,3 +284,17 @@ def test_batch_interval_oracle_equals_the_reference_oracle():
         mask = rng.random((30, L)) < 0.5
         x = np.where(mask, rng.integers(0, lang.vocab_size, x.shape), x)  # masked tokens carry junk
         np.testing.assert_array_equal(BatchIntervalOracle(lang)(x, mask), IntervalOracle(lang)(x, mask))
+
+
+def test_eb_reveals_one_more_than_entropy_sum():
+    """EB's ``- max`` term: on entropies sorted ascending the EB prefix is the entropy-sum prefix plus one
+    (while positions remain), checked against numerics.sampling.adaptive's entropy-sum rule."""
+    from numerics.sampling.adaptive import on_grid, select_positions
+
+    H = np.array([0.1, 0.2, 0.3, 0.5, 0.9])
+    for gamma in (0.05, 0.25, 0.6, 1.1, 5.0):
+        Hg = on_grid(H)
+        es = select_positions("entropy-sum", np.ones(5, dtype=bool), np.zeros(5, np.int64), Hg, np.arange(5), 0,
+                              int(on_grid(gamma))).size
+        eb = int(EntropyBound(gamma=gamma).count(-Hg.astype(float), 0, None))
+        assert eb == min(5, es + 1) if np.cumsum(H)[0] <= gamma else eb == 1
