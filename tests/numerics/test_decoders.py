@@ -274,7 +274,7 @@ def test_any_denoiser_runs_and_calls_are_counted():
 def test_batch_interval_oracle_equals_the_reference_oracle():
     from numerics.languages.interval import IntervalLanguage
     from numerics.sampling.adaptive import IntervalOracle
-    from numerics.sampling.interval_denoiser import BatchIntervalOracle
+    from numerics.sampling.batch_oracles import BatchIntervalOracle
 
     rng = np.random.default_rng(0)
     for l, L in ((3, 7), (4, 8), (5, 12)):
@@ -298,3 +298,17 @@ def test_eb_reveals_one_more_than_entropy_sum():
                               int(on_grid(gamma))).size
         eb = int(EntropyBound(gamma=gamma).count(-Hg.astype(float), 0, None))
         assert eb == min(5, es + 1) if np.cumsum(H)[0] <= gamma else eb == 1
+
+
+def test_bigram_oracle_equals_the_forward_backward_oracle():
+    from numerics.sampling.batch_oracles import BigramOracle
+
+    rng = np.random.default_rng(1)
+    for lang, L in ((PRUNED, 6), (FULL3, 9)):
+        x = lang.sample(40, L, rng)
+        x[:6] = rng.integers(0, lang.vocab_size, (6, L))  # some impossible sequences
+        mask = rng.random((40, L)) < 0.6
+        mask[0] = True
+        a, b = BigramOracle(lang)(x, mask), OracleDenoiser(lang, strict=False)(x, mask)
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-12, atol=1e-15)
