@@ -174,7 +174,8 @@ def _mc_point(cfg: Config, lang: str, L: int, family: str, params: dict) -> dict
         tokens = sample_oracle(language, schedule, n, L, rng).tokens
     elif family == "topk":
         sampler = ad.make_sampler("topk", schedule=eng.schedule_for("linear", params["steps"]))
-        oracle = ad.IntervalOracle(language) if isinstance(language, IntervalLanguage) else _denoiser(language)
+        oracle = (ad.IntervalOracle(language) if isinstance(language, IntervalLanguage)  # the fast oracle kernels
+                  else OracleDenoiser(language, strict=False))
         run = sampler.sample(oracle, n, L, rng)
         tokens, calls = run.tokens, float(run.calls.mean())
     else:
@@ -246,7 +247,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     needed = _calls_needed(cfg, rows)
     if needed:
         out.tables["interval_calls_needed"] = needed
-    for note in (_fewest_calls(cfg, rows), _growth(cfg, needed), _bias(erows)):
+    for note in (_fewest_calls(cfg, rows), _blocks(cfg, rows), _growth(cfg, needed), _bias(erows)):
         if note:
             out.notes.append(note)
     parts.record(out)
@@ -303,6 +304,28 @@ def _fewest_calls(cfg: Config, rows: list[dict]) -> str | None:
         return None
     return (f"Fewest calls for SER <= {cfg.ser_target:g} (Clopper-Pearson upper limit, {cfg.samples} samples; "
             "random on the interval language exact): " + "; ".join(parts) + ".")
+
+
+def _blocks(cfg: Config, rows: list[dict]) -> str | None:
+    """SER of LLaDA at its smallest N against the block length, per SER language (largest L)."""
+    parts = []
+    for lang in [x for x in cfg.languages if x != "2gram"]:
+        ll = [r for r in rows if r["language"] == lang and r["family"] == "llada"]
+        if not ll:
+            continue
+        L = max(r["length"] for r in ll)
+        N = min(r["steps"] for r in ll if r["length"] == L)
+        at = sorted((r for r in ll if r["length"] == L and r["steps"] == N), key=lambda r: -r["block_length"])
+        for rem in dec.REMASKINGS:
+            pts = [f"{r['ser']:.3g} (B = {'L' if r['block_length'] == L else r['block_length']})"
+                   for r in at if r["remasking"] == rem]
+            if pts:
+                parts.append(f"{lang} (L = {L}, N = {N}), {rem}: " + ", ".join(pts))
+    if not parts:
+        return None
+    return ("Block length at a fixed budget (LLaDA at its smallest N, SER by Monte Carlo): " + "; ".join(parts)
+            + ". Within a block the same number of calls must reveal its B neighbouring positions, so a smaller "
+              "block puts dependent neighbours into the same call more often.")
 
 
 def _growth(cfg: Config, needed: list[dict]) -> str | None:
