@@ -17,6 +17,7 @@ rows), computed with array operations over the batch: ``O(L l)`` vector operatio
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +88,9 @@ class BigramOracle:
     def vocab_size(self) -> int:
         return self.language.vocab_size
 
+    @functools.lru_cache(maxsize=4)  # noqa: B019 -- one oracle object per language, a few lengths
     def _powers(self, L: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(P, mu)``: ``P[k] = A^k`` for ``k <= L`` and ``mu[j]`` the law of ``x_{j+1}``, computed once per length."""
         A = np.asarray(self.language.conditional, dtype=np.float64)
         P = np.empty((L + 1,) + A.shape)
         P[0] = np.eye(A.shape[0])

@@ -247,7 +247,8 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     needed = _calls_needed(cfg, rows)
     if needed:
         out.tables["interval_calls_needed"] = needed
-    for note in (_fewest_calls(cfg, rows), _blocks(cfg, rows), _growth(cfg, needed), _bias(erows)):
+    for note in (_fewest_calls(cfg, rows), _blocks(cfg, rows), _growth(cfg, needed), _bias(erows),
+                 _mode_seeking(rows)):
         if note:
             out.notes.append(note)
     parts.record(out)
@@ -361,6 +362,22 @@ def _bias(erows: list[dict]) -> str | None:
             f"N = L (one position per call, where random remasking samples q exactly: TV = {rnd['tv']:.2g}), its exact "
             f"law has TV(p, q) = {lc['tv']:.3f}, KL(q||p) = {_fmt(lc['kl'])} and KL(p||q) = {_fmt(lc['reverse_kl'])} "
             "nats: keeping the most probable draw favours probable values over the marginal law.")
+
+
+def _mode_seeking(rows: list[dict]) -> str | None:
+    """On 2gram at the largest L, the per-token log generative perplexity gap at one position per call."""
+    tr = [r for r in rows if r["language"] == "2gram" and r["ppl_gap"] is not None]
+    if not tr:
+        return None
+    L = max(r["length"] for r in tr)
+    one = [r for r in tr if r["length"] == L and r["family"] in ("llada", "fast-dllm", "eb")
+           and (r["family"] != "llada" or r["steps"] == L)]
+    if not one:
+        return None
+    text = ", ".join(f"{r['config']} {r['ppl_gap']:+.3f}" for r in one)
+    return (f"Monte Carlo side of the bias (2gram, L = {L}, about one position per call): log generative perplexity "
+            f"minus log TER(q), nats per token (0 for a sampler of q; negative = outputs more probable than q's "
+            f"typical sequences): {text}.")
 
 
 def _fmt(x) -> str:
