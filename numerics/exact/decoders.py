@@ -35,7 +35,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -107,11 +107,25 @@ def _greedy_metrics(law: OutputLaw) -> ExactMetrics:
                         gen_ppl_data=base.gen_ppl_data)
 
 
-def _block_setup(decoder: BlockDecoder, L: int):
-    B = decoder.block_of(L)
+class _Setup(NamedTuple):
+    """What both exact methods of a block decoder start from (sizes checked before the table is built)."""
+
+    q: np.ndarray  # (V,) * L joint table
+    V: int
+    L: int
+    B: int  # block length
+    fixed: Optional[np.ndarray]  # LLaDA's per-step counts in a block, None for the other rules
+    cum: Optional[np.ndarray]  # their cumulative sums
+    prio: np.ndarray  # tie priority of each position
+
+
+def _block_setup(language: Any, length: Optional[int], decoder: BlockDecoder, method: str) -> _Setup:
+    _check_block_size(decoder, *_sizes(language, length), method)
+    q = as_table(language, length)
+    L = q.ndim
     fixed = decoder.fixed_steps(L)
-    cum = None if fixed is None else np.cumsum(fixed)
-    return B, fixed, cum
+    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, None if fixed is None else np.cumsum(fixed),
+                  tie_priority(L, decoder.tie_seed))
 
 
 def _step_index(cum, revealed_in_block: int) -> int:
@@ -140,13 +154,9 @@ def decoder_dp(language: Any, length: Optional[int], decoder: BlockDecoder) -> D
     """Forward pass over reachable states of a block decoder (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_dp(language, length, decoder)
-    _check_block_size(decoder, *_sizes(language, length), "dp")
-    q = as_table(language, length)
-    V, L = q.shape[0], q.ndim
-    B, fixed, cum = _block_setup(decoder, L)
+    q, V, L, B, fixed, cum, prio = _block_setup(language, length, decoder, "dp")
     Qf = masked_marginal_table(q).ravel()
     base = (V + 1) ** np.arange(L - 1, -1, -1, dtype=np.int64)
-    prio = tie_priority(L, decoder.tie_seed)
     vv = np.arange(V)
     layers: list[dict[int, list[float]]] = [dict() for _ in range(L + 1)]
     layers[0][int(V * base.sum())] = [1.0, 0.0]  # [mass, mass * calls so far]
@@ -239,13 +249,9 @@ def decoder_enumerate(language: Any, length: Optional[int], decoder: BlockDecode
     """Per-output recursion over revealed sets, all draws enumerated (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_enumerate(language, length, decoder)
-    _check_block_size(decoder, *_sizes(language, length), "enumerate")
-    q = as_table(language, length)
-    V, L = q.shape[0], q.ndim
-    B, fixed, cum = _block_setup(decoder, L)
+    q, V, L, B, fixed, cum, prio = _block_setup(language, length, decoder, "enumerate")
     xs = all_sequences(V, L)
     qf = q.ravel()
-    prio = tie_priority(L, decoder.tie_seed)
     full = (1 << L) - 1
     p = np.zeros(xs.shape[0])
     calls = 0.0

@@ -537,12 +537,8 @@ class Remdm(BlockDecoder):
             raise ValueError("remdm decodes the whole sequence (no blocks); leave block_length unset")
 
     @property
-    def draw_dependent(self) -> bool:
-        return False
-
-    @property
     def path_deterministic(self) -> bool:
-        return False
+        return False  # remasking: an output has many reveal histories
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
         return remdm_probabilities(self.schedule, self.variant, float(self.eta))
