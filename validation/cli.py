@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from validation.commands import bench_adaptive, bench_fb, exact, languages, neural, report, steps_needed, theory
+from validation.commands import bench_adaptive, bench_decoders, bench_fb, exact, languages, neural, report, steps_needed, theory
 from validation.commands._common import CommandGroup
 
 __all__ = ["main", "COMMANDS", "BENCH_COMMANDS"]
@@ -40,6 +40,7 @@ BENCH_COMMANDS: tuple[click.Command, ...] = (
     exact.bench_sweep_command,  # mdm-theory bench sweep
     neural.bench_sampling_cmd,  # mdm-theory bench sampling
     bench_adaptive.bench_adaptive_command,  # mdm-theory bench adaptive
+    bench_decoders.bench_decoders_command,  # mdm-theory bench decoders
 )
 
 

@@ -5,7 +5,8 @@
 
 * ``dp`` / ``enumerate`` (tiny sizes, :mod:`numerics.exact.decoders`): the exact output law gives
   forward KL, reverse KL, TV, TER, SER, generative perplexity and the expected calls, all exact;
-* ``mc``: the generic sampler with the oracle denoiser; SER (Clopper-Pearson) and generative
+* ``mc``: the generic sampler with the fastest exact oracle
+  (:func:`numerics.sampling.batch_oracles.fastest_oracle`); SER (Clopper-Pearson) and generative
   perplexity with exact ``log q``; calls per sequence (mean and standard error). Where the decoder
   is path-deterministic (``eb``, greedy ``T = 0``), ``log p(x)`` is exact per sample, so reverse
   KL (over ``x ~ p``) and forward KL (over ``x ~ q``) are Monte Carlo estimates; otherwise and for
@@ -19,14 +20,14 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from numerics.estimate import CONFIDENCE, Estimate, unavailable_record
 from numerics.provenance import to_jsonable
 
-__all__ = ["DECODER_METHODS", "decoder_point", "choose_decoder_method"]
+__all__ = ["DECODER_METHODS", "choose_decoder_method", "decoder_point"]
 
 DECODER_METHODS = ("auto", "dp", "enumerate", "mc")
 
@@ -60,7 +61,7 @@ def _rng(seed: int, key: str, stream: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(f"{key}|{stream}".encode())])
 
 
-def _ter_data(spec: str, language: Any, length: int) -> Optional[Estimate]:
+def _ter_data(spec: str, language: Any, length: int) -> Estimate | None:
     from numerics.exact.entropy import sequence_entropy
     from numerics.languages.interval import IntervalLanguage
     from validation.methods import interval_length_of
@@ -74,13 +75,13 @@ def _ter_data(spec: str, language: Any, length: int) -> Optional[Estimate]:
 
 
 def decoder_point(language: str, length: int, decoder, *, method: str = "auto", samples: int = 1000, seed: int = 0,
-                  ser_language: Optional[str] = None) -> dict[str, Any]:
+                  ser_language: str | None = None) -> dict[str, Any]:
     """All metrics of one decoder point (module docstring) as a JSON-ready dict with inputs and timing."""
     from numerics.exact.decoders import decoder_exact
     from numerics.inference import log_q
     from numerics.languages.presets import load_language
     from numerics.sampling import montecarlo as mc
-    from numerics.sampling.denoiser import OracleDenoiser
+    from numerics.sampling.batch_oracles import fastest_oracle
 
     t0 = time.perf_counter()
     decoder.blocks(length)  # a block length that does not divide L fails here
@@ -109,13 +110,13 @@ def decoder_point(language: str, length: int, decoder, *, method: str = "auto", 
         return out
     key = f"{language}|{ser_language}|{length}|{sorted(decoder.parameters().items())}"
     L, n = int(length), int(samples)
-    run = decoder.sample(OracleDenoiser(lang, strict=False), n, L, _rng(seed, key, "sampler"))
+    run = decoder.sample(fastest_oracle(lang), n, L, _rng(seed, key, "sampler"))
     loglik = log_q(lang, run.tokens)
     out["gen_ppl"] = _est(mc.gen_ppl_from_loglik(loglik, L))
     if same:
         out["ser"] = _est(mc.ser_from_loglik(loglik))
     else:
-        ser_run = decoder.sample(OracleDenoiser(ser_lang, strict=False), n, L, _rng(seed, key, "sampler-ser"))
+        ser_run = decoder.sample(fastest_oracle(ser_lang), n, L, _rng(seed, key, "sampler-ser"))
         out["ser"] = _est(mc.ser_mc(ser_lang, ser_run))
     data = lang.sample(n, L, _rng(seed, key, "data"))
     data_ll = log_q(lang, data)
@@ -123,7 +124,7 @@ def decoder_point(language: str, length: int, decoder, *, method: str = "auto", 
     ter_data = _ter_data(language, lang, L)
     out["ter_data"] = dict(out["gen_ppl_data"]) if ter_data is None else _est(ter_data)
     if decoder.path_deterministic:
-        den = OracleDenoiser(lang, strict=False)
+        den = fastest_oracle(lang)
         lp = decoder.path_log_prob(den, run.tokens).log_p
         with np.errstate(invalid="ignore"):  # -inf - -inf cannot occur: log p(x) is finite for x ~ p
             out["reverse_kl"] = _est(_mean(lp - loglik, "mc (x ~ p, exact log p(x) along the one reveal path)"))

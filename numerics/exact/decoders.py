@@ -35,7 +35,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,10 +44,26 @@ from numerics.exact.divergences import Divergences, law_divergences
 from numerics.exact.joint_table import all_sequences, as_table, masked_marginal_table
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
 from numerics.sampling.adaptive import tie_priority
-from numerics.sampling.decoders import BlockDecoder, Remdm, StepRows, step_rows, tempered
+from numerics.sampling.decoders import (
+    BlockDecoder,
+    Remdm,
+    StepRows,
+    step_rows,
+    tempered,
+)
 
-__all__ = ["METHODS", "MAX_DP_WORK", "MAX_ENUMERATE_WORK", "MAX_REMDM_STATES", "DecoderExact", "decoder_exact",
-           "decoder_dp", "decoder_enumerate", "remdm_dp", "remdm_enumerate"]
+__all__ = [
+    "MAX_DP_WORK",
+    "MAX_ENUMERATE_WORK",
+    "MAX_REMDM_STATES",
+    "METHODS",
+    "DecoderExact",
+    "decoder_dp",
+    "decoder_enumerate",
+    "decoder_exact",
+    "remdm_dp",
+    "remdm_enumerate",
+]
 
 METHODS = ("dp", "enumerate")
 MAX_DP_WORK = 1 << 22  # (V+1)^L states times V^B draws per state
@@ -114,12 +130,12 @@ class _Setup(NamedTuple):
     V: int
     L: int
     B: int  # block length
-    fixed: Optional[np.ndarray]  # LLaDA's per-step counts in a block, None for the other rules
-    cum: Optional[np.ndarray]  # their cumulative sums
+    fixed: np.ndarray | None  # LLaDA's per-step counts in a block, None for the other rules
+    cum: np.ndarray | None  # their cumulative sums
     prio: np.ndarray  # tie priority of each position
 
 
-def _block_setup(language: Any, length: Optional[int], decoder: BlockDecoder, method: str) -> _Setup:
+def _block_setup(language: Any, length: int | None, decoder: BlockDecoder, method: str) -> _Setup:
     _check_block_size(decoder, *_sizes(language, length), method)
     q = as_table(language, length)
     L = q.ndim
@@ -132,7 +148,7 @@ def _step_index(cum, revealed_in_block: int) -> int:
     return 0 if cum is None else int(np.searchsorted(cum, revealed_in_block, side="right"))
 
 
-def _sizes(language: Any, length: Optional[int]) -> tuple[int, int]:
+def _sizes(language: Any, length: int | None) -> tuple[int, int]:
     """``(V, L)`` of a language or table, without building the table (sizes are checked first)."""
     if isinstance(language, np.ndarray):
         return int(language.shape[0]), int(language.ndim)
@@ -150,7 +166,7 @@ def _check_block_size(decoder: BlockDecoder, V: int, L: int, method: str) -> Non
                          f"(V = {V}, L = {L}, B = {B}), beyond the limit {limit}; use Monte Carlo")
 
 
-def decoder_dp(language: Any, length: Optional[int], decoder: BlockDecoder) -> DecoderExact:
+def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> DecoderExact:
     """Forward pass over reachable states of a block decoder (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_dp(language, length, decoder)
@@ -245,7 +261,7 @@ def _assignments(r: np.ndarray):
             yield y, float(pr)
 
 
-def decoder_enumerate(language: Any, length: Optional[int], decoder: BlockDecoder) -> DecoderExact:
+def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) -> DecoderExact:
     """Per-output recursion over revealed sets, all draws enumerated (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_enumerate(language, length, decoder)
@@ -258,7 +274,7 @@ def decoder_enumerate(language: Any, length: Optional[int], decoder: BlockDecode
     nodes = [0]
     for i, x in enumerate(xs):
 
-        @functools.lru_cache(maxsize=None)
+        @functools.cache
         def fg(S: int) -> tuple[float, float]:
             """(P(end at x | x_S revealed), E[calls to the end; end at x])."""
             if S == full:
@@ -332,7 +348,7 @@ def _remdm_rows(marg: np.ndarray, digits: np.ndarray, V: int, sigma: float, reve
     return out
 
 
-def remdm_dp(language: Any, length: Optional[int], decoder: Remdm) -> DecoderExact:
+def remdm_dp(language: Any, length: int | None, decoder: Remdm) -> DecoderExact:
     """ReMDM's law by propagating the partial-state distribution; successors as outer products (``Q`` table)."""
     q, V, L, S = _remdm_setup(language, length, decoder)
     Qf = masked_marginal_table(q).ravel()
@@ -366,7 +382,7 @@ def _revealed_part(mass: np.ndarray, V: int, L: int) -> np.ndarray:
     return full.ravel()
 
 
-def remdm_enumerate(language: Any, length: Optional[int], decoder: Remdm) -> DecoderExact:
+def remdm_enumerate(language: Any, length: int | None, decoder: Remdm) -> DecoderExact:
     """ReMDM's law by full transition matrices built entry by entry (flat-table marginals)."""
     q, V, L, S = _remdm_setup(language, length, decoder)
     xs = all_sequences(V, L)
@@ -390,7 +406,7 @@ def remdm_enumerate(language: Any, length: Optional[int], decoder: Remdm) -> Dec
     return _finish(q, _revealed_part(mass, V, L), "enumerate", decoder, decoder.schedule.n_steps, S)
 
 
-def decoder_exact(language: Any, length: Optional[int], decoder: BlockDecoder, method: str = "dp") -> DecoderExact:
+def decoder_exact(language: Any, length: int | None, decoder: BlockDecoder, method: str = "dp") -> DecoderExact:
     """:func:`decoder_dp` (``method="dp"``) or :func:`decoder_enumerate` (``"enumerate"``)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")

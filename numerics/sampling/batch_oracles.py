@@ -25,7 +25,7 @@ import numpy as np
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
 
-__all__ = ["BatchIntervalOracle", "BigramOracle"]
+__all__ = ["BatchIntervalOracle", "BigramOracle", "fastest_oracle"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,3 +127,16 @@ class BigramOracle:
         ok &= ~np.bincount(nb[~link], minlength=B).astype(bool)
         out[~ok] = np.nan
         return out
+
+
+def fastest_oracle(language):
+    """The fastest exact oracle :class:`Denoiser` of ``language``: :class:`BigramOracle` for an order-2
+    n-gram, :class:`BatchIntervalOracle` for the interval language, else the forward-backward
+    ``OracleDenoiser(language, strict=False)``. All give the same marginals (tested)."""
+    from numerics.sampling.denoiser import OracleDenoiser
+
+    if isinstance(language, IntervalLanguage):
+        return BatchIntervalOracle(language)
+    if isinstance(language, NGram) and language.order == 2:
+        return BigramOracle(language)
+    return OracleDenoiser(language, strict=False)

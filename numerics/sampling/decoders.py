@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple, Optional
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy.special import entr
@@ -63,7 +63,7 @@ from scipy.special import entr
 from numerics.draws import draw_inverse_cdf
 from numerics.sampling.adaptive import on_grid, tie_priority
 from numerics.sampling.denoiser import Denoiser
-from numerics.sampling.samplers import PATHS, SampleResult, Sampler, _batches, _call
+from numerics.sampling.samplers import PATHS, Sampler, SampleResult, _batches, _call
 from numerics.schedules import Schedule
 
 __all__ = [
@@ -71,24 +71,24 @@ __all__ = [
     "REMASKINGS",
     "REMDM_VARIANTS",
     "STREAM_DRAW",
-    "STREAM_SCORE",
     "STREAM_REMASK",
+    "STREAM_SCORE",
     "STREAM_UNMASK",
     "BlockDecoder",
-    "Llada",
-    "FastDllm",
     "EntropyBound",
+    "FastDllm",
+    "Llada",
+    "PathScore",
     "Remdm",
     "StepRows",
-    "PathScore",
-    "splitmix64",
-    "stream_uniform",
-    "sequence_keys",
     "llada_counts",
-    "step_rows",
-    "tempered",
-    "remdm_probabilities",
     "make_decoder",
+    "remdm_probabilities",
+    "sequence_keys",
+    "splitmix64",
+    "step_rows",
+    "stream_uniform",
+    "tempered",
 ]
 
 DECODER_NAMES = ("llada", "fast-dllm", "eb", "remdm")
@@ -209,9 +209,9 @@ class BlockDecoder(Sampler):
         Seed of the tie priority (``None``: left to right).
     """
 
-    block_length: Optional[int] = None
+    block_length: int | None = None
     temperature: float = 1.0
-    tie_seed: Optional[int] = 0
+    tie_seed: int | None = 0
     kind: ClassVar[str] = "decoder"
     name: ClassVar[str] = ""
 
@@ -356,7 +356,7 @@ class BlockDecoder(Sampler):
         one reveal path and ``log p(x)`` is exact per sample (``eb``; ``T = 0`` with ``low-confidence``)."""
         return not self.random_scores and not self.draw_dependent
 
-    def path_log_prob(self, denoiser: Denoiser, tokens: np.ndarray) -> "PathScore":
+    def path_log_prob(self, denoiser: Denoiser, tokens: np.ndarray) -> PathScore:
         """Replay the rule along given sequences ``x``: ``log p(x) = sum_t sum_{j in D_t(x)} log r_j(x_j | x_{S_t})``.
 
         Only for a :attr:`path_deterministic` decoder (else ``p(x)`` is a mixture over orders: a
@@ -446,8 +446,8 @@ class Llada(BlockDecoder):
 class FastDllm(BlockDecoder):
     """Fast-dLLM's parallel decoding: ``threshold`` ``tau`` or ``factor`` ``f`` on ``low-confidence`` scores."""
 
-    threshold: Optional[float] = None
-    factor: Optional[float] = None
+    threshold: float | None = None
+    factor: float | None = None
     name: ClassVar[str] = "fast-dllm"
 
     def __post_init__(self) -> None:
@@ -595,11 +595,11 @@ def _check_run(denoiser, n, length, rng, batch_size, path) -> int:
     return _check_int("batch_size", int(n) if batch_size is None else batch_size, 1)
 
 
-def make_decoder(name: str, *, steps: Optional[int] = None, schedule: Optional[Schedule] = None,
-                 block_length: Optional[int] = None, remasking: Optional[str] = None,
-                 temperature: Optional[float] = None, threshold: Optional[float] = None,
-                 factor: Optional[float] = None, gamma: Optional[float] = None, variant: Optional[str] = None,
-                 eta: Optional[float] = None, tie_seed: Optional[int] = 0) -> BlockDecoder:
+def make_decoder(name: str, *, steps: int | None = None, schedule: Schedule | None = None,
+                 block_length: int | None = None, remasking: str | None = None,
+                 temperature: float | None = None, threshold: float | None = None,
+                 factor: float | None = None, gamma: float | None = None, variant: str | None = None,
+                 eta: float | None = None, tie_seed: int | None = 0) -> BlockDecoder:
     """The decoder called ``name`` (:data:`DECODER_NAMES`) from options that may be unset (``None``).
 
     ``llada`` takes ``steps`` (and ``remasking``, default ``low-confidence``); ``fast-dllm`` one

@@ -12,27 +12,26 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 import click
 
 from numerics.sampling.decoders import DECODER_NAMES, REMASKINGS, REMDM_VARIANTS
 
-__all__ = ["DECODER_NAMES", "DecoderOptions", "decoder_options", "build_decoder"]
+__all__ = ["DECODER_NAMES", "DecoderOptions", "build_decoder", "decoder_options"]
 
 
 @dataclass(frozen=True)
 class DecoderOptions:
     """The decoder options as given (``None`` = not given)."""
 
-    block_length: Optional[int] = None
-    remasking: Optional[str] = None
-    temperature: Optional[float] = None
-    threshold: Optional[float] = None
-    factor: Optional[float] = None
-    remdm_variant: Optional[str] = None
-    eta: Optional[float] = None
-    tie_seed: Optional[int] = None
+    block_length: int | None = None
+    remasking: str | None = None
+    temperature: float | None = None
+    threshold: float | None = None
+    factor: float | None = None
+    remdm_variant: str | None = None
+    eta: float | None = None
+    tie_seed: int | None = None
 
     def given(self) -> list[str]:
         return [f"--{k.replace('_', '-')}" for k, v in self.__dict__.items() if v is not None]
@@ -73,7 +72,7 @@ def decoder_options(f):
     return wrapper
 
 
-def build_decoder(sampler: str, opts: DecoderOptions, *, steps: Optional[int], schedule: str, gamma: Optional[float],
+def build_decoder(sampler: str, opts: DecoderOptions, *, steps: int | None, schedule: str, gamma: float | None,
                   length: int):
     """The decoder of the options, checked against ``length`` (``click.UsageError`` naming any bad input)."""
     from numerics.sampling.decoders import make_decoder

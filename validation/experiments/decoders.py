@@ -34,8 +34,8 @@ from numerics.inference import log_q
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling import adaptive as ad
 from numerics.sampling import decoders as dec
+from numerics.sampling.batch_oracles import fastest_oracle
 from numerics.sampling.denoiser import OracleDenoiser
-from numerics.sampling.batch_oracles import BatchIntervalOracle, BigramOracle
 from numerics.sampling.samplers import sample_oracle
 
 from ..cache import ResultCache
@@ -114,12 +114,8 @@ def _interval(cfg: Config) -> str:
 
 
 def _denoiser(language):
-    """The fastest exact oracle of ``language``: batch interval or bigram marginals, else the forward-backward."""
-    if isinstance(language, IntervalLanguage):
-        return BatchIntervalOracle(language)
-    if getattr(language, "order", None) == 2:
-        return BigramOracle(language)
-    return OracleDenoiser(language, strict=False)
+    """The fastest exact oracle of ``language`` (batch interval or bigram marginals, else the forward-backward)."""
+    return fastest_oracle(language)
 
 
 def _llada_steps(L: int, B: int, f: float) -> int:
