@@ -83,3 +83,13 @@ def test_exact_refuses_a_size_beyond_the_limit_before_work():
                 "--json"])
     assert r.exit_code == 1
     assert "beyond the limit" in strict_json(r.stdout)["error"]["message"]
+
+
+def test_bench_decoders_reports_ratios():
+    r = invoke(["bench", "decoders", "-L", "8", "-N", "4", "--samples", "4", "--decoders", "llada,eb", "--json"])
+    assert r.exit_code == 0, r.output
+    out = strict_json(r.stdout)
+    assert set(out["ratio_to_random"]) == {"llada", "eb"} and out["target_ratio"] == 3.0
+    assert all(v > 0 for v in out["seconds"].values())
+    bad = invoke(["bench", "decoders", "--decoders", "nope", "--json"])
+    assert bad.exit_code == 2 and "unknown decoder" in strict_json(bad.stdout)["error"]["message"]
