@@ -317,16 +317,12 @@ class BlockDecoder(Sampler):
         mask = np.ones((Bn, L), dtype=bool)
         steps = np.zeros((Bn, L), dtype=np.int64)
         calls = np.zeros(Bn, dtype=np.int64)
-        step_in_block = np.zeros(Bn, dtype=np.int64)
-        block = np.zeros(Bn, dtype=np.int64)
-        while True:
-            active = np.flatnonzero(block < L // B)
-            if active.size == 0:
-                break
+        cursor = _BlockCursor(Bn, L, B, fixed)
+        while (active := cursor.active()).size:
             probs = _call(denoiser, tokens[active], mask[active])  # (a, L, V)
             a, V = active.size, probs.shape[-1]
             calls[active] += 1
-            cols = block[active][:, None] * B + np.arange(B)[None, :]  # (a, B): the current block
+            cols = cursor.columns(active)  # (a, B): the current block
             valid = mask[active[:, None], cols]
             rows = step_rows(probs[np.arange(a)[:, None], cols], self.temperature)
             c = calls[active].astype(np.uint64)[:, None]
@@ -334,19 +330,13 @@ class BlockDecoder(Sampler):
             u_draw = stream_uniform(k, c, cols, STREAM_DRAW)
             drawn = draw_inverse_cdf(rows.draw_law.reshape(a * B, V), u_draw.ravel()).reshape(a, B)
             u_score = stream_uniform(k, c, cols, STREAM_SCORE) if self.random_scores else None
-            chosen = self.select_rows(rows, drawn, u_score, prio[cols], valid, step_in_block[active], fixed)
+            chosen = self.select_rows(rows, drawn, u_score, prio[cols], valid, cursor.step[active], fixed)
             ai, bj = np.nonzero(chosen)
             seq, pos = active[ai], cols[ai, bj]
             tokens[seq, pos] = drawn[ai, bj]
             mask[seq, pos] = False
             steps[seq, pos] = calls[seq]
-            step_in_block[active] += 1
-            if fixed is not None:
-                done = step_in_block[active] >= fixed.size
-            else:
-                done = ~mask[active[:, None], cols].any(axis=1)
-            block[active[done]] += 1
-            step_in_block[active[done]] = 0
+            cursor.advance(active, cols, mask)
         return tokens, steps, calls
 
 
@@ -374,30 +364,50 @@ class BlockDecoder(Sampler):
         mask = np.ones((n, L), dtype=bool)
         logp = np.zeros(n)
         calls = np.zeros(n, dtype=np.int64)
-        step_in_block = np.zeros(n, dtype=np.int64)
-        block = np.zeros(n, dtype=np.int64)
-        while True:
-            active = np.flatnonzero(block < L // B)
-            if active.size == 0:
-                break
+        cursor = _BlockCursor(n, L, B, fixed)
+        while (active := cursor.active()).size:
             probs = _call(denoiser, np.where(mask[active], 0, x[active]), mask[active])
             a = active.size
             calls[active] += 1
-            cols = block[active][:, None] * B + np.arange(B)[None, :]
+            cols = cursor.columns(active)
             valid = mask[active[:, None], cols]
             rows = step_rows(probs[np.arange(a)[:, None], cols], self.temperature)
             drawn = np.argmax(rows.draw_law, axis=-1)  # the selection does not depend on it (T = 0: it is the draw)
-            chosen = self.select_rows(rows, drawn, None, prio[cols], valid, step_in_block[active], fixed)
+            chosen = self.select_rows(rows, drawn, None, prio[cols], valid, cursor.step[active], fixed)
             ai, bj = np.nonzero(chosen)
             seq, pos = active[ai], cols[ai, bj]
             with np.errstate(divide="ignore"):  # r_j(x_j) = 0: x is outside the sampler's support
                 np.add.at(logp, seq, np.log(rows.draw_law[ai, bj, x[seq, pos]]))
             mask[seq, pos] = False
-            step_in_block[active] += 1
-            done = (step_in_block[active] >= fixed.size) if fixed is not None else ~mask[active[:, None], cols].any(1)
-            block[active[done]] += 1
-            step_in_block[active[done]] = 0
+            cursor.advance(active, cols, mask)
         return PathScore(logp, calls)
+
+
+class _BlockCursor:
+    """Per sequence, the current block and the step within it: the block bookkeeping every path shares."""
+
+    def __init__(self, n: int, L: int, B: int, fixed: np.ndarray | None) -> None:
+        self.block = np.zeros(n, dtype=np.int64)
+        self.step = np.zeros(n, dtype=np.int64)
+        self.n_blocks, self.B, self.fixed = L // B, B, fixed
+
+    def active(self) -> np.ndarray:
+        """Sequences with a block left."""
+        return np.flatnonzero(self.block < self.n_blocks)
+
+    def columns(self, active: np.ndarray) -> np.ndarray:
+        """``(a, B)`` positions of each active sequence's current block."""
+        return self.block[active][:, None] * self.B + np.arange(self.B)[None, :]
+
+    def advance(self, active: np.ndarray, cols: np.ndarray, mask: np.ndarray) -> None:
+        """One step done: a block ends after its fixed steps (llada) or when it has no masked position."""
+        self.step[active] += 1
+        if self.fixed is not None:
+            done = self.step[active] >= self.fixed.size
+        else:
+            done = ~mask[active[:, None], cols].any(axis=1)
+        self.block[active[done]] += 1
+        self.step[active[done]] = 0
 
 
 class PathScore(NamedTuple):
