@@ -12,9 +12,19 @@ import sys
 
 import click
 
-from validation.commands import bench_adaptive, bench_fb, exact, languages, neural, report, steps_needed, theory
+from validation.commands import (
+    bench_adaptive,
+    bench_decoders,
+    bench_fb,
+    exact,
+    languages,
+    neural,
+    optimal_decoder,
+    report,
+    steps_needed,
+    theory,
+)
 from validation.commands import calibrate as calibrate_cmd
-from validation.commands import optimal_decoder
 from validation.commands._common import CommandGroup
 
 __all__ = ["main", "COMMANDS", "BENCH_COMMANDS"]
@@ -46,6 +56,7 @@ BENCH_COMMANDS: tuple[click.Command, ...] = (
     bench_adaptive.bench_adaptive_command,  # mdm-theory bench adaptive
     bench_fb.bench_sparse_ngram,  # mdm-theory bench sparse-ngram
     calibrate_cmd.bench_calibrate_command,  # mdm-theory bench calibrate
+    bench_decoders.bench_decoders_command,  # mdm-theory bench decoders
 )
 
 

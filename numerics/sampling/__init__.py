@@ -12,9 +12,11 @@ from numerics.sampling.samplers import (
     sample_one_at_a_time,
     sample_oracle,
 )
+from numerics.sampling.decoders import DECODER_NAMES, BlockDecoder, EntropyBound, FastDllm, Llada, Remdm, make_decoder
 
 __all__ = [
     "Denoiser", "OracleDenoiser", "SampleResult", "sample_factorized", "sample_one_at_a_time", "sample_oracle",
     "Sampler", "RandomOrder", "AdaptiveSampler", "IntervalOracle", "make_sampler",
     "RevealScores", "reveal_sample", "reveal_score",
+    "DECODER_NAMES", "BlockDecoder", "Llada", "FastDllm", "EntropyBound", "Remdm", "make_decoder",
 ]

@@ -121,6 +121,14 @@ class SampleResult:
         """Mean realized network calls per batch."""
         return float(np.mean(self.nfe))
 
+    @property
+    def calls(self) -> np.ndarray:
+        """``(n,)`` network calls per sequence, one name for every sampler: ``nfe_sequence`` where
+        sequences stop on their own, else each sequence's batch count (a call serves its whole batch)."""
+        if self.nfe_sequence is not None:
+            return self.nfe_sequence
+        return np.repeat(self.nfe, self.batch_sizes)
+
 
 class Sampler(abc.ABC):
     """A rule that decides which masked positions each step reveals, for any denoiser.

@@ -6,6 +6,7 @@ Thin CLI over :mod:`validation.sweep` (one point: :func:`~validation.sweep.evalu
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import resource
@@ -18,6 +19,7 @@ import click
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 from validation.commands._schedule import check_schedule, schedule_option
+from validation.commands._decoders import DECODER_NAMES, build_decoder, decoder_options
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 
@@ -82,19 +84,23 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
-def _sampler_options(f):
-    """``--sampler``, ``--gamma``, ``--confidence``, ``--tie-seed`` (numerics.sampling.adaptive)."""
+def _sampler_options(f, decoders: bool = False):
+    """``--sampler``, ``--gamma``, ``--confidence``, ``--tie-seed`` (numerics.sampling.adaptive; the tie
+    seed serves the decoders too); ``decoders``: the ``--sampler`` choices include the decoders (the
+    command then takes :func:`decoder_options`)."""
     f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
                      show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
     f = click.option("--gamma", type=float, default=None,
                      help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
     f = click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Seed of the adaptive rules' tie priority (positions of equal confidence are revealed "
-                          "in a random order fixed by it); reported as tie_seed.")(f)
-    return click.option("--sampler", type=click.Choice(["random", "topk", "threshold", "entropy-sum"]),
-                        default="random", show_default=True,
+                     help="Seed of the tie priority of the adaptive rules and decoders (positions of equal "
+                          "confidence or score are revealed in a random order fixed by it); reported as tie_seed.")(f)
+    names = ["random", "topk", "threshold", "entropy-sum"] + (list(DECODER_NAMES) if decoders else [])
+    more = (("; llada (N steps), fast-dllm (--threshold or --factor), eb (--gamma), remdm (N steps of --schedule, "
+             "--eta): the decoders of docs/methods/decoders.md") if decoders else "")
+    return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
-                             "adaptive with --gamma (steps ignored).")(f)
+                             f"adaptive with --gamma (steps ignored){more}.")(f)
 
 
 @click.command("exact")
@@ -108,11 +114,12 @@ def _sampler_options(f):
 @_samples
 @_seed
 @_batch
-@_sampler_options
+@functools.partial(_sampler_options, decoders=True)
+@decoder_options
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, progress, as_json):
+                  confidence, tie_seed, decoder_opts, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
 
     For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
@@ -124,6 +131,10 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     from validation.sweep import PointConfig, evaluate_point
 
     check_schedule(schedule, [language], [length])
+    decoder = build_decoder(sampler, decoder_opts, steps=steps, schedule=schedule, gamma=gamma, length=length,
+                            tie_seed=tie_seed)
+    if decoder is not None:
+        return _decoder_exact(decoder, language, ser_language, length, method, samples, seed, progress, as_json)
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
                           sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
@@ -139,6 +150,35 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
 #: What the method of a point means for its numbers (the text output's first line says which ran).
 _METHOD_WORDS = {"closed-form": "exact", "dp": "exact", "enumerate": "exact",
                  "mc": "Monte Carlo: estimates with intervals; exact where a metric says so"}
+
+
+def _decoder_exact(decoder, language, ser_language, length, method, samples, seed, progress, as_json) -> None:
+    """``exact --sampler llada|fast-dllm|eb|remdm``: :func:`validation.decoders_point.decoder_point`."""
+    from validation.decoders_point import DECODER_METHODS, decoder_point
+
+    if method not in DECODER_METHODS:
+        raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
+    if samples < 2:
+        raise click.UsageError(f"--samples must be >= 2, got {samples}")
+    if show_progress(progress):
+        click.echo(f"computing {decoder.label} on {language} L={length} ({method}) ...", err=True)
+    result = decoder_point(language, length, decoder, method=method, samples=samples, seed=seed,
+                           ser_language=ser_language)
+    emit(result, as_json, _human_decoder(result))
+
+
+def _human_decoder(result: dict) -> str:
+    from numerics.estimate import is_estimate_record
+    from numerics.provenance import to_jsonable
+
+    data = to_jsonable(result)
+    inputs = data["inputs"]
+    head = (f"{data['sampler_name']} on {inputs['language']}"
+            + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
+            + f", L = {inputs['length']}, method {data['method']}, {data['elapsed_s']:.2f} s")
+    metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
+    width = max(len(k) for k, _ in metrics)
+    return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
 
 
 def _human_point(result: dict) -> str:

@@ -12,6 +12,8 @@
             reading, B.12, linear, cosine) with Li-Cai's and the TC/DTC bounds
 ``realtext`` TER and SER vs steps on n-grams fitted to the Lee news corpus (characters, words):
             exact TER bounds, Monte Carlo SER, the paper's sentence checked at two lengths
+``decoders`` the decoders people run (LLaDA blocks/remasking, Fast-dLLM, EB-Sampler, ReMDM):
+            error vs calls, calls needed vs L on the interval language, exact bias at N = L
 ==========  ================================================================================
 """
 
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import adaptive, cost, learned, lemmas, realtext, schedules, ser, ter
+from . import adaptive, cost, decoders, learned, lemmas, realtext, schedules, ser, ter
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
-EXPERIMENTS: dict[str, ModuleType] = {m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext)}
+EXPERIMENTS: dict[str, ModuleType] = {
+    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders)
+}
 SCALES = ("tiny", "default", "full")
 
 

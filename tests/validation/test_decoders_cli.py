@@ -1,0 +1,95 @@
+"""``mdm-theory exact --sampler llada|fast-dllm|eb|remdm``: rows carry every parameter, bad input exits 2."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from numerics.exact.decoders import decoder_exact
+from numerics.languages.presets import load_language
+from numerics.sampling.decoders import Llada
+from tests.bad_inputs._helpers import invoke, refused
+from tests.strict_json import strict_json
+
+BASE = ["exact", "--language", "2gram-pruned", "-L", "4", "-N", "2"]
+
+
+@pytest.fixture
+def pruned_file(tmp_path):
+    path = tmp_path / "pruned.npz"
+    np.savez(path, order=np.int64(2), initial=np.array([0.6, 0.4]), conditional=np.array([[0.7, 0.3], [0.0, 1.0]]))
+    return str(path)
+
+
+def test_exact_decoder_row_carries_every_parameter_and_matches_numerics(pruned_file):
+    r = invoke(["exact", "--language", pruned_file, "-L", "4", "-N", "2", "--sampler", "llada", "--block-length", "2", "--temperature", "0.5", "--tie-seed", "7",
+                "--method", "enumerate", "--json"])
+    assert r.exit_code == 0, r.output
+    row = strict_json(r.stdout)
+    want = {"sampler": "llada", "block_length": 2, "temperature": 0.5, "tie_seed": 7, "steps": 2,
+            "remasking": "low-confidence"}
+    assert {k: row["inputs"][k] for k in want} == want
+    ref = decoder_exact(load_language(pruned_file), 4, Llada(steps=2, block_length=2, temperature=0.5, tie_seed=7),
+                        "dp")
+    assert row["method"] == "enumerate"
+    assert row["tv"]["value"] == pytest.approx(ref.divergences.tv.value, rel=1e-12)
+    assert row["ser"]["value"] == pytest.approx(ref.metrics.ser.value, rel=1e-12)
+    assert row["reverse_kl"]["value"] is None and "inf" in row["reverse_kl"]["null_reason"]["value"]
+    assert row["calls"]["value"] == 2
+
+
+def test_exact_decoder_mc_labels_unavailable_metrics():
+    r = invoke(["exact", "--language", "2gram", "-L", "12", "-N", "4", "--sampler", "remdm", "--eta", "0.2",
+                "--samples", "50", "--method", "mc", "--json"])
+    assert r.exit_code == 0, r.output
+    row = strict_json(r.stdout)
+    assert row["inputs"]["variant"] == "cap" and row["inputs"]["eta"] == 0.2 and row["inputs"]["tie_seed"] == 0
+    assert row["tv"]["value"] is None and "exact law" in row["tv"]["null_reason"]["value"]
+    assert row["reverse_kl"]["value"] is None and "mixture" in row["reverse_kl"]["null_reason"]["value"]
+    assert row["calls"]["value"] == 4 and row["ser"]["samples"] == 50
+
+
+def test_exact_eb_mc_reverse_kl_is_an_estimate():
+    r = invoke(["exact", "--language", "2gram", "-L", "12", "-N", "4", "--sampler", "eb", "--gamma", "1.0",
+                "--temperature", "0.8", "--samples", "40", "--method", "mc", "--json"])
+    row = strict_json(r.stdout)
+    rkl = row["reverse_kl"]
+    assert rkl["samples"] == 40 and math.isfinite(rkl["value"]) and rkl["value"] > 0 and not rkl["exact"]
+
+
+@pytest.mark.parametrize("extra, pattern", [
+    (["--sampler", "llada", "--block-length", "3"], r"block_length 3 does not divide the length L = 4"),
+    (["--sampler", "llada", "--block-length", "1"], r"steps N = 2 is not divisible by the number of blocks L/B = 4"),
+    (["--sampler", "llada", "--temperature", "-0.5"], r"temperature must be a finite number >= 0"),
+    (["--sampler", "fast-dllm", "--threshold", "0"], r"threshold tau must be in \(0, 1\]"),
+    (["--sampler", "fast-dllm", "--factor", "-1"], r"factor f must be a finite number > 0"),
+    (["--sampler", "fast-dllm"], r"exactly one of threshold"),
+    (["--sampler", "llada", "--remasking", "lowest"], r"'lowest' is not one of 'low-confidence', 'random'"),
+    (["--sampler", "eb"], r"eb needs gamma"),
+    (["--sampler", "remdm", "--eta", "1.5"], r"eta must be in \[0, 1\]"),
+    (["--sampler", "llada", "--threshold", "0.9"], r"llada decoder does not take threshold"),
+    (["--sampler", "topk", "--block-length", "2"], r"--block-length apply to the decoders"),
+    (["--sampler", "llada", "--method", "closed-form"], r"a decoder is computed by one of"),
+])
+def test_bad_decoder_input_is_named_exit_2(extra, pattern):
+    error = refused([*BASE, *extra], pattern)
+    assert error["exit_code"] == 2
+
+
+def test_exact_refuses_a_size_beyond_the_limit_before_work():
+    r = invoke(["exact", "--language", "2gram", "-L", "12", "-N", "4", "--sampler", "llada", "--method", "dp",
+                "--json"])
+    assert r.exit_code == 1
+    assert "beyond the limit" in strict_json(r.stdout)["error"]["message"]
+
+
+def test_bench_decoders_reports_ratios():
+    r = invoke(["bench", "decoders", "-L", "8", "-N", "4", "--samples", "4", "--decoders", "llada,eb", "--json"])
+    assert r.exit_code == 0, r.output
+    out = strict_json(r.stdout)
+    assert set(out["ratio_to_random"]) == {"llada", "eb"} and out["target_ratio"] == 3.0
+    assert all(v > 0 for v in out["seconds"].values())
+    bad = invoke(["bench", "decoders", "--decoders", "nope", "--json"])
+    assert bad.exit_code == 2 and "unknown decoder" in strict_json(bad.stdout)["error"]["message"]
