@@ -351,3 +351,22 @@ def test_argument_errors():
         s.sample(d, 2, 3, 0)
     with pytest.raises(TypeError, match="Denoiser protocol"):
         s.sample(object(), 2, 3, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS[::2], ids=lambda s: s.label)
+def test_fast_kernel_runs_a_mostly_zero_ngram_and_equals_the_generic_path(sampler):
+    """A 3-gram whose conditional is at most SPARSE_DENSITY non-zero gets the sparse layout from
+    kernel_arrays by default (the oracle sampler and forward-backward read it so); the adaptive message
+    path has no sparse version and must ask for the dense one. Same samples as the generic path."""
+    from numerics.languages.arrays import SPARSE_DENSITY, SparseNGramArrays, kernel_arrays
+    from numerics.languages.generators import random_sparse_ngram
+
+    lang = random_sparse_ngram(3, 24, nonzeros=300, seed=4)  # 672 of 13824 entries non-zero
+    assert np.count_nonzero(lang.conditional) <= SPARSE_DENSITY * lang.conditional.size
+    assert isinstance(kernel_arrays(lang), SparseNGramArrays)  # what the other kernels read
+    d = OracleDenoiser(lang, strict=False)
+    fast = sampler.sample(d, 12, 8, np.random.default_rng(2))
+    slow = sampler.sample(d, 12, 8, np.random.default_rng(2), path="generic")
+    assert fast.path.endswith("oracle-ngram")
+    np.testing.assert_array_equal(fast.tokens, slow.tokens)
+    np.testing.assert_array_equal(fast.reveal_steps, slow.reveal_steps)
