@@ -16,8 +16,15 @@ Modules (model / train / sample / data kept apart, nanoGPT style):
 
 from .config import DataConfig, ModelConfig, RunConfig, TrainConfig, make_config
 from .diffusion import Autoregressive, MaskedDiffusion, objective_for
-from .evaluate import (EpsLearning, LearningPart, SampleQuality, evaluate_checkpoint, learning_part,
-                       measure_eps_learning, sample_quality)
+from .evaluate import (
+                       EpsLearning,
+                       LearningPart,
+                       SampleQuality,
+                       evaluate_checkpoint,
+                       learning_part,
+                       measure_eps_learning,
+                       sample_quality,
+)
 from .model import AutoregressiveTransformer, KVCache, MaskedDiffusionTransformer, Transformer, build_model
 from .sample import TorchDenoiser, sample_ar, sample_mdm, sampler_schedule
 from .timing import compare_sampling

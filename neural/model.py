@@ -53,7 +53,7 @@ class KVCache:
     length: int = 0  # positions filled so far
 
     @classmethod
-    def empty(cls, cfg: ModelConfig, batch: int, max_len: int, device, dtype) -> "KVCache":
+    def empty(cls, cfg: ModelConfig, batch: int, max_len: int, device, dtype) -> KVCache:
         hd = cfg.width // cfg.n_heads
         shape = (batch, cfg.n_heads, max_len, hd)
         return cls(

@@ -165,7 +165,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise CheckpointError(  # weights_only refused an object: code would run on loading it
             f"checkpoint {str(path)!r} holds Python objects that a weights-only load refuses to build (a foreign "
             f"or malicious file; nothing in it was run): it asks for {refused.group(1)}") from exc
-    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:  # UnpicklingError: above
         raise CheckpointError(
             f"checkpoint {str(path)!r} is corrupt or truncated ({type(exc).__name__}: {exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != _FORMAT:

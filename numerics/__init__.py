@@ -8,32 +8,37 @@ docs/getting-started.md.
 Never imports torch or matplotlib (a test checks this).
 """
 
-from numerics.inference import Posterior, forward_backward_numpy, log_likelihood, log_q, masked_forward_backward
-from numerics.languages.hmm import HMM, Language, NGram, load_language_file
-from numerics.schedules import Schedule, from_u, make_schedule
-from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
-from numerics.exact.entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
-from numerics.languages.generators import random_hmm, random_ngram
-from numerics.languages.presets import PRESETS, load_language, preset_names
-from numerics.exact.summary import LanguageSummary, language_summary
-from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
-from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
-from numerics.exact.dp import dp_metrics, dp_output_law
-from numerics.exact.information_curve import InformationCurve, JensenBound, information_curve_table, jensen_bound_from_curve
-from numerics.exact.markov import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
-from numerics.exact.interval import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
 from numerics.estimate import Estimate, Metric, Unavailable
-from numerics.sampling.denoiser import Denoiser, OracleDenoiser
-from numerics.sampling.samplers import RandomOrder, Sampler, SampleResult, sample_factorized, sample_oracle
+from numerics.exact.dp import dp_metrics, dp_output_law
+from numerics.exact.entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
+from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
+from numerics.exact.information_curve import (
+    InformationCurve,
+    JensenBound,
+    information_curve_table,
+    jensen_bound_from_curve,
+)
+from numerics.exact.interval import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
+from numerics.exact.markov import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
+from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
+from numerics.exact.summary import LanguageSummary, language_summary
+from numerics.inference import Posterior, forward_backward_numpy, log_likelihood, log_q, masked_forward_backward
+from numerics.languages.generators import random_hmm, random_ngram
+from numerics.languages.hmm import HMM, Language, NGram, load_language_file
+from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
+from numerics.languages.presets import PRESETS, load_language, preset_names
+from numerics.methods import MethodChoice, choose_method
+from numerics.metrics import PointMethod, PointMetrics, exact_entropy, exact_metrics, jensen_bound, point_metrics
 from numerics.sampling.adaptive import AdaptiveSampler, make_sampler
+from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.montecarlo import (
     gen_ppl_mc,
     kl_jensen_bound_mc,
     nfe_comparison,
     ser_mc,
 )
-from numerics.methods import MethodChoice, choose_method
-from numerics.metrics import PointMethod, PointMetrics, exact_entropy, exact_metrics, jensen_bound, point_metrics
+from numerics.sampling.samplers import RandomOrder, Sampler, SampleResult, sample_factorized, sample_oracle
+from numerics.schedules import Schedule, from_u, make_schedule
 
 __all__ = [
     "HMM",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -181,7 +181,7 @@ class Unavailable:
 
 
 #: A reported quantity: a number with how it was obtained, or why there is none.
-Metric = Union[Estimate, Unavailable]
+Metric = Estimate | Unavailable
 
 
 def mean_estimate(values: np.ndarray, method: str, confidence: float = CONFIDENCE, *,

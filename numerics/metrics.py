@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -98,9 +98,9 @@ class PointMethod:
     method: str
     requested: str
     sampler: str
-    tie_seed: Optional[int] = None
-    choice: Optional[MethodChoice] = None
-    ser_choice: Optional[MethodChoice] = None
+    tie_seed: int | None = None
+    choice: MethodChoice | None = None
+    ser_choice: MethodChoice | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class PointMetrics:
         return {name: getattr(self, name) for name in self.metric_names()}
 
 
-def streams_of(rng: Union[int, np.random.Generator, Streams]) -> Streams:
+def streams_of(rng: int | np.random.Generator | Streams) -> Streams:
     """The point's named streams (:data:`STREAMS`) from a seed, a Generator or a ``name -> Generator`` callable.
 
     A seed ``s`` gives ``default_rng([s, crc32(name)])``; a Generator gives one child per name
@@ -204,7 +204,7 @@ def exact_metrics(method: str, language: Language, length: int, schedule: Schedu
     raise ValueError(f"{method!r} is not an exact method; choose one of closed-form, enumerate, dp")
 
 
-def exact_entropy(language: Language, length: int) -> Optional[Estimate]:
+def exact_entropy(language: Language, length: int) -> Estimate | None:
     """``H(X_1..X_L)`` exactly (n-gram chain rule, interval closed form), or ``None`` when there is none."""
     from numerics.exact.entropy import sequence_entropy
 
@@ -214,9 +214,9 @@ def exact_entropy(language: Language, length: int) -> Optional[Estimate]:
         return None
 
 
-def jensen_bound(language: Language, length: int, schedule: Schedule, *, tokens: Optional[np.ndarray] = None,
-                 samples: int = 1000, rng: Optional[np.random.Generator] = None,
-                 steps_rng: Optional[np.random.Generator] = None, confidence: float = CONFIDENCE) -> Estimate:
+def jensen_bound(language: Language, length: int, schedule: Schedule, *, tokens: np.ndarray | None = None,
+                 samples: int = 1000, rng: np.random.Generator | None = None,
+                 steps_rng: np.random.Generator | None = None, confidence: float = CONFIDENCE) -> Estimate:
     """The Jensen bound ``E_tau KL(q || p(. | tau))`` (Lemma B.2) by the best method there is.
 
     The interval closed form (any ``L``), the token Markov chain rule
@@ -304,7 +304,7 @@ def _sample_metrics(point: _Point, tokens: np.ndarray) -> dict[str, Metric]:
 _NO_MIXTURE_KL = "KL(q || p) of the sampler's mixture law p needs the exact law (an exact method, small L)"
 
 
-def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, Optional[MethodChoice]]:
+def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, MethodChoice | None]:
     """The random-order sampler: exact law where a method fits, else Monte Carlo (module docstring)."""
     sampler: RandomOrder = point.sampler
     schedule, L, n = sampler.schedule, point.length, point.samples
@@ -393,10 +393,10 @@ SAMPLER_KINDS: dict[str, Callable[[_Point], tuple]] = {
 }
 
 
-def point_metrics(language: Language, length: int, sampler: Union[Sampler, Schedule], *, method: str = "auto",
-                  samples: int = 1000, rng: Union[int, np.random.Generator, Streams] = 0,
-                  ser_language: Optional[Language] = None, batch_size: int = 1,
-                  names: tuple[Optional[str], Optional[str]] = (None, None)) -> PointMetrics:
+def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, *, method: str = "auto",
+                  samples: int = 1000, rng: int | np.random.Generator | Streams = 0,
+                  ser_language: Language | None = None, batch_size: int = 1,
+                  names: tuple[str | None, str | None] = (None, None)) -> PointMetrics:
     """Every metric of ``sampler`` with the oracle denoiser of ``language`` at length ``length`` (module docstring).
 
     Parameters

@@ -42,11 +42,11 @@ from . import (  # noqa: F401  (importing a lemma module registers its claims)
     c5_distinct_steps,
     c6_interval_errors,
     c7_interval_language,
+    related,  # noqa: F401  (other papers' bounds as claims: docs/theory-related.md)
     thm42_ter,
     thm43_ser,
     thm44_ser_lower,
 )
-from . import related  # noqa: F401  (other papers' bounds as claims: docs/theory-related.md)
 from .b11_dependencies import b11_bound, pair_bound
 from .b12_explicit_schedule import (
     b12_length_threshold,

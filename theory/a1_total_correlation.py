@@ -8,7 +8,8 @@ computed from the explicit ``(V,) * k`` table.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import sympy as sp

@@ -14,7 +14,8 @@ exact Poisson-binomial tails (a convolution DP).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import sympy as sp

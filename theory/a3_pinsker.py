@@ -8,7 +8,8 @@ second order as ``Q -> P`` on two outcomes.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import sympy as sp

@@ -20,9 +20,10 @@ An instance is a plain ``dict`` of named values (scalars, vectors, small tables)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -212,7 +213,7 @@ class Claim:
     def docstring(self) -> str:
         return self.doc
 
-    def __call__(self, instance: Mapping[str, Any]) -> "CheckResult":
+    def __call__(self, instance: Mapping[str, Any]) -> CheckResult:
         return check(self, instance)
 
 

@@ -17,9 +17,10 @@ entries stay in ``[0, 1]``: no factorials, no overflow. Fractions give exact rat
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from fractions import Fraction
 from math import comb
-from typing import Any, Callable
+from typing import Any
 
 from .claims import show
 

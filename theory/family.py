@@ -19,7 +19,8 @@ computation, another domain) for members that differ in more than a field or two
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .claims import Claim, register
 
@@ -71,7 +72,7 @@ class ClaimFamily:
         self.exact_sides = exact_sides
         self.shared = shared
 
-    def variant(self, **changes: Any) -> "ClaimFamily":
+    def variant(self, **changes: Any) -> ClaimFamily:
         """The same family with some shared fields (or ``sides`` / ``exact_sides``) replaced.
 
         For members of one statement that share most fields but, say, a different ``sides``
@@ -84,15 +85,15 @@ class ClaimFamily:
     def statement(self, title: str, lhs, relation: str, rhs, evaluate=None, *, sides: tuple[str, str] | None = None,
                   **fields: Any) -> Claim:
         """Register the statement itself (id ``root``, the family's ``paper``)."""
-        return self._register(self.root, self.paper, title, lhs, relation, rhs, evaluate, sides, fields)
+        return self._register(self.root, self.paper, title, lhs, relation, rhs, evaluate, sides=sides, fields=fields)
 
     def step(self, name: str, title: str, lhs, relation: str, rhs, evaluate=None, *,
              sides: tuple[str, str] | None = None, paper: str | None = None, **fields: Any) -> Claim:
         """Register the proof step ``root.name`` (``paper`` defaults to ``"proof of <paper>"``)."""
         return self._register(f"{self.root}.{name}", paper or f"proof of {self.paper}", title, lhs, relation, rhs,
-                              evaluate, sides, fields)
+                              evaluate, sides=sides, fields=fields)
 
-    def _register(self, cid, paper, title, lhs, relation, rhs, evaluate, sides, fields) -> Claim:
+    def _register(self, cid, paper, title, lhs, relation, rhs, evaluate, *, sides, fields) -> Claim:
         merged = {**self.shared, **fields}
         if sides is not None:
             if self.sides is None:

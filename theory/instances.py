@@ -17,8 +17,9 @@ prune them with :func:`numerics.languages.presets.prune_rows` (entries below the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

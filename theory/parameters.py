@@ -15,8 +15,9 @@ family); ``"vector"`` (numbers, e.g. Bernoulli probabilities).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["Option", "OPTIONS", "Parameter", "REQUIRED", "Resolved", "resolve", "flags"]
 

@@ -209,7 +209,7 @@ class _Codec:
 
     def encode(self) -> np.ndarray:
         parts = []
-        for key, kind, size in self.layout:
+        for key, kind, _size in self.layout:
             v = np.asarray([float(x) for x in np.ravel(self.base[key])])
             if kind == "simplex":
                 parts.append(np.log(np.maximum(v, _LOG_FLOOR)))

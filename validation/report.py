@@ -26,11 +26,12 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from numerics.provenance import atomic_write_bytes, provenance, to_jsonable

@@ -172,7 +172,7 @@ def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, c
     return evaluate
 
 
-def model_ser(model: Any, language: Any, length: int, schedule_name: str, samples: int, seed: int, target: float,
+def model_ser(model: Any, language: Any, length: int, schedule_name: str, samples: int, seed: int, target: float, *,
               confidence: float, batch_size: int | None = None) -> Callable[[int], Evaluation]:
     """``N -> Evaluation`` of a learned denoiser's SER (Monte Carlo through the shared factorized sampler).
 

@@ -148,7 +148,7 @@ class PointConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "PointConfig":
+    def from_dict(cls, d: dict) -> PointConfig:
         """The config of a stored row (:meth:`as_dict`'s inverse)."""
         d = dict(d)
         if "steps" in d:

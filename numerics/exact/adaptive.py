@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -88,8 +88,8 @@ class AdaptiveExact:
     kl_chain_rule: Estimate
     expected_nfe: Estimate
     n_states: int
-    calls: Optional[np.ndarray] = None
-    chain_terms: Optional[np.ndarray] = None
+    calls: np.ndarray | None = None
+    chain_terms: np.ndarray | None = None
 
 
 def _check_sampler(sampler: Any) -> AdaptiveSampler:
@@ -106,7 +106,7 @@ def _next_k(sampler: AdaptiveSampler, cum: np.ndarray, revealed: int) -> int:
     return int(cum[np.searchsorted(cum, revealed, side="right")] - revealed)
 
 
-def _finish(q: np.ndarray, p: np.ndarray, undefined_mass: float, method: str, sampler: AdaptiveSampler,
+def _finish(q: np.ndarray, p: np.ndarray, undefined_mass: float, method: str, sampler: AdaptiveSampler, *,
             kl_chain: float, nfe: float, n_states: int, calls=None, terms=None) -> AdaptiveExact:
     p.setflags(write=False)
     law = OutputLaw(q, p, float(undefined_mass), method, sampler.label, "uniform")
@@ -117,7 +117,7 @@ def _finish(q: np.ndarray, p: np.ndarray, undefined_mass: float, method: str, sa
                          Estimate(float(nfe), 0.0, method), n_states, calls, terms)
 
 
-def adaptive_dp(language: Any, length: Optional[int], sampler: AdaptiveSampler) -> AdaptiveExact:
+def adaptive_dp(language: Any, length: int | None, sampler: AdaptiveSampler) -> AdaptiveExact:
     """Exact law, (I1) KL and expected calls by the forward pass over reachable states (module docstring).
 
     Parameters
@@ -178,10 +178,10 @@ def adaptive_dp(language: Any, length: Optional[int], sampler: AdaptiveSampler) 
     for code, (mass, msteps) in layers[L].items():
         p[tuple((code // base) % (V + 1))] = mass
         nfe += msteps
-    return _finish(q, p, undefined_mass, "dp", sampler, kl_chain, nfe, n_states)
+    return _finish(q, p, undefined_mass, "dp", sampler, kl_chain=kl_chain, nfe=nfe, n_states=n_states)
 
 
-def adaptive_enumerate(language: Any, length: Optional[int], sampler: AdaptiveSampler) -> AdaptiveExact:
+def adaptive_enumerate(language: Any, length: int | None, sampler: AdaptiveSampler) -> AdaptiveExact:
     """Exact law, per-sequence calls and (I1) terms by walking the path of every ``x`` (module docstring).
 
     Marginals are sums over the flat table of all ``V^L`` sequences, so nothing is shared with
@@ -225,11 +225,11 @@ def adaptive_enumerate(language: Any, length: Optional[int], sampler: AdaptiveSa
             terms[i] = term
     kl_chain = float(np.sum(qf[qf > 0] * terms[qf > 0]))
     nfe = float(np.sum(p * calls))
-    return _finish(q, p.reshape(q.shape), float(p[undefined].sum()), "enumerate", sampler, kl_chain, nfe, xs.shape[0],
-                   calls.reshape(q.shape), terms.reshape(q.shape))
+    return _finish(q, p.reshape(q.shape), float(p[undefined].sum()), "enumerate", sampler, kl_chain=kl_chain, nfe=nfe,
+                   n_states=xs.shape[0], calls=calls.reshape(q.shape), terms=terms.reshape(q.shape))
 
 
-def adaptive_metrics(language: Any, length: Optional[int], sampler: AdaptiveSampler, method: str = "dp"
+def adaptive_metrics(language: Any, length: int | None, sampler: AdaptiveSampler, method: str = "dp"
                      ) -> AdaptiveExact:
     """:func:`adaptive_dp` (``method="dp"``) or :func:`adaptive_enumerate` (``"enumerate"``)."""
     if method not in METHODS:

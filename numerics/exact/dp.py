@@ -59,7 +59,7 @@ MAX_DP_WORDS = 1 << 24  # (V+1)^L words; three float64 arrays of this size are 3
 
 
 @njit(cache=True, nogil=True)
-def _dp_step_sources(
+def _dp_step_sources(  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
     f: np.ndarray,
     Q: np.ndarray,
     L: int,

@@ -18,6 +18,7 @@ All entropies are in nats.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 from scipy.special import entr
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.special import entr
 
 from numerics.tolerances import PROB_SUM_ATOL
-from scipy.special import entr
 
 __all__ = [
     "MAX_TABLE_ENTRIES",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
 
 import numpy as np
 
@@ -90,7 +89,7 @@ class LanguageSummary:
         :func:`support_is_complete`: True means every sequence is valid, so every sampler has SER 0.
     """
 
-    name: Optional[str]
+    name: str | None
     kind: str
     n_states: int
     vocab_size: int
@@ -102,14 +101,14 @@ class LanguageSummary:
     confidence: float
     entropy_rate: Estimate
     perplexity: float
-    complete_support: Optional[bool]
+    complete_support: bool | None
 
 
 def language_summary(
-    language: Union[str, Path, Language],
+    language: str | Path | Language,
     length: int = 64,
     samples: int = 1000,
-    rng: Union[np.random.Generator, int] = 0,
+    rng: np.random.Generator | int = 0,
     *,
     confidence: float = 0.95,
 ) -> LanguageSummary:

@@ -24,7 +24,8 @@ kernels whose calls do ``O(S^2)`` work.
 from __future__ import annotations
 
 import inspect
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -138,7 +139,7 @@ class SparseNGramArrays(NamedTuple):
     vocab: int
 
 
-KernelArrays = Union[HMMArrays, NGramArrays, SparseNGramArrays]
+KernelArrays = HMMArrays | NGramArrays | SparseNGramArrays
 
 
 @nb.njit(cache=True)

@@ -17,15 +17,13 @@ unpruned twin with the small entries removed (the Table 1 presets of
 
 from __future__ import annotations
 
-from typing import Union
-
 import numpy as np
 
 from numerics.languages.hmm import HMM, NGram
 
 __all__ = ["as_generator", "softmax_rows", "prune_rows", "random_rows", "random_ngram", "random_sparse_ngram", "random_hmm"]
 
-Seed = Union[int, np.random.Generator]
+Seed = int | np.random.Generator
 
 
 def as_generator(seed: Seed) -> np.random.Generator:

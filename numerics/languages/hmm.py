@@ -306,7 +306,7 @@ class NGram:
 
 #: What the compiled kernels take (:func:`numerics.languages.arrays.kernel_arrays`); every language
 #: gives its own with ``language.kernel_language()``.
-KernelLanguage = Union[HMM, NGram]
+KernelLanguage = HMM | NGram
 
 #: Every kind of language the engine's functions accept. Each says what it is (``kind``: ``"hmm"``,
 #: ``"ngram"``, ``"interval"``, ``"sparse-hmm"``), gives the form the kernels read

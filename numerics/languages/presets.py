@@ -54,15 +54,15 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Union
 
 import numpy as np
 
 from numerics.languages.corpus import LEE_NAME_RE, fit_lee, parse_lee_name
-from numerics.languages.hmm import Language, load_language_file
 from numerics.languages.generators import prune_rows, random_hmm, random_ngram, softmax_rows
+from numerics.languages.hmm import Language, load_language_file
 from numerics.languages.interval import IntervalLanguage
 
 __all__ = [
@@ -117,11 +117,11 @@ class Preset:
     name: str
     description: str
     build: Callable[[], Language] = field(repr=False)
-    seed: Optional[int] = None
+    seed: int | None = None
     params: dict = field(default_factory=dict)
 
 
-def _table1_preset(base: str, pruned: bool, threshold: Optional[float] = None, suffix: str = "-pruned") -> Preset:
+def _table1_preset(base: str, pruned: bool, threshold: float | None = None, suffix: str = "-pruned") -> Preset:
     params = dict(TABLE1[base])
     if not pruned:
         params["threshold"] = 0.0
@@ -191,7 +191,7 @@ def _build(name: str) -> Language:
     return get_preset(name).build()
 
 
-def load_language(spec: Union[str, Path]) -> Language:
+def load_language(spec: str | Path) -> Language:
     """A language from a preset name (see :data:`PRESETS`) or a path to an ``.npz`` language file.
 
     Raises ``ValueError`` naming the presets when ``spec`` is neither a preset nor an existing file.
@@ -213,7 +213,7 @@ def load_language(spec: Union[str, Path]) -> Language:
 # ----- support ----------------------------------------------------------------------------------
 
 
-def support_is_complete(language: Language, *, max_sets: int = 100_000) -> Optional[bool]:
+def support_is_complete(language: Language, *, max_sets: int = 100_000) -> bool | None:
     """Exactly: is every token sequence, of every length, in the support ``L_q``?
 
     Subset construction on the support graph: the set ``R_j`` of hidden states possible after

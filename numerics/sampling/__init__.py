@@ -2,6 +2,7 @@
 (:mod:`numerics.sampling.oracle`) and Monte Carlo metrics."""
 
 from numerics.sampling.adaptive import AdaptiveSampler, IntervalOracle, make_sampler
+from numerics.sampling.decoders import DECODER_NAMES, BlockDecoder, EntropyBound, FastDllm, Llada, Remdm, make_decoder
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.oracle import RevealScores, reveal_sample, reveal_score
 from numerics.sampling.samplers import (
@@ -12,7 +13,6 @@ from numerics.sampling.samplers import (
     sample_one_at_a_time,
     sample_oracle,
 )
-from numerics.sampling.decoders import DECODER_NAMES, BlockDecoder, EntropyBound, FastDllm, Llada, Remdm, make_decoder
 
 __all__ = [
     "Denoiser", "OracleDenoiser", "SampleResult", "sample_factorized", "sample_one_at_a_time", "sample_oracle",

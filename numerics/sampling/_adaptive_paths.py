@@ -40,7 +40,8 @@ Confidences are compared on the integer grid ``floor(value * GRID_SCALE + 1/2)``
 from __future__ import annotations
 
 import inspect
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -105,7 +106,7 @@ class IntervalArrays(NamedTuple):
     interval_length: int
 
 
-PathArrays = Union[ChainArrays, IntervalArrays, HMMArrays, NGramArrays]
+PathArrays = ChainArrays | IntervalArrays | HMMArrays | NGramArrays
 
 
 class Confidence(NamedTuple):

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple, Optional
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy.special import entr
@@ -57,7 +57,7 @@ from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, Rule, adaptive_run, make_rule
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
-from numerics.sampling.samplers import PATHS, RandomOrder, SampleResult, Sampler, _batches, _call, draw_inverse_cdf
+from numerics.sampling.samplers import PATHS, RandomOrder, Sampler, SampleResult, _batches, _call, draw_inverse_cdf
 from numerics.schedules import Schedule
 
 __all__ = [
@@ -90,7 +90,7 @@ def on_grid(value: np.ndarray | float) -> np.ndarray:
     return np.floor(np.asarray(value, dtype=np.float64) * GRID_SCALE + 0.5).astype(np.int64)
 
 
-def tie_priority(length: int, tie_seed: Optional[int]) -> np.ndarray:
+def tie_priority(length: int, tie_seed: int | None) -> np.ndarray:
     """``rank[j]``: position ``j``'s place among ties (0 first); module docstring."""
     if tie_seed is None:
         return np.arange(length, dtype=np.int64)
@@ -231,10 +231,10 @@ class AdaptiveSampler(Sampler):
     """A confidence-based rule (module docstring): ``topk`` with ``schedule``, or ``threshold`` / ``entropy-sum`` with ``gamma``."""
 
     rule: str
-    schedule: Optional[Schedule] = None
-    gamma: Optional[float] = None
+    schedule: Schedule | None = None
+    gamma: float | None = None
     confidence: str = "maxprob"
-    tie_seed: Optional[int] = 0
+    tie_seed: int | None = 0
     kind: ClassVar[str] = "adaptive"
 
     def __post_init__(self) -> None:
@@ -350,8 +350,8 @@ class AdaptiveSampler(Sampler):
         return tokens, steps, calls
 
 
-def make_sampler(name: str, *, schedule: Optional[Schedule] = None, gamma: Optional[float] = None,
-                 confidence: str = "maxprob", tie_seed: Optional[int] = 0) -> Sampler:
+def make_sampler(name: str, *, schedule: Schedule | None = None, gamma: float | None = None,
+                 confidence: str = "maxprob", tie_seed: int | None = 0) -> Sampler:
     """The sampler called ``name`` (:data:`SAMPLER_NAMES`): ``random`` and ``topk`` take ``schedule``,
     ``threshold`` and ``entropy-sum`` take ``gamma``; an option the sampler does not use is an error."""
     if name == "random":

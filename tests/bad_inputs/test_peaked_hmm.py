@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from numerics.inference import (
-    log_q,
     forward_backward_numpy,
     log_likelihood,
+    log_q,
     masked_forward_backward,
 )
 from numerics.languages.presets import random_hmm

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 
-from numerics.languages.hmm import HMM, NGram, load_language_file
 from numerics.exact.summary import language_summary, one_step_ser
+from numerics.languages.hmm import HMM, NGram, load_language_file
 from numerics.languages.presets import (
     HMM_SER_THRESHOLD,
     PRESETS,

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from numerics.exact.interval import interval_ser
-from numerics.schedules import linear
-from validation.cli import main
 from numerics.languages.presets import load_language
 from numerics.methods import choose_method, method_costs
+from numerics.schedules import linear
+from validation.cli import main
 
 RTOL_EXACT = 1e-12  # the command's closed form vs the library's, same float64 recursion
 

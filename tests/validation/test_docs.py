@@ -17,8 +17,16 @@ from click.testing import CliRunner
 from PIL import Image
 
 from validation.cli import main
-from validation.docs import (SETUP_BEGIN, SETUP_END, cli_reference, findings_excerpt, mkdocs_yml, setup_block,
-                             theory_entries, theory_nav)
+from validation.docs import (
+    SETUP_BEGIN,
+    SETUP_END,
+    cli_reference,
+    findings_excerpt,
+    mkdocs_yml,
+    setup_block,
+    theory_entries,
+    theory_nav,
+)
 from validation.screenshot import browser_check
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from numerics.provenance import NotRegularFileError
-from validation.sweep import CorruptRowsError, PointConfig, evaluate_point, grid, read_table, run_sweep
 from validation.cli import main
 from validation.commands.exact import parse_int_list
+from validation.sweep import CorruptRowsError, PointConfig, evaluate_point, grid, read_table, run_sweep
 
 METRICS = ("kl", "kl_jensen_bound", "log_ter_gap", "ter", "ter_data", "ser", "gen_ppl", "gen_ppl_data", "nfe")
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
-from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
-from validation.commands._schedule import check_schedule, schedule_option
 from validation.commands._decoders import DECODER_NAMES, build_decoder, decoder_options
+from validation.commands._schedule import check_schedule, schedule_option
+from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS", "parse_int_list"]
 

@@ -44,9 +44,8 @@ same and shows the traceback).
 def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
                checkpoints: tuple[str, ...], train: str | None, strict: bool, progress: bool | None, as_json: bool) -> None:
     """``mdm-theory report`` (help text: ``_REPORT_HELP``)."""
-    from validation.report import build_report
-
     from validation.guards import guard_output
+    from validation.report import build_report
 
     guard_output(out_dir / "index.html", "report page", option="--out")  # never over another program's page
     _writable_folder(out_dir, "--out")  # before anything is computed

@@ -13,7 +13,6 @@ import click
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_metric_target
-from validation.commands._schedule import check_schedule, schedule_option
 
 __all__ = ["steps_needed_cmd"]
 
@@ -106,7 +105,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         if method not in ("auto", "mc"):
             raise click.UsageError(f"--method {method}: a learned model has no exact method; use auto or mc")
         denoiser, lang, length, language = _load_model(checkpoint, language, length, device)
-        evaluate = model_ser(denoiser, lang, length, schedule, samples, seed, target, confidence, batch_size)
+        evaluate = model_ser(denoiser, lang, length, schedule, samples, seed, target, confidence=confidence, batch_size=batch_size)
     else:
         if language is None or length is None:
             raise click.UsageError("--language and --length are required (or --checkpoint)")

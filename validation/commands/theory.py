@@ -240,7 +240,6 @@ def check_cmd(lemma, instances, seed, progress, as_json) -> None:
 
     from theory import claims
     from theory.search import run_claim
-
     from validation.experiments._base import progress_iter
 
     rng = np.random.default_rng(seed)

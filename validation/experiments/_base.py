@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from ..cache import ResultCache, canonical
 
@@ -93,7 +94,7 @@ class ExperimentResult:
         return canonical(self.__dict__)
 
     @classmethod
-    def from_json(cls, payload: dict) -> "ExperimentResult":
+    def from_json(cls, payload: dict) -> ExperimentResult:
         return cls(**payload)
 
     def all_findings(self) -> list[str]:
@@ -107,7 +108,7 @@ class ExperimentResult:
         out = [s for s in reversed(STATUSES) if applies.get(s)]
         return out or ["ok"]
 
-    def finish(self, started: float) -> "ExperimentResult":
+    def finish(self, started: float) -> ExperimentResult:
         """Set ``status`` from what was computed and record the elapsed time."""
         self.status = self.badges()[0]
         self.elapsed_s = time.perf_counter() - started
@@ -196,7 +197,7 @@ class Parts:
             self.failed[part] = f"{type(err).__name__}: {err}\n\n{traceback.format_exc()}"
         return None
 
-    def record(self, result: "ExperimentResult") -> None:
+    def record(self, result: ExperimentResult) -> None:
         result.missing.extend(f"{part}: {why}" for part, why in self.missing.items())
         result.missing.extend(f"{part}: failed ({tb.splitlines()[0]})" for part, tb in self.failed.items())
         result.errors.update(self.failed)
@@ -205,7 +206,7 @@ class Parts:
 class Timer:
     """``with Timer() as t: ...; t.seconds``."""
 
-    def __enter__(self) -> "Timer":
+    def __enter__(self) -> Timer:
         self._start = time.perf_counter()
         self.seconds = 0.0
         return self

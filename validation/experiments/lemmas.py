@@ -40,11 +40,11 @@ class Config:
     seed: int = 0
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(instances=4, lemmas=("A.1", "C.5"))
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(instances=500)
 
 

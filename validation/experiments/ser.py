@@ -56,12 +56,12 @@ class Config:
     seed: int = 0
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(languages=("2gram-pruned",), lengths=(4, 8), steps=(1, 2, 4), samples=8,
                    interval_lengths=(10, 20), interval_steps=(1, 4, 16, 64), needed_lengths=(5, 10, 20))
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(lengths=(64, 128, 256, 512, 1024, 2048),
                    steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
                    interval_lengths=(20, 80, 320, 1280, 5120),

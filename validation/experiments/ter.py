@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import (Z95, ExperimentResult, Parts, Plot, StepsNeeded, point_cache, progress_iter,
-                    steps_needed_range)
+from ._base import Z95, ExperimentResult, Parts, Plot, StepsNeeded, point_cache, progress_iter, steps_needed_range
 
 NAME = "ter"
 TITLE = "TER vs steps: generative perplexity and the KL bound of the oracle sampler"
@@ -63,11 +62,11 @@ class Config:
     seed: int = 0
 
     @classmethod
-    def tiny(cls) -> "Config":
+    def tiny(cls) -> Config:
         return cls(languages=("2gram",), lengths=(4, 8), steps=(1, 2, 4), samples=8, exact_lengths=(3,))
 
     @classmethod
-    def full(cls) -> "Config":
+    def full(cls) -> Config:
         return cls(lengths=(64, 128, 256, 512, 1024, 2048),
                    steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
                    exact_lengths=(4, 5, 6))

@@ -17,9 +17,24 @@ Numba's on-disk cache does not track functions called across files: after editin
 callers recompile.
 """
 
-from numerics.sampling.oracle.driver import RevealScores, RevealVectors, SequenceScore, reveal_sample, reveal_score, reveal_sequence
+from numerics.sampling.oracle.driver import (
+    RevealScores,
+    RevealVectors,
+    SequenceScore,
+    reveal_sample,
+    reveal_score,
+    reveal_sequence,
+)
 from numerics.sampling.oracle.jumps import POWERS_BYTES, Powers, language_powers
-from numerics.sampling.oracle.messages import Messages, Scratch, advance, alpha_query, beta_query, new_messages, new_scratch
+from numerics.sampling.oracle.messages import (
+    Messages,
+    Scratch,
+    advance,
+    alpha_query,
+    beta_query,
+    new_messages,
+    new_scratch,
+)
 from numerics.sampling.oracle.steps import (
     Evidence,
     apply_evidence,

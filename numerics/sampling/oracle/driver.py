@@ -95,7 +95,7 @@ class RevealVectors(NamedTuple):
 
 
 @nb.njit(cache=True)
-def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, x, U, msgs, scratch, vectors):
+def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, x, U, msgs, scratch, vectors):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
     """Run the reveal steps of one sequence; returns its :class:`SequenceScore`.
 
     ``order_idx`` lists the positions by (step, position); ``x`` is written when ``sample`` (the
@@ -185,7 +185,7 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _reveal_chunk(lang, powers, sample, skip_single, reveal_steps, x, U, scores, vocab_size, lo, hi):
+def _reveal_chunk(lang, powers, sample, skip_single, reveal_steps, x, U, scores, vocab_size, lo, hi):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
     """Sequences ``lo..hi-1`` of the batch into ``scores``; releases the GIL so threads run chunks in parallel."""
     L = reveal_steps.shape[1]
     S = lang.initial.shape[0]

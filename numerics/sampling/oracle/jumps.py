@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from numerics.languages.hmm import Language, NGram
 from numerics.languages.arrays import by_kind
+from numerics.languages.hmm import Language, NGram
 from numerics.sampling.oracle.steps import normalize
 
 __all__ = [

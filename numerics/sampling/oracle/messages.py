@@ -24,7 +24,14 @@ import numba as nb
 import numpy as np
 
 from numerics.sampling.oracle.jumps import backward_jump_pays, forward_jump_pays, jump_backward, jump_forward
-from numerics.sampling.oracle.steps import apply_evidence, backward_step, forward_step, observed, restart_at_separator, window_known
+from numerics.sampling.oracle.steps import (
+    apply_evidence,
+    backward_step,
+    forward_step,
+    observed,
+    restart_at_separator,
+    window_known,
+)
 
 __all__ = ["Messages", "Scratch", "new_messages", "new_scratch", "advance", "alpha_query", "beta_query"]
 
@@ -72,7 +79,7 @@ def new_scratch(n_states):
 
 
 @nb.njit(cache=True)
-def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):
+def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
     """Bring ``vec`` (= ``alpha`` at ``start`` under ``ev``; ``start = -1``: nothing yet) to ``alpha`` at ``p``.
 
     Restarts from the rightmost separator in ``(start, p)`` when there is one. A run of masked
