@@ -61,17 +61,12 @@ def _rng(seed: int, key: str, stream: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(f"{key}|{stream}".encode())])
 
 
-def _ter_data(spec: str, language: Any, length: int) -> Estimate | None:
-    from numerics.exact.entropy import sequence_entropy
-    from numerics.languages.interval import IntervalLanguage
-    from validation.methods import interval_length_of
+def _ter_data(language: Any, length: int) -> Estimate | None:
+    """``TER(q) = exp(H(q) / L)`` exactly where the language has an exact entropy (found from the object)."""
+    from numerics.metrics import exact_entropy
 
-    l = interval_length_of(spec)
-    try:
-        H = sequence_entropy(IntervalLanguage(l) if l is not None else language, length)
-    except ValueError:
-        return None
-    return Estimate(math.exp(H.value / length), 0.0, H.method)
+    H = exact_entropy(language, length)
+    return None if H is None else Estimate(math.exp(H.value / length), 0.0, H.method)
 
 
 def decoder_point(language: str, length: int, decoder, *, method: str = "auto", samples: int = 1000, seed: int = 0,
@@ -121,7 +116,7 @@ def decoder_point(language: str, length: int, decoder, *, method: str = "auto", 
     data = lang.sample(n, L, _rng(seed, key, "data"))
     data_ll = log_q(lang, data)
     out["gen_ppl_data"] = _est(mc.gen_ppl_from_loglik(data_ll, L, label="mc, x ~ q"))
-    ter_data = _ter_data(language, lang, L)
+    ter_data = _ter_data(lang, L)
     out["ter_data"] = dict(out["gen_ppl_data"]) if ter_data is None else _est(ter_data)
     if decoder.path_deterministic:
         den = fastest_oracle(lang)

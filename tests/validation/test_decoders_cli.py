@@ -49,6 +49,7 @@ def test_exact_decoder_mc_labels_unavailable_metrics():
     assert row["tv"]["value"] is None and "exact law" in row["tv"]["null_reason"]["value"]
     assert row["reverse_kl"]["value"] is None and "mixture" in row["reverse_kl"]["null_reason"]["value"]
     assert row["calls"]["value"] == 4 and row["ser"]["samples"] == 50
+    assert row["ter_data"]["exact"] and row["ter_data"]["method"] == "ngram-chain-rule"  # found from the object
 
 
 def test_exact_eb_mc_reverse_kl_is_an_estimate():
