@@ -71,6 +71,8 @@ def test_every_figure_is_readable_at_the_size_a_reader_sees_it(tiny_report):
     (the lemma-tightness axis was 85 ids at ~4 px: the figure was 13.6 in wide, scaled down, in 5 pt)."""
     import json
 
+    import matplotlib.pyplot as plt
+
     from validation.experiments import EXPERIMENTS, ExperimentResult
     from validation.report import FIG_DPI
 
@@ -80,6 +82,7 @@ def test_every_figure_is_readable_at_the_size_a_reader_sees_it(tiny_report):
         result = ExperimentResult.from_json(json.loads(path.read_text())["result"])
         for p in EXPERIMENTS[name].plot(result):
             px, text = _smallest_text_px(p.figure, FIG_DPI)
+            plt.close(p.figure)  # measured; the report has more than matplotlib's 20 open figures
             checked += 1
             if px < READABLE_PX:
                 small.append(f"{name}/{p.name}: {text!r} at {px:.1f} px")
