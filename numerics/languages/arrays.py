@@ -31,17 +31,13 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from numerics.languages.hmm import HMM, Language, NGram
+from numerics.languages.hmm import HMM, SPARSE_DENSITY, Language, NGram
 
 __all__ = [
     "HMMArrays", "NGramArrays", "SparseNGramArrays", "KernelArrays", "SPARSE_DENSITY", "LAYOUTS", "kernel_arrays",
     "by_kind", "contiguous", "sparse_entry",
 ]
 
-#: An n-gram whose conditional has at most this share of non-zero entries gets the sparse layout
-#: (``layout="auto"``). At this density a sparse step (about ``3 nnz`` reads) costs well under the
-#: dense step's ``S V`` multiply-adds; the presets (random rows, at most 30% pruned) stay dense.
-SPARSE_DENSITY = 0.05
 LAYOUTS = ("auto", "dense", "sparse")
 
 

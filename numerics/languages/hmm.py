@@ -14,19 +14,28 @@ from __future__ import annotations
 import math
 import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
 import numpy as np
 
 from numerics.draws import inverse_cdf_rows
 from numerics.tolerances import PROB_SUM_ATOL
 
-if TYPE_CHECKING:  # interval.py imports this module; the Language union names its classes
-    from numerics.languages.interval import IntervalLanguage, SparseHMM
+#: An n-gram whose conditional has at most this share of non-zero entries gets the sparse layout
+#: (``numerics.languages.arrays.kernel_arrays``, ``layout="auto"``) and is saved in the sparse form.
+#: At this density a sparse step (about ``3 nnz`` reads) costs well under the dense step's ``S V``
+#: multiply-adds; the presets (random rows, at most 30% pruned) stay dense.
+SPARSE_DENSITY = 0.05
 
-__all__ = ["HMM", "NGram", "KernelLanguage", "Language", "load_language_file", "MAX_DENSE_ENTRIES", "SPARSE_KEYS"]
+#: Loaders of the ``.npz`` forms that other modules define, by their exact key set: the interval
+#: language (``numerics.languages.interval``, which imports this module) registers ``interval_l``.
+FILE_LOADERS: dict[frozenset, Callable[[dict, str], object]] = {}
+
+__all__ = ["HMM", "NGram", "KernelLanguage", "Language", "load_language_file", "MAX_DENSE_ENTRIES", "SPARSE_KEYS",
+           "SPARSE_DENSITY", "FILE_LOADERS"]
 
 #: Largest ``S V`` of an n-gram conditional held dense (2 GiB of float64): a sparse input or file
 #: beyond it is refused before anything is allocated.
@@ -269,10 +278,8 @@ class NGram:
         ``conditional_data``).
 
         ``sparse = None``: sparse when the kernels would read it sparse (at most
-        :data:`numerics.languages.arrays.SPARSE_DENSITY` non-zero). Both forms load to the same language.
+        :data:`SPARSE_DENSITY` non-zero). Both forms load to the same language.
         """
-        from numerics.languages.arrays import SPARSE_DENSITY
-
         cond = self.conditional
         if sparse is None:
             sparse = np.count_nonzero(cond) <= SPARSE_DENSITY * cond.size
@@ -312,7 +319,8 @@ KernelLanguage = HMM | NGram
 #: ``"ngram"``, ``"interval"``, ``"sparse-hmm"``), gives the form the kernels read
 #: (``kernel_language()``), samples itself (``sample``) and writes itself (``arrays``, ``save``); a
 #: function that has a closed form for one kind finds it from the object, never from a preset's name.
-Language = Union[HMM, NGram, "SparseHMM", "IntervalLanguage"]  # the last two: numerics.languages.interval
+# the last two are numerics.languages.interval's, named as strings: it imports this module (no import circle)
+Language = Union[HMM, NGram, "SparseHMM", "IntervalLanguage"]  # noqa: F821
 
 
 def _check_sample_args(n: int, length: int, rng: np.random.Generator) -> None:
@@ -397,14 +405,8 @@ def load_language_file(path: str | Path) -> Language:
         else:
             conditional = _dense_from_csr(f"conditional in {str(path)!r}", *(arrays[k] for k in SPARSE_KEYS))
         return NGram(order.item(), arrays["initial"], conditional)  # NGram refuses 2.5, not truncated
-    if keys == {"interval_l"}:
-        from numerics.languages.interval import IntervalLanguage  # interval.py imports this module
-
-        l = arrays["interval_l"]
-        if l.shape != () or l.dtype.kind not in "iu":
-            raise ValueError(f"interval_l in {str(path)!r} must be one integer, got an array of shape {l.shape} "
-                             f"and dtype {l.dtype}")
-        return IntervalLanguage(l.item())
+    if frozenset(keys) in FILE_LOADERS:
+        return FILE_LOADERS[frozenset(keys)](arrays, str(path))
     raise ValueError(
         f"{str(path)!r} holds keys {sorted(keys)}; expected initial/transition/emission (HMM), "
         "order/initial/conditional (n-gram; or order/initial/" + "/".join(SPARSE_KEYS) + ") or interval_l (interval language)"

@@ -48,6 +48,7 @@ import numpy as np
 import scipy.sparse
 
 from numerics.languages.hmm import (
+    FILE_LOADERS,
     HMM,
     _check_distribution,
     _check_sample_args,
@@ -417,3 +418,15 @@ def _pair_state_hmm(lang: IntervalLanguage, state_pairs: Sequence[Sequence[tuple
     initial = np.zeros(S)
     initial[: sizes[0]] = 1.0 / sizes[0]
     return SparseHMM(initial, successors, probs, emits, lang.vocab_size)
+
+
+def _load_interval_file(arrays: dict, path: str) -> IntervalLanguage:
+    """The interval language of an ``.npz`` holding ``interval_l`` (``IntervalLanguage.save``)."""
+    l = arrays["interval_l"]
+    if l.shape != () or l.dtype.kind not in "iu":
+        raise ValueError(f"interval_l in {path!r} must be one integer, got an array of shape {l.shape} "
+                         f"and dtype {l.dtype}")
+    return IntervalLanguage(l.item())
+
+
+FILE_LOADERS[frozenset({"interval_l"})] = _load_interval_file
