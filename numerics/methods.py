@@ -18,6 +18,15 @@ language of vocabulary ``V`` at length ``L`` with ``n`` steps of positive probab
   products per step, about ``n (2V+1)^L DP_PRODUCT_S`` seconds plus the information curve's
   ``2^L V^L`` table work, at most ``MAX_DP_WORDS`` words ``(V+1)^L``.
 
+Monte Carlo (``mc``) costs about ``passes x samples x L x (MC_POSITION_S + MC_UNIT_S W)`` seconds
+(:func:`mc_seconds`): ``W`` the work of one message step of the language's kernels (``S^2`` for a
+dense HMM, the non-zeros of a sparse transition, ``S V`` for a dense n-gram's conditional, its
+non-zeros for a sparse one), ``passes`` the kernel passes of a point (sampling, scoring the data,
+the Jensen bound; the adaptive rules: one per step). A run estimated above
+:data:`MC_MAX_S` is refused up front with the estimate and what to change (fewer ``--samples``,
+a smaller ``-L``); the environment variable ``MDM_THEORY_MAX_SECONDS`` raises the limit (a
+cluster job that may run for a day).
+
 ``auto`` takes the fastest feasible exact method if its estimate is within
 :data:`AUTO_EXACT_BUDGET_S`, else Monte Carlo (``mc``). A method asked for by name that cannot
 run at this size (or should take more than :data:`MAX_REQUESTED_S`) is refused before anything
@@ -28,6 +37,7 @@ and serve to order the methods and to refuse hopeless requests, not to promise a
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +55,13 @@ __all__ = [
     "METHODS",
     "MethodCost",
     "MethodChoice",
+    "check_mc_time",
     "choose_adaptive_method",
     "choose_method",
     "closed_form_length",
+    "mc_seconds",
     "method_costs",
+    "step_work",
 ]
 
 EXACT_METHODS = ("closed-form", "dp", "enumerate")
@@ -63,6 +76,13 @@ MAX_REQUESTED_S = 86_400.0  # a method asked for by name that should take longer
 ENUMERATE_MAX_BYTES = 8 * 2**30  # enumeration keeps one (V,)*L float64 law per ordered set partition
 MC_MAX_BYTES = 8 * 2**30  # Monte Carlo's (samples, L) arrays above this are refused up front
 MC_BYTES_PER_TOKEN = 40  # steps (int64), uniforms (float64), tokens (int64), log q and slack per position
+# Monte Carlo time, one thread of the 2-core development machine (measured under load, so an upper-side figure:
+# 10-15 us per position for tiny languages; 20-70 ns per unit of W for 4gram (W = 4096), a 300-state HMM (9e4)):
+MC_POSITION_S = 1.5e-5  # per sequence position and pass: the kernels' fixed work
+MC_UNIT_S = 3e-8  # per unit of W (one multiply-add of a message step) and position and pass
+MC_PASSES = 3  # a random-order point: sampling, scoring the data, the Jensen bound
+MC_MAX_S = 3600.0  # a Monte Carlo run estimated above this is refused up front (MDM_THEORY_MAX_SECONDS raises it)
+MAX_SECONDS_ENV = "MDM_THEORY_MAX_SECONDS"
 
 
 @dataclass(frozen=True)
@@ -105,14 +125,19 @@ class MethodChoice:
     method: str
     requested: str
     costs: dict
+    mc_estimated_s: float | None = None
 
     def as_dict(self) -> dict:
         """JSON-ready: per exact method whether it fits, ``log10`` of its estimated seconds (``None``
-        when it does not apply to the language) and what the estimate counts."""
-        return {"method": self.method, "requested": self.requested,
-                "exact_methods": {m: {"feasible": c.feasible, "note": c.note,
-                                      "log10_estimated_s": c.log10_seconds if math.isfinite(c.log10_seconds) else None}
-                                  for m, c in self.costs.items()}}
+        when it does not apply to the language) and what the estimate counts; with Monte Carlo, its
+        rough estimated seconds on one thread (:func:`mc_seconds`)."""
+        out = {"method": self.method, "requested": self.requested,
+               "exact_methods": {m: {"feasible": c.feasible, "note": c.note,
+                                     "log10_estimated_s": c.log10_seconds if math.isfinite(c.log10_seconds) else None}
+                                 for m, c in self.costs.items()}}
+        if self.mc_estimated_s is not None:
+            out["mc_estimated_s"] = self.mc_estimated_s
+        return out
 
 
 def _pow(base: int, exp: int) -> str:
@@ -187,6 +212,70 @@ def _mc_bytes(samples: int, length: int) -> int:
     return int(samples) * int(length) * MC_BYTES_PER_TOKEN
 
 
+def step_work(language: Any) -> int:
+    """``W``: multiply-adds of one message step of the compiled kernels for ``language`` (module docstring)."""
+    kernel = language.kernel_language() if hasattr(language, "kernel_language") else language
+    if getattr(kernel, "kind", None) == "ngram":
+        cond = kernel.conditional
+        return int(cond.nnz) if hasattr(cond, "nnz") else int(cond.shape[0]) * int(cond.shape[1])
+    transition = getattr(kernel, "transition", None)
+    if transition is not None:
+        return int(transition.nnz) if hasattr(transition, "nnz") else int(np.count_nonzero(transition))
+    S = int(kernel.n_states)
+    return S * S
+
+
+def mc_seconds(language: Any, length: int, samples: int, *, passes: int = MC_PASSES) -> float:
+    """Rough seconds of a Monte Carlo point on one thread: ``passes x samples x L x (MC_POSITION_S + MC_UNIT_S W)``.
+
+    The rates were measured under load on the 2-core development machine, so the estimate is on
+    the high side there (a factor of about 2-10 on an idle machine with two threads); it orders
+    runs and refuses hopeless ones (:func:`check_mc_time`), it does not promise a run time.
+    """
+    return float(passes) * int(samples) * int(length) * (MC_POSITION_S + MC_UNIT_S * step_work(language))
+
+
+def max_mc_seconds() -> float:
+    """:data:`MC_MAX_S`, or the environment variable ``MDM_THEORY_MAX_SECONDS`` when set."""
+    given = os.environ.get(MAX_SECONDS_ENV)
+    if not given:
+        return MC_MAX_S
+    try:
+        value = float(given)
+    except ValueError:
+        raise ValueError(f"{MAX_SECONDS_ENV}={given!r} is not a number of seconds") from None
+    if not value > 0:
+        raise ValueError(f"{MAX_SECONDS_ENV}={given!r} must be a positive number of seconds")
+    return value
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 2 * 86_400:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86_400:.3g} days"
+
+
+def check_mc_time(language: Any, length: int, samples: int, *, passes: int = MC_PASSES, name: str | None = None,
+                  what: str = "Monte Carlo") -> float:
+    """The estimate of :func:`mc_seconds`; ``ValueError`` (with the estimate and what to change) above the limit."""
+    seconds = mc_seconds(language, length, samples, passes=passes)
+    limit = max_mc_seconds()
+    if seconds > limit:
+        per_sample = seconds / max(int(samples), 1)
+        fit = int(limit // per_sample)
+        kernel = language.kernel_language() if hasattr(language, "kernel_language") else language
+        size = f"{int(kernel.n_states)} states, W = {step_work(language)} multiply-adds per message step"
+        raise ValueError(
+            f"{what} on {_name(language, name)} ({size}) at L = {length} with {samples} samples would take about "
+            f"{_duration(seconds)} on one thread (rough estimate; limit {_duration(limit)}): use fewer --samples "
+            f"({fit} fit the limit), a smaller -L or a smaller language, or set {MAX_SECONDS_ENV} to allow longer runs")
+    return seconds
+
+
 def choose_method(requested: str, language: Any, length: int, schedule: Schedule, samples: int, *,
                   name: str | None = None) -> MethodChoice:
     """The method a point is computed by (module docstring); ``ValueError`` when the requested
@@ -211,22 +300,33 @@ def choose_method(requested: str, language: Any, length: int, schedule: Schedule
         raise ValueError(f"--method {requested} would run Monte Carlo ({samples} samples x L = {length}), "
                          f"which needs about {need / 2**30:.1f} GiB of arrays (limit {MC_MAX_BYTES / 2**30:.0f} GiB); "
                          "use fewer --samples")
-    return MethodChoice("mc", requested, costs)
+    seconds = check_mc_time(language, length, samples, name=name)
+    return MethodChoice("mc", requested, costs, seconds)
 
 
 ADAPTIVE_METHODS = ("dp", "enumerate")  # numerics.exact.adaptive.METHODS
+ADAPTIVE_MC_FACTOR = 3  # a rule's Monte Carlo point against the random sampler's (bench adaptive: about 2.4-3x)
 MAX_ADAPTIVE_DP = 1 << 15  # V^L outputs of an adaptive rule's exact DP (a Python pass over reachable states)
 
 
-def choose_adaptive_method(requested: str, vocab: int, length: int) -> str:
+def choose_adaptive_method(requested: str, vocab: int, length: int, *, language: Any = None, samples: int = 0,
+                           name: str | None = None) -> str:
     """``dp`` / ``enumerate`` / ``mc`` for an adaptive rule (``auto``: the DP while ``V^L <= MAX_ADAPTIVE_DP``).
 
     The rule's exact law comes from :mod:`numerics.exact.adaptive`; ``closed-form`` does not apply.
+    With ``language`` given, Monte Carlo is refused up front when :func:`check_mc_time` says it
+    would run too long (a rule's point costs up to about :data:`ADAPTIVE_MC_FACTOR` times the
+    random sampler's: ``mdm-theory bench adaptive``).
     """
     if requested not in METHODS:
         raise ValueError(f"unknown method {requested!r}; choose one of {METHODS}")
     if requested == "auto":
-        return "dp" if int(vocab) ** int(length) <= MAX_ADAPTIVE_DP else "mc"
-    if requested != "mc" and requested not in ADAPTIVE_METHODS:
+        method = "dp" if int(vocab) ** int(length) <= MAX_ADAPTIVE_DP else "mc"
+    elif requested != "mc" and requested not in ADAPTIVE_METHODS:
         raise ValueError(f"--method {requested}: an adaptive rule is computed by {ADAPTIVE_METHODS + ('mc',)}")
-    return requested
+    else:
+        method = requested
+    if method == "mc" and language is not None:
+        check_mc_time(language, length, samples, passes=ADAPTIVE_MC_FACTOR * MC_PASSES, name=name,
+                      what="Monte Carlo of an adaptive rule")
+    return method

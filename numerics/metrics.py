@@ -349,7 +349,8 @@ _ONE_PATH = "one reveal path per output (a deterministic rule): kl itself is giv
 def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
     """An adaptive rule: exact (DP / enumeration) or Monte Carlo with (I1) for ``KL(q || p)``."""
     sampler, L, n = point.sampler, point.length, point.samples
-    method = choose_adaptive_method(point.method, point.language.vocab_size, L)
+    method = choose_adaptive_method(point.method, point.language.vocab_size, L, language=point.language, samples=n,
+                                    name=point.names[0])
     out: dict[str, Metric] = {"kl_jensen_bound": Unavailable(_ONE_PATH),
                               "nfe_realized": Unavailable("a rule's calls per sequence are nfe")}
     if method != "mc":

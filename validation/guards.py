@@ -308,36 +308,49 @@ RATIONAL_MAX_WORK = 10**9  # digit operations of an exact-rational evaluation (s
 
 
 #: Claims computed by the multiplicity recursion of :mod:`theory.collision` (the modules that use
-#: it): an ``(L+1) x (L+1)`` table of binomials and ``O(L^2 log N)`` products, in floats too.
-MULTIPLICITY_CLAIMS = ("C.1", "C.5", "C.6", "C.7", "4.3", "4.4")
+#: it), each with the field that sizes its recursion: an ``(m+1) x (m+1)`` table of binomials and
+#: ``O(m^2 log n)`` products, in floats too (Lemma C.1 and Theorem 4.3 over the ``L`` positions;
+#: Lemmas C.5-C.7 and Theorem 4.4 over one interval of ``l`` positions).
+MULTIPLICITY_CLAIMS = {"C.1": "L", "4.3": "L", "C.5": "l", "C.6": "l", "C.7": "l", "4.4": "l"}
+
+
+def _int_field(instance: Mapping[str, object], name: str) -> int | None:
+    v = instance.get(name)
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def check_claim_size(claim_id: str, instance: Mapping[str, object], exact: bool, float_option: str = "--float") -> None:
     """Refuse a claim evaluation whose size makes it hopeless, with the estimate and what to change.
 
-    ``L`` is the largest integer field and ``n`` the longest list (the step probabilities). Claims
-    of :data:`MULTIPLICITY_CLAIMS` build ``(L+1)^2`` binomials of up to ``0.3 L`` digits whatever
-    the arithmetic, which overflow a float64 beyond ``L = 1029`` (refused above
-    :data:`MULTIPLICITY_MAX_SIZE`); in exact
-    rationals a claim sums products of up to ``L`` of the ``n`` rationals (e.g. Lemma C.1's
-    ``e_L(pi)``) whose denominators grow to ``D = L log10 n`` digits: about ``(L+1)^2 log2(n) D``
-    digit operations by the multiplicity recursion (``L n D`` otherwise), refused above
-    :data:`RATIONAL_MAX_WORK` with the suggestion to add ``float_option``.
+    The sizes are read from the fields that carry them, by name: ``m``, the field of
+    :data:`MULTIPLICITY_CLAIMS` that sizes the recursion (``L`` or ``l``); ``L``, the sequence
+    length (1 for a claim without one); ``n``, the longest list (the step probabilities). Other
+    integer fields (a number of steps ``N``, a vocabulary) size nothing here. Claims of
+    :data:`MULTIPLICITY_CLAIMS` build ``(m+1)^2`` binomials of up to ``0.3 m`` digits whatever
+    the arithmetic, which overflow a float64 beyond ``m = 1029`` (refused above
+    :data:`MULTIPLICITY_MAX_SIZE`); in exact rationals a claim sums products of up to ``L`` of
+    the ``n`` rationals (e.g. Lemma C.1's ``e_L(pi)``) whose denominators grow to
+    ``D = L log10 n`` digits: about ``(m+1)^2 log2(n) D`` digit operations by the multiplicity
+    recursion (``L n D`` otherwise), refused above :data:`RATIONAL_MAX_WORK` with the suggestion
+    to add ``float_option``.
     """
-    ints = [int(v) for v in instance.values() if isinstance(v, int) and not isinstance(v, bool)]
-    lists = [len(v) for v in instance.values() if isinstance(v, (list, tuple))]
-    L, n = max(ints, default=1), max(lists, default=1)
     family = ".".join(claim_id.split(".")[:2])
-    if family in MULTIPLICITY_CLAIMS and L > MULTIPLICITY_MAX_SIZE:
-        raise GuardError(f"{claim_id} at size {L} runs the multiplicity recursion over an (L+1)^2 table of binomials "
-                         f"of up to {0.3 * L:.3g} digits ({(L + 1) ** 2:.3g} entries), in float64 too, and C(L, L/2) "
-                         f"overflows a float64 beyond L = 1029; use a size up to {MULTIPLICITY_MAX_SIZE}")
+    lists = [len(v) for v in instance.values() if isinstance(v, (list, tuple))]
+    n = max(lists, default=1)
+    L = _int_field(instance, "L") or 1
+    field = MULTIPLICITY_CLAIMS.get(family)
+    m = (_int_field(instance, field) or 1) if field else None
+    if m is not None and m > MULTIPLICITY_MAX_SIZE:
+        raise GuardError(f"{claim_id} at {field} = {m} runs the multiplicity recursion over an ({field}+1)^2 table of "
+                         f"binomials of up to {0.3 * m:.3g} digits ({(m + 1) ** 2:.3g} entries), in float64 too, and "
+                         f"C({field}, {field}/2) overflows a float64 beyond {field} = 1029; use --{field} up to "
+                         f"{MULTIPLICITY_MAX_SIZE}")
     if not exact:
         return
     digits = L * math.log10(max(n, 2))
-    work = (L + 1) ** 2 * math.log2(n + 1) * digits if family in MULTIPLICITY_CLAIMS else L * n * digits
+    work = (m + 1) ** 2 * math.log2(n + 1) * digits if m is not None else L * n * digits
     if work > RATIONAL_MAX_WORK:
-        raise GuardError(f"{claim_id} in exact rationals at size {L} with {n} step probabilities: about {work:.3g} "
+        raise GuardError(f"{claim_id} in exact rationals at L = {L} with {n} step probabilities: about {work:.3g} "
                          f"digit operations (limit {RATIONAL_MAX_WORK:.0e}) on numbers of up to {digits:.3g} digits; "
                          f"add {float_option} to evaluate in float64")
 

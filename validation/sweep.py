@@ -45,6 +45,7 @@ __all__ = [
     "PointConfig",
     "SweepReport",
     "SweepRow",
+    "check_costs",
     "evaluate_point",
     "grid",
     "read_table",
@@ -201,6 +202,28 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     if m.how.ser_choice is not None:
         out["ser_method_choice"] = m.how.ser_choice.as_dict()
     return {**out, **{k: to_jsonable(v) for k, v in m.metrics().items()}, "elapsed_s": time.perf_counter() - t0}
+
+
+def check_costs(configs: Iterable[PointConfig]) -> None:
+    """Refuse, before any point is computed, a grid with a point whose method cannot run at its size
+    or whose Monte Carlo would run too long (:func:`numerics.methods.choose_method`,
+    :func:`~numerics.methods.choose_adaptive_method`: counts only, nothing sampled); ``ValueError``
+    naming the point, its estimate and what to change. Sampler kinds without a cost model pass."""
+    from numerics.languages.presets import load_language
+    from numerics.methods import choose_adaptive_method, choose_method
+
+    for cfg in configs:
+        sampler = cfg.make_sampler()
+        for spec in dict.fromkeys(s for s in (cfg.language, cfg.ser_language) if s):
+            language = load_language(spec)
+            try:
+                if sampler.kind == "random":
+                    choose_method(cfg.method, language, cfg.length, sampler.schedule, cfg.samples, name=spec)
+                elif sampler.kind == "adaptive":
+                    choose_adaptive_method(cfg.method, language.vocab_size, cfg.length, language=language,
+                                           samples=cfg.samples, name=spec)
+            except ValueError as exc:
+                raise ValueError(f"point {spec} L = {cfg.length} N = {cfg.n_steps}: {exc}") from None
 
 
 def grid(languages: Iterable[str], lengths: Iterable[int], n_steps: Iterable[int], **common: Any) -> list[PointConfig]:

@@ -32,6 +32,7 @@ NGRAM = {"order": np.int64(2), "initial": np.array([0.5, 0.5]), "conditional": n
 @pytest.fixture(autouse=True)
 def sixteen_gib(monkeypatch):
     monkeypatch.setenv("MDM_THEORY_MEMORY_GIB", str(MACHINE_GIB))
+    monkeypatch.delenv("MDM_THEORY_MAX_SECONDS", raising=False)  # the default one-hour Monte Carlo limit
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,10 @@ def files(tmp_path_factory):
             np.save(buf, HMM[key])
             z.writestr(f"{key}.npy", buf.getvalue())
         z.writestr("transition.npy", header.getvalue() + b"\0" * 64)
+    rng = np.random.default_rng(0)  # a dense 400-state HMM: 160000 multiply-adds per message step
+    transition, emission = rng.random((400, 400)), rng.random((400, 4))
+    np.savez(d / "hmm400.npz", initial=np.full(400, 1 / 400), transition=transition / transition.sum(1, keepdims=True),
+             emission=emission / emission.sum(1, keepdims=True))
     (d / "bad_table.jsonl").write_text(json.dumps({"config": {}, "config_hash": "0", "result": {}, "row_hash": "0"}) + "\n")
     (d / "bad_link.jsonl").symlink_to(d / "bad_table.jsonl")
     (d / "report").mkdir()
@@ -120,9 +125,21 @@ HANGS = [
     ("-N doubling to 2^40", ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "8,16,...,1099511627776",
                              "--out", "{d}/t.jsonl"], r"-N 33554432 is too many steps: a schedule holds at most N = 16777216"),
     ("C.1 at L = 10^6 in rationals", ["bounds", "--lemma", "C.1", "--L", "1000000", "--N", "1000"],
-     r"C\.1 at size 1000000 runs the multiplicity recursion .*use a size up to 1000"),
+     r"C\.1 at L = 1000000 runs the multiplicity recursion .*use --L up to 1000"),
+    ("C.5 at l = 2000", ["bounds", "--lemma", "C.5", "--l", "2000", "--N", "10"],
+     r"C\.5 at l = 2000 runs the multiplicity recursion .*use --l up to 1000"),
     ("C.1 at L = 500, N = 1000 in rationals", ["bounds", "--lemma", "C.1", "--L", "500", "--N", "1000"],
-     r"in exact rationals at size 500 with 1000 step probabilities: .*add --float"),
+     r"in exact rationals at L = 500 with 1000 step probabilities: .*add --float"),
+    ("Monte Carlo on a 400-state HMM at L = 1024", ["exact", "--language", "{d}/hmm400.npz", "-L", "1024", "-N", "16"],
+     r"Monte Carlo on .*hmm400\.npz \(400 states, W = 160000 multiply-adds .*\) at L = 1024 with 1000 samples would take "
+     r"about [0-9.]+ h on one thread .*use fewer --samples \([0-9]+ fit the limit\).*MDM_THEORY_MAX_SECONDS"),
+    ("an adaptive rule's Monte Carlo on it", ["exact", "--language", "{d}/hmm400.npz", "-L", "1024", "-N", "16",
+                                              "--sampler", "topk"], r"Monte Carlo of an adaptive rule on .* would take about"),
+    ("a sweep with one such point, refused before the first", ["sweep", "--languages", "2gram,{d}/hmm400.npz", "--lengths",
+                                                             "1024", "-N", "16", "--out", "{d}/t.jsonl"],
+     r"point .*hmm400\.npz L = 1024 N = 16: Monte Carlo on .* would take about"),
+    ("steps-needed on it", ["steps-needed", "--language", "{d}/hmm400.npz", "-L", "1024", "--metric", "ser",
+                            "--target", "0.1"], r"Monte Carlo on .*hmm400\.npz .* would take about"),
     ("forward-backward with 10^5 states", ["bench", "forward-backward", "--states", "100000"],
      # 24 S^2 + 16 B L S bytes = 2.4e11 + 1.64e11 = 376 GiB
      (r"bench forward-backward \(100000 states, L = 512, batch 200\) needs about 376 GiB of memory, more than "
@@ -183,7 +200,8 @@ def test_every_class_covers_the_subcommands_it_applies_to():
     reached = {name: {command(c[1]) for c in cases} for name, cases in CASES.items()}
     assert reached["data lost"] >= {"sweep", "bench sweep", "languages export", "counterexamples", "report", "train"}
     assert reached["silent wrong answer"] >= {"exact", "sweep", "evaluate", "steps-needed", "languages", "bench sampling"}
-    assert reached["hang or memory"] >= {"exact", "sweep", "bounds", "bench forward-backward", "bench sampling", "train"}
+    assert reached["hang or memory"] >= {"exact", "sweep", "bounds", "bench forward-backward", "bench sampling", "train",
+                                         "steps-needed"}
     assert reached["traceback or unclear message"] >= {"bench sampling", "exact", "train", "sweep", "evaluate"}
 
 

@@ -239,7 +239,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
     CSV copies (one row per point, docs/schema.md) are written beside the table.
     """
-    from validation.sweep import CorruptRowsError, grid, run_sweep
+    from validation.sweep import CorruptRowsError, check_costs, grid, run_sweep
 
     try:
         check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
@@ -255,6 +255,10 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
     check_same_vocabulary([(c.language, c.ser_language) for c in configs], "--languages A:B")
+    try:
+        check_costs(configs)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     bar, tick = _progress_bar(len(configs), show_progress(progress))
     try:
         report = run_sweep(configs, out, on_bad_rows="drop" if drop_bad_rows else "raise", progress=tick,
