@@ -6,6 +6,9 @@ command and hands the command one :class:`DecoderOptions` (argument ``decoder_op
 :func:`build_decoder` turns it, with the command's ``--sampler``, ``-N``, ``--schedule``,
 ``--gamma`` and ``--tie-seed`` (shared with the adaptive rules), into a :mod:`numerics.sampling.decoders` sampler or a
 ``click.UsageError`` (exit code 2, nothing computed or written) that names the bad input.
+:meth:`DecoderOptions.fields` hands the same options to a :class:`validation.sweep.PointConfig`
+(``exact``, ``sweep``), which builds and checks the decoder itself; :func:`check_decoder_method`
+refuses a method no decoder has (``closed-form``) on the command line.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import click
 
 from numerics.sampling.decoders import DECODER_NAMES, REMASKINGS, REMDM_VARIANTS
 
-__all__ = ["DECODER_NAMES", "DecoderOptions", "build_decoder", "decoder_options"]
+__all__ = ["DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method", "decoder_options"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,18 @@ class DecoderOptions:
 
     def given(self) -> list[str]:
         return [f"--{k.replace('_', '-')}" for k, v in self.__dict__.items() if v is not None]
+
+    def fields(self) -> dict:
+        """The options as :class:`validation.sweep.PointConfig` fields (the same names; ``None`` = not given)."""
+        return dict(self.__dict__)
+
+
+def check_decoder_method(sampler: str, method: str) -> None:
+    """A ``click.UsageError`` for a method the decoders do not have (``closed-form``)."""
+    from numerics.metrics import DECODER_METHODS
+
+    if sampler in DECODER_NAMES and method not in DECODER_METHODS:
+        raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
 
 
 _OPTIONS = (
