@@ -127,36 +127,3 @@ def test_sweep_rows_of_the_other_samplers_keep_their_hashes():
     # hashes of rows written before the decoder options existed (main at dba4e4f)
     assert config_hash(PointConfig("2gram", 8, 4).as_dict()) == OLD_HASHES["random"]
     assert config_hash(PointConfig("2gram", 8, 4, sampler="topk", tie_seed=2).as_dict()) == OLD_HASHES["topk"]
-
-
-@pytest.mark.parametrize("extra, pattern", [
-    (["--sampler", "llada", "--block-length", "3"], r"block_length 3 does not divide the length L = 4"),
-    (["--sampler", "llada", "--block-length", "1"], r"steps N = 2 is not divisible by the number of blocks L/B = 4"),
-    (["--sampler", "llada", "--temperature", "-1"], r"temperature must be a finite number >= 0"),
-    (["--sampler", "fast-dllm", "--threshold", "1.5"], r"threshold tau must be in \(0, 1\]"),
-    (["--sampler", "fast-dllm", "--factor", "0"], r"factor f must be a finite number > 0"),
-    (["--sampler", "llada", "--remasking", "lowest"], r"'lowest' is not one of 'low-confidence', 'random'"),
-    (["--sampler", "topk", "--eta", "0.1"], r"--eta apply to the decoders"),
-])
-def test_bad_sweep_decoder_input_is_named_exit_2_nothing_written(tmp_path, extra, pattern):
-    out = tmp_path / "t.jsonl"
-    error = refused([*SWEEP, *extra, "--out", str(out)], pattern)
-    assert error["exit_code"] == 2
-    assert not any(tmp_path.iterdir())
-
-
-def test_exact_refuses_a_size_beyond_the_limit_before_work():
-    r = invoke(["exact", "--language", "2gram", "-L", "12", "-N", "4", "--sampler", "llada", "--method", "dp",
-                "--json"])
-    assert r.exit_code == 1
-    assert "beyond the limit" in strict_json(r.stdout)["error"]["message"]
-
-
-def test_bench_decoders_reports_ratios():
-    r = invoke(["bench", "decoders", "-L", "8", "-N", "4", "--samples", "4", "--decoders", "llada,eb", "--json"])
-    assert r.exit_code == 0, r.output
-    out = strict_json(r.stdout)
-    assert set(out["ratio_to_random"]) == {"llada", "eb"} and out["target_ratio"] == 3.0
-    assert all(v > 0 for v in out["seconds"].values())
-    bad = invoke(["bench", "decoders", "--decoders", "nope", "--json"])
-    assert bad.exit_code == 2 and "unknown decoder" in strict_json(bad.stdout)["error"]["message"]
