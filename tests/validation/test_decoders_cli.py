@@ -127,3 +127,18 @@ def test_sweep_rows_of_the_other_samplers_keep_their_hashes():
     # hashes of rows written before the decoder options existed (main at dba4e4f)
     assert config_hash(PointConfig("2gram", 8, 4).as_dict()) == OLD_HASHES["random"]
     assert config_hash(PointConfig("2gram", 8, 4, sampler="topk", tie_seed=2).as_dict()) == OLD_HASHES["topk"]
+
+
+def test_steps_needed_llada_searches_multiples_of_the_blocks(pruned_file):
+    # L = 4, B = 2: N in {2, 4, ...}; the enumerated SER is 0.205 at N = 2 and 0 at N = 4 (one token per call)
+    r = invoke(["steps-needed", "--language", pruned_file, "-L", "4", "--metric", "ser", "--target", "0.1",
+                "--sampler", "llada", "--block-length", "2", "--remasking", "random", "--json"])
+    assert r.exit_code == 0, r.output
+    out = strict_json(r.stdout)
+    assert out["n_steps"] == 4 and out["exact"] and out["sampler_parameters"]["block_length"] == 2
+    lang = load_language(pruned_file)
+    for key, N in (("at_n", 4), ("at_n_minus_1", 2)):
+        ref = decoder_exact(lang, 4, Llada(steps=N, block_length=2, remasking="random"), "enumerate").metrics.ser
+        assert out[key]["n_steps"] == N
+        assert out[key]["estimate"]["value"] == pytest.approx(ref.value, rel=RTOL_EXACT, abs=1e-15)
+    assert out["at_n_minus_1"]["estimate"]["value"] > 0.2
