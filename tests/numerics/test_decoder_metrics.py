@@ -103,3 +103,45 @@ def test_tv_round_off_is_zero_and_a_negative_tv_an_error():
     assert nonnegative_tv(TV_ROUNDOFF_ATOL * 10) == TV_ROUNDOFF_ATOL * 10
     with pytest.raises(ValueError, match="never negative"):
         nonnegative_tv(-1e-20)
+
+
+# ----- ReMDM-loop ------------------------------------------------------------------------------------
+
+
+def test_remdm_loop_alphas_and_probabilities_by_hand():
+    # N = 20: t_i = 1 - i/20; alpha rises to 0.9 at t = 0.55 (i = 9), is held to t = 0.05 (i = 19), then 1
+    d = Remdm(schedule=make_schedule("linear", 20), variant="loop", eta=0.05)
+    a = d.loop_alphas()
+    np.testing.assert_allclose(a[:10], 0.9 * np.arange(10) / 9, rtol=RTOL_EXACT)
+    assert np.all(a[9:20] == 0.9) and a[20] == 1.0
+    sigma, reveal = d.probabilities()
+    held = np.arange(20) >= 9  # steps 10..19 go from a held alpha to a held alpha
+    held[19] = False
+    np.testing.assert_array_equal(sigma, np.where(held, 0.05, 0.0))
+    np.testing.assert_allclose(reveal[held], 0.05 * 0.9 / 0.1, rtol=RTOL_EXACT)  # sigma alpha / (1 - alpha)
+    capped = Remdm(schedule=make_schedule("linear", 20), variant="loop", eta=0.5).probabilities()[0]
+    np.testing.assert_allclose(capped[held], 0.1 / 0.9, rtol=RTOL_EXACT)  # sigma_max = (1 - alpha) / alpha
+    assert reveal[-1] == 1.0 and d.parameters()["alpha_on"] == 0.9
+
+
+@pytest.mark.parametrize("steps, eta", [(5, 0.1), (8, 0.11)])
+def test_remdm_loop_dp_matches_enumeration_and_remasks(steps, eta):
+    d = Remdm(schedule=make_schedule("linear", steps), variant="loop", eta=eta)
+    a = decoder_exact(PRUNED, 4, d, "dp")
+    b = decoder_exact(PRUNED, 4, d, "enumerate")
+    np.testing.assert_allclose(a.law.p, b.law.p, rtol=RTOL_EXACT, atol=1e-15)
+    assert a.divergences.tv.value == pytest.approx(b.divergences.tv.value, rel=RTOL_EXACT)
+    plain = decoder_exact(PRUNED, 4, Remdm(schedule=make_schedule("linear", steps), variant="loop", eta=0.0), "dp")
+    assert np.max(np.abs(a.law.p - plain.law.p)) > 1e-3  # the loop's remasking moves the law
+
+
+def test_remdm_loop_sampler_follows_the_exact_law():
+    from numerics.sampling.denoiser import OracleDenoiser
+    from tests.gof import assert_gof
+
+    L, V, n = 4, 2, 4000
+    d = Remdm(schedule=make_schedule("linear", 8), variant="loop", eta=0.11)
+    p = decoder_exact(PRUNED, L, d, "dp").law.p
+    run = d.sample(OracleDenoiser(PRUNED, strict=False), n, L, np.random.default_rng(3), batch_size=1000)
+    counts = np.bincount(np.ravel_multi_index(run.tokens.T, (V,) * L), minlength=V**L)
+    assert_gof(counts, p.ravel(), d.label)

@@ -64,7 +64,8 @@ _OPTIONS = (
     click.option("--factor", type=float, default=None,
                  help="fast-dllm: reveal the largest prefix with c_(j) >= 1 - F/(j+1) (F > 0), at least one."),
     click.option("--remdm-variant", type=click.Choice(list(REMDM_VARIANTS)), default=None,
-                 help="remdm: sigma = min(eta, sigma_max) (cap) or eta * sigma_max (rescale)  [default: cap]."),
+                 help="remdm: sigma = min(eta, sigma_max) (cap), eta * sigma_max (rescale), or loop (alpha held at "
+                      "0.9 for t in [0.05, 0.55], remasking min(eta, sigma_max) there)  [default: cap]."),
     click.option("--eta", type=float, default=None, help="remdm: remasking strength eta in [0, 1]."),
 )
 
