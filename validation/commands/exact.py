@@ -120,13 +120,15 @@ def _sampler_options(f, decoders: bool = False):
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
                   confidence, tie_seed, decoder_opts, progress, as_json):
-    """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
+    """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle sampler (random order,
+    an adaptive rule, or a decoder: llada, fast-dllm, eb, remdm).
 
     For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
-    ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized: an estimate {value, stderr,
-    ci_low, ci_high, confidence, method, samples, exact} (docs/schema.md); value null with a
-    null_reason when it is not a finite number or the method cannot give it. An exact KL of
-    round-off size below 0 is reported as 0.
+    ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized, reverse_kl, tv, calls: an
+    estimate {value, stderr, ci_low, ci_high, confidence, method, samples, exact}
+    (docs/schema.md); value null with a null_reason when it is not a finite number or the method
+    cannot give it. An exact KL of round-off size below 0, and an exact TV of round-off size, are
+    reported as 0. A decoder's row also carries sampler_parameters (every parameter).
     """
     from validation.sweep import PointConfig, evaluate_point
 
