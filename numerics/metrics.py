@@ -84,6 +84,7 @@ __all__ = [
     "jensen_bound",
     "oracle_ser_mc",
     "point_metrics",
+    "reverse_kl_adaptive_mc",
     "streams_of",
 ]
 
@@ -441,26 +442,32 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
                ser_kl_certificate=ser_kl_certificate(kl),
                ter=Unavailable("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)"),
                nfe=ad.nfe_mc(run), calls=ad.nfe_mc(run), tv=Unavailable(_NO_TV),
-               reverse_kl=_reverse_kl_adaptive(point, sampler, run.tokens))
+               reverse_kl=Unavailable(_ADAPTIVE_REVERSE_KL))
     return out, "mc", None, None
 
 
-def _reverse_kl_adaptive(point: _Point, sampler, tokens: np.ndarray) -> Metric:
-    """``KL(p || q)`` of a rule by Monte Carlo over its outputs ``x ~ p``: ``-E_p[log q(x) - log p(x)]`` by (I1).
+_ADAPTIVE_REVERSE_KL = ("not computed with the point: a second pass of the rule over its samples (about +30-40% of "
+                        "a Monte Carlo point, measured at L = 256); numerics.metrics.reverse_kl_adaptive_mc gives it")
+
+
+def reverse_kl_adaptive_mc(language: Language, sampler, tokens: np.ndarray) -> Estimate:
+    """``KL(p || q)`` of an adaptive rule by Monte Carlo over its outputs ``tokens`` (``x ~ p``):
+    ``-E_p[log q(x) - log p(x)]`` by the chain-rule identity (I1).
 
     A rule has one reveal path per output, so ``log q(x) - log p(x)`` is exact per sample
     (:func:`numerics.sampling.adaptive.chain_rule_terms`). An output outside ``supp q`` makes it
-    ``inf`` for certain (``p`` puts mass outside ``supp q``), not as an estimate.
+    ``inf`` for certain (``p`` puts mass outside ``supp q``), not as an estimate. Not part of
+    :func:`point_metrics` (its cost: a second pass of the rule over the samples).
     """
     from numerics.inference import log_q
     from numerics.sampling import adaptive as ad
 
-    loglik = log_q(point.language, tokens)
+    loglik = log_q(language, tokens)
     n = tokens.shape[0]
     if not np.all(np.isfinite(loglik)):
         k = int(np.sum(~np.isfinite(loglik)))
         return Estimate(math.inf, 0.0, f"mc ({k} of {n} outputs outside supp q: KL(p || q) = inf)", n)
-    terms = -ad.chain_rule_terms(sampler, point.language, tokens).terms
+    terms = -ad.chain_rule_terms(sampler, language, tokens).terms
     return _nonnegative_mc(mean_estimate(terms, "mc (x ~ p, chain-rule identity (I1))",
                                          scale=float(np.max(np.abs(loglik)))), loglik)
 

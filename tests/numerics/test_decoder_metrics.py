@@ -5,8 +5,10 @@
   reverse KL, TV, SER, generative perplexity, calls), on a language with zeros and a full-support one.
 * Monte Carlo: on a full-support language where ``auto`` would be exact, the ``mc`` point of a
   path-deterministic decoder (``eb``) is within ``Z_BOUND`` standard errors of the exact value for
-  forward KL, reverse KL and calls (tests/gof.py budget: 3 assertions); a draw-dependent decoder's
-  reverse KL is unavailable with the reason.
+  forward KL, reverse KL and calls; an adaptive rule's reverse KL by Monte Carlo
+  (:func:`numerics.metrics.reverse_kl_adaptive_mc`) likewise (tests/gof.py budget: 4 assertions,
+  5 with ReMDM-loop's chi-squared); a draw-dependent decoder's reverse KL is unavailable with the reason.
+* ReMDM-loop: its ``alpha`` grid and ``(sigma, reveal)`` by hand, DP vs enumeration, sampler vs exact law.
 * Every exact law now carries reverse KL, TV and calls through point_metrics (random order, a rule).
 * TV of a law equal to ``q`` up to round-off is reported as 0; a negative TV is an error.
 """
@@ -94,6 +96,20 @@ def test_every_exact_law_carries_reverse_kl_tv_and_calls():
     rule_enum = point_metrics(FULL, 3, make_sampler("threshold", gamma=0.5), method="enumerate")
     assert rule.reverse_kl.value == pytest.approx(rule_enum.reverse_kl.value, rel=RTOL_EXACT, abs=1e-15)
     assert rule.calls.value == rule.nfe.value
+
+
+def test_reverse_kl_of_a_rule_by_monte_carlo_covers_the_exact_value():
+    from numerics.metrics import reverse_kl_adaptive_mc
+    from numerics.sampling.denoiser import OracleDenoiser
+
+    rule = make_sampler("topk", schedule=make_schedule("linear", 2))  # two positions per call: biased, 0.181
+    exact = point_metrics(FULL, 4, rule, method="dp").reverse_kl
+    run = rule.sample(OracleDenoiser(FULL, strict=False), 2000, 4, np.random.default_rng(1))
+    e = reverse_kl_adaptive_mc(FULL, rule, run.tokens)
+    assert exact.value > 0.1 and e.samples == 2000 and e.stderr > 0
+    assert within_z(e.value, exact.value, e.stderr)
+    mc = point_metrics(FULL, 6, rule, method="mc", samples=20, rng=0)
+    assert isinstance(mc.reverse_kl, Unavailable) and "reverse_kl_adaptive_mc" in mc.reverse_kl.reason
 
 
 def test_tv_round_off_is_zero_and_a_negative_tv_an_error():
