@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -228,18 +229,30 @@ def _quality_row(language: Language, tokens: np.ndarray, prefixes: Sequence[int]
 
 def sampler_curve(den, language: Language, length: int, n_steps: Sequence[int], seeds: Sequence, *,
                   samples: int, schedule: str = "mdlm", batch_size: int | None = None, draw: str = "float64",
-                  prefixes: Sequence[int] = (), label: str = "model") -> list[dict]:
+                  prefixes: Sequence[int] = (), label: str = "model", decoders: Mapping[int, Any] | None = None
+                  ) -> list[dict]:
     """Generative perplexity, SER and realized NFE of the factorized sampler with denoiser ``den`` at each ``N``.
 
     One row per ``N`` (``ddpm_cache``, ``schedule``), the sampler's random stream seeded by the
     matching entry of ``seeds``: the learned model and the oracle run through this one function
-    with the same seeds, so their samples differ only by the denoiser.
+    with the same seeds, so their samples differ only by the denoiser. ``decoders`` (``N -> ``a
+    decoder of :mod:`numerics.sampling.decoders`): run that decoder at each ``N`` instead (float64
+    draws; ``nfe`` and ``calls`` the mean network calls per sequence, ``sampler_parameters`` its
+    every parameter).
     """
     rows = []
     bs = batch_size or samples
     for N, seed in zip(n_steps, seeds):
-        sched = sampler_schedule(schedule, int(N))
         t0 = time.perf_counter()
+        if decoders is not None:
+            dec = decoders[int(N)]
+            res = dec.sample(den, samples, length, np.random.default_rng(seed), batch_size=bs)
+            calls = float(np.mean(res.calls))
+            rows.append({"sampler": dec.name, "sampler_name": dec.label, "sampler_parameters": dec.parameters(),
+                         "denoiser": label, "n_steps": int(N), "nfe": calls, "calls": calls,
+                         "seconds": time.perf_counter() - t0, **_quality_row(language, res.tokens, prefixes)})
+            continue
+        sched = sampler_schedule(schedule, int(N))
         res = sample_factorized(den, sched, samples, length, np.random.default_rng(seed), batch_size=bs,
                                 cache=True, draw=draw)
         rows.append({"sampler": "ddpm_cache", "denoiser": label, "n_steps": int(N), "nfe": res.mean_nfe,
@@ -263,6 +276,7 @@ def evaluate_checkpoint(
     oracle: bool = False,
     learning: bool = False,
     prefixes: Sequence[int] = (),
+    decoders: Mapping[int, Any] | None = None,
 ) -> dict:
     """Generative perplexity, SER and NFE versus steps (MDM) or of KV-cached decoding (AR).
 
@@ -273,7 +287,9 @@ def evaluate_checkpoint(
     ``eps_sequences`` true sequences), and for an MDM the measured ``eps_learning``.
     ``prefixes``: also the SER of the first ``L'`` tokens of every sample, for each ``L'`` given
     (the interval language's length-``L'`` sampler has exactly this law for the oracle, since its
-    intervals are independent).
+    intervals are independent). ``decoders``: ``N -> `` a decoder run instead of the factorized
+    sampler at that ``N`` (:func:`sampler_curve`; no ``learning`` part, which is the factorized
+    sampler's).
     """
     from .train import load_checkpoint, pick_device
 
@@ -304,7 +320,9 @@ def evaluate_checkpoint(
     den = TorchDenoiser(model)
     sample_seeds, learn_seeds = zip(*(ss.spawn(2) for ss in step_seeds))
     curve = sampler_curve(den, lang, L, n_steps, sample_seeds, samples=samples, schedule=schedule, batch_size=bs,
-                          draw=draw, prefixes=prefixes)
+                          draw=draw, prefixes=prefixes, decoders=decoders)
+    if learning and decoders is not None:
+        raise ValueError("the learning part is the factorized sampler's (Jensen bound): not with a decoder")
     if learning:
         for row, learn_seed in zip(curve, learn_seeds):
             val = lang.sample(eps_sequences, L, np.random.default_rng(learn_seed))
@@ -313,7 +331,8 @@ def evaluate_checkpoint(
             row["learning_part"] = {"value": part.value, "stderr": part.stderr, "samples": part.samples,
                                     "masked_fraction": part.masked_fraction.tolist(), "step_kl": part.step_kl.tolist()}
     oracle_curve = (sampler_curve(OracleDenoiser(lang, strict=False), lang, L, n_steps, sample_seeds, samples=samples,
-                                  schedule=schedule, batch_size=bs, draw=draw, prefixes=prefixes, label="oracle")
+                                  schedule=schedule, batch_size=bs, draw=draw, prefixes=prefixes, label="oracle",
+                                  decoders=decoders)
                     if oracle else [])
     for k, row in enumerate(curve):
         result["rows"].append(row)

@@ -28,6 +28,22 @@ language *object* (the interval language's closed forms whatever the language wa
   not a separate quantity; ``nfe`` is the expected (exact) or mean (Monte Carlo) calls per
   sequence; ties are broken by the rule's ``tie_seed`` (reported with the point).
 
+* a decoder of :mod:`numerics.sampling.decoders` (``llada``, ``fast-dllm``, ``eb``, ``remdm``;
+  ``docs/methods/decoders.md``): exact by :mod:`numerics.exact.decoders` (``dp``, ``enumerate``)
+  within its size limits, every metric from the exact law, ``reverse_kl`` and ``tv`` included;
+  else Monte Carlo with the fastest exact oracle
+  (:func:`numerics.sampling.batch_oracles.fastest_oracle`): SER, generative perplexity and
+  ``calls`` from samples; ``kl`` (over ``x ~ q``) and ``reverse_kl`` (over ``x ~ p``) only for a
+  path-deterministic decoder, whose ``log p(x)`` is exact per sample
+  (:meth:`~numerics.sampling.decoders.BlockDecoder.path_log_prob`), else unavailable with the
+  reason; ``tv`` needs the exact law. The decoder's parameters and tie seed are reported with
+  the point (:attr:`PointMethod.parameters`).
+
+``reverse_kl`` ``KL(p || q)`` and ``tv`` ``TV(p, q)`` (:mod:`numerics.exact.divergences`) come
+from every exact output law (random order by ``dp`` / ``enumerate``, adaptive rules, decoders);
+``calls`` is the expected network calls per sequence for every sampler (``nfe`` keeps its
+meaning: the paper's ``ddpm_cache`` count per batch for the random-order sampler).
+
 Labels that do not mislead: an exact KL that comes out at ``-1e-16`` is reported as 0
 (:func:`numerics.exact.output_law.nonnegative_kl`; a larger negative KL raises); Monte Carlo
 terms that agree up to round-off (a one-token-per-step rule's chain-rule terms) get standard
@@ -49,22 +65,26 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from numerics.estimate import CONFIDENCE, Estimate, Metric, Unavailable, mean_estimate
-from numerics.exact.output_law import ExactMetrics, nonnegative_kl, ser_kl_certificate
+from numerics.exact.divergences import Divergences, law_divergences
+from numerics.exact.output_law import ExactMetrics, law_metrics, nonnegative_kl, ser_kl_certificate
 from numerics.languages.hmm import Language
 from numerics.methods import MethodChoice, choose_adaptive_method, choose_method, closed_form_length
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
 __all__ = [
+    "DECODER_METHODS",
     "SAMPLER_KINDS",
     "STREAMS",
     "PointMethod",
     "PointMetrics",
+    "choose_decoder_method",
     "exact_entropy",
     "exact_metrics",
     "jensen_bound",
     "oracle_ser_mc",
     "point_metrics",
+    "reverse_kl_adaptive_mc",
     "streams_of",
 ]
 
@@ -87,12 +107,16 @@ class PointMethod:
     sampler : str
         The sampler's label (rule and parameters).
     tie_seed : int or None
-        Seed of the adaptive rules' tie priority (``numerics.sampling.adaptive.tie_priority``);
-        ``None`` for the random-order sampler (no ties to break).
+        Seed of the adaptive rules' and decoders' tie priority (``numerics.sampling.adaptive.tie_priority``);
+        ``None`` for the random-order sampler (no ties to break) and for a decoder run left to right.
     choice : MethodChoice or None
         The estimated cost of every exact method (random-order sampler; ``None`` for a rule).
     ser_choice : MethodChoice or None
         The same for the SER language when it differs.
+    parameters : dict or None
+        Every parameter of a decoder (:meth:`~numerics.sampling.decoders.BlockDecoder.parameters`:
+        ``sampler``, ``block_length``, ``temperature``, ``tie_seed`` and the decoder's own);
+        ``None`` for the random-order sampler and the adaptive rules.
     """
 
     method: str
@@ -101,6 +125,7 @@ class PointMethod:
     tie_seed: int | None = None
     choice: MethodChoice | None = None
     ser_choice: MethodChoice | None = None
+    parameters: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +160,14 @@ class PointMetrics:
         Expected network calls: ``ddpm_cache`` per batch (random order) or calls per sequence (a rule).
     nfe_realized : Metric
         The random-order sampler's mean realized calls per batch in a Monte Carlo run.
+    reverse_kl : Metric
+        ``KL(p || q)`` (nats; :mod:`numerics.exact.divergences`): ``inf`` once ``p`` leaves
+        ``supp q``; exact from an exact law, Monte Carlo over ``x ~ p`` for a path-deterministic decoder.
+    tv : Metric
+        ``TV(p, q) = 1/2 sum_x |p(x) - q(x)|`` (``>= SER`` on a language with zeros): exact laws only.
+    calls : Metric
+        Network calls per sequence: ``E[NFE]`` at batch size 1 (random order), a rule's or a
+        decoder's expected (exact) or mean (Monte Carlo) calls.
     how : PointMethod
         How the point was computed (not a metric).
     """
@@ -151,6 +184,9 @@ class PointMetrics:
     gen_ppl_data: Metric
     nfe: Metric
     nfe_realized: Metric
+    reverse_kl: Metric
+    tv: Metric
+    calls: Metric
     how: PointMethod
 
     @classmethod
@@ -185,6 +221,12 @@ def streams_of(rng: int | np.random.Generator | Streams) -> Streams:
 
 def exact_metrics(method: str, language: Language, length: int, schedule: Schedule) -> ExactMetrics:
     """Every metric of the random-order sampler by the exact ``method`` (``closed-form``, ``enumerate`` or ``dp``)."""
+    return _exact_random_order(method, language, length, schedule)[0]
+
+
+def _exact_random_order(method: str, language: Language, length: int,
+                        schedule: Schedule) -> tuple[ExactMetrics, Divergences | None]:
+    """:func:`exact_metrics` and the divergences of the exact law (``None`` for the closed form, which has no law)."""
     if method == "closed-form":
         from numerics.exact.interval_metrics import interval_metrics
 
@@ -192,15 +234,19 @@ def exact_metrics(method: str, language: Language, length: int, schedule: Schedu
         if l is None:
             raise ValueError(f"--method closed-form: no closed form for the {language.kind} language "
                              "(only the interval language has one)")
-        return interval_metrics(schedule, length, l)
+        return interval_metrics(schedule, length, l), None
     if method == "enumerate":
-        from numerics.exact.enumerate import enumerate_metrics
+        from numerics.exact.enumerate import enumerate_output_law
 
-        return enumerate_metrics(language, length, schedule)
+        result = enumerate_output_law(language, length, schedule)
+        return law_metrics(result.law, result.kl_jensen_bound), law_divergences(result.law)
     if method == "dp":
-        from numerics.exact.dp import dp_metrics
+        from numerics.exact.dp import dp_output_law
+        from numerics.exact.information_curve import information_curve_table, jensen_bound_from_curve
 
-        return dp_metrics(language, length, schedule)
+        law = dp_output_law(language, length, schedule)  # numerics.exact.dp.dp_metrics, keeping the law
+        jensen = jensen_bound_from_curve(information_curve_table(law.q), schedule)
+        return law_metrics(law, jensen.total), law_divergences(law)
     raise ValueError(f"{method!r} is not an exact method; choose one of closed-form, enumerate, dp")
 
 
@@ -302,6 +348,9 @@ def _sample_metrics(point: _Point, tokens: np.ndarray) -> dict[str, Metric]:
 
 
 _NO_MIXTURE_KL = "KL(q || p) of the sampler's mixture law p needs the exact law (an exact method, small L)"
+_NO_MIXTURE_REVERSE_KL = ("KL(p || q): p(x) is a mixture over reveal orders or draws, exact only with the exact law "
+                          "(an exact method, small L)")
+_NO_TV = "TV(p, q) needs the exact law (an exact method, small L)"
 
 
 def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, MethodChoice | None]:
@@ -313,17 +362,25 @@ def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, 
         "kl_chain_rule": Unavailable("the random-order sampler has many reveal paths per output: kl is its true KL"),
         "nfe": Estimate(schedule.expected_nfe(L, batch=point.batch_size), 0.0,
                         f"formula E[NFE] (ddpm_cache, batch {point.batch_size})"),
+        "calls": Estimate(schedule.expected_nfe(L, batch=1), 0.0, "formula E[NFE] (ddpm_cache, one sequence)"),
     }
     if choice.method != "mc":
-        m = exact_metrics(choice.method, point.language, L, schedule)
+        m, div = _exact_random_order(choice.method, point.language, L, schedule)
         out.update({f.name: getattr(m, f.name) for f in fields(m)})
         out["nfe_realized"] = Unavailable("an exact method runs no sampler: nfe is the exact expectation")
+        if div is None:
+            why = "the interval closed forms give KL(q || p) and SER, not the output law p"
+            out.update(reverse_kl=Unavailable(why), tv=Unavailable(why))
+        else:
+            out.update(reverse_kl=div.reverse_kl, tv=div.tv)
     else:
         from numerics.sampling import montecarlo as mc
         from numerics.sampling.samplers import sample_oracle
 
         for k in ("kl", "log_ter_gap", "ter", "ser_kl_certificate"):
             out[k] = Unavailable(_NO_MIXTURE_KL)
+        out["reverse_kl"] = Unavailable(_NO_MIXTURE_REVERSE_KL)
+        out["tv"] = Unavailable(_NO_TV)
         run = sample_oracle(point.language, schedule, n, L, point.streams("sampler"), batch_size=point.batch_size,
                             cache=sampler.cache)
         out.update(_sample_metrics(point, run.tokens))
@@ -360,7 +417,9 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
         out.update({f.name: getattr(r.metrics, f.name) for f in fields(r.metrics) if f.name != "kl_jensen_bound"})
         if not point.same_ser:
             out["ser"] = adaptive_metrics(point.ser_language, L, sampler, method).metrics.ser
-        out.update(kl_chain_rule=r.kl_chain_rule, nfe=r.expected_nfe)
+        div = law_divergences(r.law)
+        out.update(kl_chain_rule=r.kl_chain_rule, nfe=r.expected_nfe, calls=r.expected_nfe,
+                   reverse_kl=div.reverse_kl, tv=div.tv)
         return out, method, None, None
     from numerics.sampling import adaptive as ad
     from numerics.sampling import montecarlo as mc
@@ -383,7 +442,129 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
     out.update(kl=kl, kl_chain_rule=kl, log_ter_gap=Estimate(kl.value / L, kl.stderr / L, kl.method, n),
                ser_kl_certificate=ser_kl_certificate(kl),
                ter=Unavailable("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)"),
-               nfe=ad.nfe_mc(run))
+               nfe=ad.nfe_mc(run), calls=ad.nfe_mc(run), tv=Unavailable(_NO_TV),
+               reverse_kl=Unavailable(_ADAPTIVE_REVERSE_KL))
+    return out, "mc", None, None
+
+
+_ADAPTIVE_REVERSE_KL = ("not computed with the point: a second pass of the rule over its samples (about +30-40% of "
+                        "a Monte Carlo point, measured at L = 256); numerics.metrics.reverse_kl_adaptive_mc gives it")
+
+
+def reverse_kl_adaptive_mc(language: Language, sampler, tokens: np.ndarray) -> Estimate:
+    """``KL(p || q)`` of an adaptive rule by Monte Carlo over its outputs ``tokens`` (``x ~ p``):
+    ``-E_p[log q(x) - log p(x)]`` by the chain-rule identity (I1).
+
+    A rule has one reveal path per output, so ``log q(x) - log p(x)`` is exact per sample
+    (:func:`numerics.sampling.adaptive.chain_rule_terms`). An output outside ``supp q`` makes it
+    ``inf`` for certain (``p`` puts mass outside ``supp q``), not as an estimate. Not part of
+    :func:`point_metrics` (its cost: a second pass of the rule over the samples).
+    """
+    from numerics.inference import log_q
+    from numerics.sampling import adaptive as ad
+
+    loglik = log_q(language, tokens)
+    n = tokens.shape[0]
+    if not np.all(np.isfinite(loglik)):
+        k = int(np.sum(~np.isfinite(loglik)))
+        return Estimate(math.inf, 0.0, f"mc ({k} of {n} outputs outside supp q: KL(p || q) = inf)", n)
+    terms = -ad.chain_rule_terms(sampler, language, tokens).terms
+    return _nonnegative_mc(mean_estimate(terms, "mc (x ~ p, chain-rule identity (I1))",
+                                         scale=float(np.max(np.abs(loglik)))), loglik)
+
+
+def _nonnegative_mc(kl: Estimate, loglik: np.ndarray) -> Estimate:
+    """A Monte Carlo KL whose terms all agree (a deterministic value, e.g. 0) with its round-off clipped."""
+    if kl.stderr != 0.0:
+        return kl
+    return Estimate(nonnegative_kl(kl.value, float(np.max(np.abs(loglik)))), 0.0, kl.method, kl.samples)
+
+
+# ----- the decoders practitioners run (numerics.sampling.decoders) -----------------------------------
+
+#: The methods a decoder point can run (``closed-form`` is the interval language's random order only).
+DECODER_METHODS = ("auto", "dp", "enumerate", "mc")
+
+
+def choose_decoder_method(method: str, decoder, vocab: int, length: int) -> str:
+    """``auto``: ``dp`` within the exact limits of :mod:`numerics.exact.decoders`, else ``mc``; a named one as it is."""
+    from numerics.exact import decoders as ex
+
+    if method not in DECODER_METHODS:
+        raise ValueError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
+    if method != "auto":
+        return method
+    if decoder.name == "remdm":
+        return "dp" if (vocab + 1) ** length <= ex.MAX_REMDM_STATES else "mc"
+    B = decoder.block_of(length)
+    return "dp" if (vocab + 1) ** length * vocab**B <= ex.MAX_DP_WORK else "mc"
+
+
+_DECODER_MIXTURE = ("p(x) is a mixture over reveal orders or draws (random scores, draw-dependent selection, "
+                    "remasking): exact only with the exact law (an exact method, tiny L)")
+
+
+def _decoder(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
+    """A decoder: the exact law (``dp`` / ``enumerate``) or Monte Carlo (module docstring)."""
+    decoder, L, n = point.sampler, point.length, point.samples
+    decoder.blocks(L)  # a block length that does not divide L, or steps not divisible by the blocks, fail here
+    decoder.fixed_steps(L)
+    method = choose_decoder_method(point.method, decoder, point.language.vocab_size, L)
+    out: dict[str, Metric] = {
+        "kl_jensen_bound": Unavailable("a decoder's law is computed directly: no Jensen bound over instances"),
+        "nfe": Unavailable("the decoders' network calls per sequence are calls (nfe is the random-order "
+                           "sampler's ddpm_cache count)"),
+        "nfe_realized": Unavailable("the decoders' network calls per sequence are calls"),
+    }
+    if method != "mc":
+        from numerics.exact.decoders import decoder_exact
+
+        r = decoder_exact(point.language, L, decoder, method)
+        out.update({f.name: getattr(r.metrics, f.name) for f in fields(r.metrics) if f.name != "kl_jensen_bound"})
+        out.update(kl_chain_rule=Unavailable("kl is the exact law's KL"), reverse_kl=r.divergences.reverse_kl,
+                   tv=r.divergences.tv, calls=r.expected_calls)
+        if not point.same_ser:
+            out["ser"] = decoder_exact(point.ser_language, L, decoder, method).metrics.ser
+        return out, method, None, None
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.batch_oracles import fastest_oracle
+
+    oracle = fastest_oracle(point.language)
+    run = decoder.sample(oracle, n, L, point.streams("sampler"))  # counter-based draws: batching changes nothing
+    out.update(_sample_metrics(point, run.tokens))
+    if not point.same_ser:
+        out["ser"] = mc.ser_mc(point.ser_language, decoder.sample(fastest_oracle(point.ser_language), n, L,
+                                                                  point.streams("sampler-ser")))
+    data_metrics, data, data_loglik = _data(point)
+    out.update(data_metrics)
+    out.update(tv=Unavailable(_NO_TV), ter=Unavailable("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)"),
+               calls=mean_estimate(run.calls.astype(np.float64), "mc (network calls per sequence)"))
+    if decoder.path_deterministic:
+        from numerics.inference import log_q
+
+        loglik = log_q(point.language, run.tokens)
+        if np.all(np.isfinite(loglik)):
+            lp = decoder.path_log_prob(oracle, run.tokens).log_p
+            out["reverse_kl"] = _nonnegative_mc(mean_estimate(
+                lp - loglik, "mc (x ~ p, exact log p(x) along the one reveal path)",
+                scale=float(np.max(np.abs(loglik)))), loglik)
+        else:
+            k = int(np.sum(~np.isfinite(loglik)))
+            out["reverse_kl"] = Estimate(math.inf, 0.0, f"mc ({k} of {n} outputs outside supp q: KL(p || q) = inf)", n)
+        lp_data = decoder.path_log_prob(oracle, data).log_p
+        if np.all(np.isfinite(lp_data)):
+            kl = _nonnegative_mc(mean_estimate(data_loglik - lp_data, "mc (x ~ q, exact log p(x) along the one "
+                                               "reveal path)", scale=float(np.max(np.abs(data_loglik)))),
+                                 data_loglik)
+        else:  # a greedy decoder: p(x) = 0 for a sampled x ~ q, so KL(q || p) = inf for certain
+            k = int(np.sum(~np.isfinite(lp_data)))
+            kl = Estimate(math.inf, 0.0, f"mc ({k} of {n} data sequences have p(x) = 0: KL(q || p) = inf)", n)
+        out.update(kl=kl, kl_chain_rule=kl, log_ter_gap=Estimate(kl.value / L, kl.stderr / L, kl.method, n),
+                   ser_kl_certificate=ser_kl_certificate(kl))
+    else:
+        for k in ("kl", "kl_chain_rule", "log_ter_gap", "reverse_kl"):
+            out[k] = Unavailable(_DECODER_MIXTURE)
+        out["ser_kl_certificate"] = Unavailable("the certificate 1 - exp(-KL) needs KL(q || p)")
     return out, "mc", None, None
 
 
@@ -391,6 +572,7 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
 SAMPLER_KINDS: dict[str, Callable[[_Point], tuple]] = {
     "random": _random_order,
     "adaptive": _adaptive,
+    "decoder": _decoder,  # every BlockDecoder: llada, fast-dllm, eb, remdm
 }
 
 
@@ -441,5 +623,6 @@ def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, 
     missing = set(PointMetrics.metric_names()) - set(metrics)
     if missing:  # a sampler kind must give every field, or say why not
         raise AssertionError(f"{sampler.kind} point metrics left out {sorted(missing)}")
-    how = PointMethod(ran, method, sampler.label, getattr(sampler, "tie_seed", None), choice, ser_choice)
+    params = sampler.parameters() if sampler.kind == "decoder" else None
+    how = PointMethod(ran, method, sampler.label, getattr(sampler, "tie_seed", None), choice, ser_choice, params)
     return PointMetrics(**{k: metrics[k] for k in PointMetrics.metric_names()}, how=how)

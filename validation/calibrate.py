@@ -375,3 +375,52 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     best = min(every, key=lambda s: (s.metric.value, s.calls.value))
     return Calibration(language, length, metric, target, searches, pareto_front(every), cheapest, best, may_meet,
                        confidence)
+
+
+# ----- the decoders of numerics.sampling.decoders (docs/methods/decoders.md) ------------------------
+#
+# Appended families: each builds a PointConfig whose sampler is a decoder; evaluate_setting must take
+# a decoder's calls from the point's ``calls`` (its ``nfe`` is unavailable: the decoders' network calls
+# per sequence are ``calls``) and its metric as for the adaptive rules (exact law on tiny cases, else
+# Monte Carlo; KL / TER by Monte Carlo only for a path-deterministic decoder, else unavailable).
+
+#: The block lengths of the ``llada-bB`` families (besides ``llada``, one block ``B = L``).
+LLADA_BLOCK_LENGTHS = (8, 32)
+#: The cheap end of a real parameter that must stay positive (fast-dllm's tau, its factor f): at
+#: ``2^-10`` every draw of probability ``>= 2^-10`` passes (tau), or one per step nearly (f); the
+#: bisection locates the parameter to ``2^-GAMMA_BISECTIONS`` of its range anyway.
+DECODER_PARAMETER_FLOOR = 2.0**-10
+#: ReMDM's remasking strength when the base config gives none (the ``cap`` variant).
+REMDM_DEFAULT_ETA = 0.05
+
+
+def _llada(block_length: int | None) -> Callable[[PointConfig, float], PointConfig]:
+    """``v`` steps per block: ``N = v L/B`` (LLaDA's steps are a multiple of the number of blocks)."""
+
+    def build(base: PointConfig, v: float) -> PointConfig:
+        blocks = 1 if block_length is None else base.length // block_length
+        return replace(base, n_steps=int(v) * blocks, sampler="llada", gamma=None, block_length=block_length)
+
+    return build
+
+
+def _fast_dllm(parameter: str) -> Callable[[PointConfig, float], PointConfig]:
+    return lambda base, v: replace(base, n_steps=1, schedule="linear", sampler="fast-dllm", gamma=None,
+                                   **{parameter: float(v)})
+
+
+def _remdm(base: PointConfig, v: float) -> PointConfig:
+    eta = REMDM_DEFAULT_ETA if base.eta is None else base.eta
+    return replace(base, n_steps=int(v), sampler="remdm", gamma=None, eta=eta)
+
+
+FAMILIES += (
+    Family("llada", "steps", True, 1, None, "higher", _llada(None)),
+    *(Family(f"llada-b{B}", "steps", True, 1, None, "higher", _llada(B)) for B in LLADA_BLOCK_LENGTHS),
+    Family("fast-dllm", "gamma", False, DECODER_PARAMETER_FLOOR, 1.0, "higher", _fast_dllm("threshold")),
+    Family("fast-dllm-factor", "gamma", False, DECODER_PARAMETER_FLOOR, None, "lower", _fast_dllm("factor")),
+    Family("eb", "gamma", False, 0.0, None, "lower", _gamma("eb")),
+    Family("remdm", "steps", True, 1, None, "higher", _remdm),
+)
+
+__all__ += ["DECODER_PARAMETER_FLOOR", "LLADA_BLOCK_LENGTHS", "REMDM_DEFAULT_ETA"]

@@ -59,6 +59,9 @@ __all__ = [
 #: point is what it was before the field existed (tables stay resumable).
 _HASH_DEFAULTS = {"tie_seed": 0}
 
+#: The decoders' options (:func:`numerics.sampling.decoders.make_decoder`): in a config's hash only when set.
+_DECODER_FIELDS = ("block_length", "remasking", "temperature", "threshold", "factor", "remdm_variant", "eta")
+
 
 @dataclass(frozen=True)
 class PointConfig:
@@ -92,8 +95,14 @@ class PointConfig:
     confidence : str
         ``maxprob``, ``margin`` or ``neg-entropy`` (``topk``, ``threshold``).
     tie_seed : int
-        Seed of the adaptive rules' tie priority (``numerics.sampling.adaptive.tie_priority``);
+        Seed of the adaptive rules' and decoders' tie priority (``numerics.sampling.adaptive.tie_priority``);
         the random sampler has no ties. Left out of the hash at 0 (the value before it was an option).
+    block_length, remasking, temperature, threshold, factor, remdm_variant, eta : optional
+        The decoders' options (``sampler`` one of :data:`numerics.sampling.decoders.DECODER_NAMES`;
+        :func:`numerics.sampling.decoders.make_decoder`, ``docs/methods/decoders.md``): ``llada``
+        takes ``n_steps``, ``remdm`` ``n_steps`` of ``schedule``, ``eb`` ``gamma``; ``None`` = not
+        given (the decoder's default). Each enters the hash only when set, so the tables of the
+        other samplers keep their hashes.
     """
 
     language: str
@@ -109,6 +118,13 @@ class PointConfig:
     gamma: float | None = None
     confidence: str = "maxprob"
     tie_seed: int = 0
+    block_length: int | None = None
+    remasking: str | None = None
+    temperature: float | None = None
+    threshold: float | None = None
+    factor: float | None = None
+    remdm_variant: str | None = None
+    eta: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -132,6 +148,9 @@ class PointConfig:
             key += f"|{self.sampler}|{self.gamma}|{self.confidence}"
             if self.tie_seed != _HASH_DEFAULTS["tie_seed"]:
                 key += f"|tie{self.tie_seed}"
+            for name in _DECODER_FIELDS:  # a decoder's options, only when set (the other samplers' keys unchanged)
+                if getattr(self, name) is not None:
+                    key += f"|{name}={getattr(self, name)}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
 
     def as_dict(self) -> dict:
@@ -146,6 +165,9 @@ class PointConfig:
         for name, default in _HASH_DEFAULTS.items():
             if d.get(name, default) == default:
                 d.pop(name, None)
+        for name in _DECODER_FIELDS:
+            if d[name] is None:
+                d.pop(name)
         return d
 
     @classmethod
@@ -157,12 +179,37 @@ class PointConfig:
         return cls(**d)
 
     def make_sampler(self):
-        """The :class:`numerics.sampling.samplers.Sampler` of this point."""
+        """The :class:`numerics.sampling.samplers.Sampler` of this point (a decoder checked against ``length``)."""
         from numerics.sampling.adaptive import make_sampler
+        from numerics.sampling.decoders import DECODER_NAMES
 
+        given = [f"--{k.replace('_', '-')}" for k in _DECODER_FIELDS if getattr(self, k) is not None]
+        if self.sampler in DECODER_NAMES:
+            return self._make_decoder()
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to the decoders ({', '.join(DECODER_NAMES)}), "
+                             f"not to --sampler {self.sampler}")
         return make_sampler(self.sampler, schedule=self.make_schedule() if self.sampler in ("random", "topk") else None,
                             gamma=self.gamma, confidence=self.confidence,
                             tie_seed=self.tie_seed)
+
+    def _make_decoder(self):
+        """The decoder of this point (:func:`numerics.sampling.decoders.make_decoder`), checked against ``length``."""
+        from numerics.sampling.decoders import make_decoder
+
+        if self.confidence != "maxprob":
+            raise ValueError(f"--confidence {self.confidence} applies to topk and threshold, not to {self.sampler} "
+                             "(the decoders score by their --remasking)")
+        if self.sampler != "eb" and self.gamma is not None:
+            raise ValueError(f"--gamma applies to eb (and threshold / entropy-sum), not to {self.sampler}")
+        decoder = make_decoder(
+            self.sampler, steps=self.n_steps if self.sampler == "llada" else None,
+            schedule=self.make_schedule() if self.sampler == "remdm" else None, block_length=self.block_length,
+            remasking=self.remasking, temperature=self.temperature, threshold=self.threshold, factor=self.factor,
+            gamma=self.gamma, variant=self.remdm_variant, eta=self.eta, tie_seed=self.tie_seed)
+        decoder.blocks(self.length)  # block length not dividing L, steps not divisible by the blocks: ValueError
+        decoder.fixed_steps(self.length)
+        return decoder
 
     def make_schedule(self) -> Schedule:
         """The schedule family at ``n_steps``; ``"optimal"``: the information-curve DP schedule for this
@@ -181,7 +228,8 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     Keys: ``inputs`` (the config as hashed), ``method`` (the method that ran), ``method_choice``
     (the estimated cost of each exact method; random sampler), ``ser_method_choice`` (the SER
     language's, when it differs), ``schedule_name``, ``sampler_name``, ``tie_seed`` (the adaptive
-    rules' tie seed; ``null`` for the random sampler, which has no ties), every metric of
+    rules' tie seed; ``null`` for the random sampler, which has no ties), ``sampler_parameters``
+    (a decoder's every parameter, defaults included), every metric of
     :class:`numerics.metrics.PointMetrics` as an estimate record
     (:meth:`numerics.estimate.Estimate.json_record`; an unavailable one has ``value = None`` and
     the reason), and ``elapsed_s``.
@@ -199,6 +247,8 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     if m.how.choice is not None:
         out["method_choice"] = m.how.choice.as_dict()
     out.update(schedule_name=cfg.make_schedule().name, sampler_name=m.how.sampler, tie_seed=m.how.tie_seed)
+    if m.how.parameters is not None:  # a decoder: every parameter, defaults included
+        out["sampler_parameters"] = m.how.parameters
     if m.how.ser_choice is not None:
         out["ser_method_choice"] = m.how.ser_choice.as_dict()
     return {**out, **{k: to_jsonable(v) for k, v in m.metrics().items()}, "elapsed_s": time.perf_counter() - t0}

@@ -27,6 +27,8 @@ code. ``docs/methods/decoders.md`` states every rule with its reference; in shor
   ``sigma_max = min(1, (1 - alpha_s) / alpha_t)`` (``1`` when ``alpha_t = 0``); variant ``cap``:
   ``sigma = min(eta, sigma_max)``; ``rescale``: ``sigma = eta * sigma_max``. ``eta = 0`` is MDLM's
   ancestral sampler (the random-order sampler with i.i.d. reveal steps ``pi_i = u_i - u_{i-1}``).
+  ``loop``: ``alpha`` held at ``alpha_on`` on ``t in [t_off, t_on]``, remasking there only
+  (:class:`Remdm`). ReMDM's ``conf`` variant is not implemented (``docs/methods/decoders.md``).
 
 Comparisons are made on the grid of :mod:`numerics.sampling.adaptive` (``on_grid``: scores,
 entropies, thresholds and argmax ties), so marginals that differ by round-off give the same
@@ -93,7 +95,7 @@ __all__ = [
 
 DECODER_NAMES = ("llada", "fast-dllm", "eb", "remdm")
 REMASKINGS = ("low-confidence", "random")
-REMDM_VARIANTS = ("cap", "rescale")
+REMDM_VARIANTS = ("cap", "rescale", "loop")
 STREAM_DRAW, STREAM_SCORE, STREAM_REMASK, STREAM_UNMASK = 0, 1, 2, 3
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -528,11 +530,25 @@ def remdm_probabilities(schedule: Schedule, variant: str, eta: float) -> tuple[n
 
 @dataclass(frozen=True, kw_only=True)
 class Remdm(BlockDecoder):
-    """ReMDM's remasking sampler (variants ``cap`` / ``rescale`` with ``eta``) over ``schedule``."""
+    """ReMDM's remasking sampler (variants ``cap`` / ``rescale`` / ``loop`` with ``eta``) over ``schedule``.
+
+    ``loop`` (ReMDM-loop, arXiv 2503.00307; the reference scripts' ``t_on = 0.55``,
+    ``t_off = 0.05``, ``alpha_on = 0.9``): on the time grid ``t_i = 1 - i/N`` (only the schedule's
+    ``N`` is used) ``alpha(t)`` rises linearly from 0 at ``t = 1`` to ``alpha_on`` at ``t_on``, is
+    held at ``alpha_on`` on ``[t_off, t_on]`` and rises linearly to 1 at ``t = 0``; a step whose two
+    ends are both held (``alpha_t = alpha_s = alpha_on``) remasks with ``sigma = min(eta, sigma_max)``
+    and reveals with ``sigma alpha_on / (1 - alpha_on)`` (the ReMDM posterior at equal ``alpha``:
+    the expected number of masked positions is kept), every other step is MDLM's (``sigma = 0``).
+    The linear shape of ``alpha`` outside the loop follows MDLM's log-linear schedule
+    ``alpha = 1 - t``; ``docs/methods/decoders.md`` says what is not pinned down by the reference.
+    """
 
     schedule: Schedule
     variant: str = "cap"
     eta: float = 0.0
+    t_on: float = 0.55
+    t_off: float = 0.05
+    alpha_on: float = 0.9
     name: ClassVar[str] = "remdm"
 
     def __post_init__(self) -> None:
@@ -545,18 +561,41 @@ class Remdm(BlockDecoder):
             raise ValueError(f"the remdm eta must be in [0, 1], got {self.eta!r}")
         if self.block_length is not None:
             raise ValueError("remdm decodes the whole sequence (no blocks); leave block_length unset")
+        if not (0 < self.t_off < self.t_on < 1 and 0 < self.alpha_on < 1):
+            raise ValueError(f"remdm loop needs 0 < t_off < t_on < 1 and 0 < alpha_on < 1, got t_off = {self.t_off}, "
+                             f"t_on = {self.t_on}, alpha_on = {self.alpha_on}")
 
     @property
     def path_deterministic(self) -> bool:
         return False  # remasking: an output has many reveal histories
 
+    def loop_alphas(self) -> np.ndarray:
+        """``alpha(t_i)`` at ``t_i = 1 - i/N``, ``i = 0..N``, of the ``loop`` variant (class docstring)."""
+        N = self.schedule.n_steps
+        t = 1.0 - np.arange(N + 1) / N
+        a_on = float(self.alpha_on)
+        rise = a_on * (1.0 - t) / (1.0 - self.t_on)
+        fall = a_on + (1.0 - a_on) * (self.t_off - t) / self.t_off
+        return np.where(t > self.t_on, rise, np.where(t < self.t_off, fall, a_on))
+
     def probabilities(self) -> tuple[np.ndarray, np.ndarray]:
-        return remdm_probabilities(self.schedule, self.variant, float(self.eta))
+        """``(sigma, reveal)`` per step (:func:`remdm_probabilities`; ``loop``: class docstring)."""
+        if self.variant != "loop":
+            return remdm_probabilities(self.schedule, self.variant, float(self.eta))
+        a = self.loop_alphas()
+        a_t, a_s = a[:-1], a[1:]
+        held = (a_t == self.alpha_on) & (a_s == self.alpha_on)
+        sigma = np.where(held, min(float(self.eta), 1.0, (1.0 - self.alpha_on) / self.alpha_on), 0.0)
+        reveal = (a_s - (1.0 - sigma) * a_t) / (1.0 - a_t)  # alpha_t < 1 at every step (alpha = 1 only at t = 0)
+        return sigma, np.clip(reveal, 0.0, 1.0)
 
     def parameters(self) -> dict:
-        return {"sampler": self.name, "steps": self.schedule.n_steps, "schedule": self.schedule.name,
-                "variant": self.variant, "eta": float(self.eta), "temperature": float(self.temperature),
-                "tie_seed": self.tie_seed}
+        out = {"sampler": self.name, "steps": self.schedule.n_steps, "schedule": self.schedule.name,
+               "variant": self.variant, "eta": float(self.eta), "temperature": float(self.temperature),
+               "tie_seed": self.tie_seed}
+        if self.variant == "loop":
+            out.update(t_on=float(self.t_on), t_off=float(self.t_off), alpha_on=float(self.alpha_on))
+        return out
 
     def _run(self, denoiser: Denoiser, keys: np.ndarray, L: int, prio: np.ndarray):
         Bn = keys.size

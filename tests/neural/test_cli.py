@@ -88,3 +88,32 @@ def test_train_overrides_are_stored_and_a_different_config_is_named(tmp_path):
     assert longer.exit_code == 0, longer.output
     summary = json.loads(longer.output.strip().splitlines()[-1])
     assert summary["step"] == 5 and summary["complete"] and summary["config"]["train"]["train_steps"] == 5
+
+
+def test_evaluate_runs_a_decoder_with_the_learned_and_the_oracle_denoiser(tmp_path):
+    lang = NGram(2, np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]))
+    path = tmp_path / "two.npz"
+    lang.save(path)
+    runner = CliRunner()
+    out = tmp_path / "mdm"
+    res = runner.invoke(main, ["train", "--language", str(path), "--model", "mdm", "--config", "tiny",
+                               "--train-steps", "2", "--out", str(out), "--no-progress", "--json"])
+    assert res.exit_code == 0, res.output
+    ck = out / "checkpoint.pt"
+    res = runner.invoke(main, ["evaluate", str(ck), "--steps", "4", "--samples", "8", "--eps-sequences", "2",
+                               "--oracle", "--sampler", "llada", "--block-length", "4", "--temperature", "0.5",
+                               "--tie-seed", "5", "--json"])
+    assert res.exit_code == 0, res.output
+    ev = json.loads(res.output)
+    L = ev["length"]
+    assert [(r["denoiser"], r["n_steps"]) for r in ev["rows"]] == [("model", 4), ("oracle", 4)]
+    for r in ev["rows"]:
+        assert r["sampler"] == "llada" and r["calls"] == r["n_steps"] and r["samples"] == 8
+        assert r["sampler_parameters"] == {"sampler": "llada", "block_length": 4, "temperature": 0.5, "tie_seed": 5,
+                                           "steps": r["n_steps"], "remasking": "low-confidence"}
+    assert L % 4 == 0
+    for extra, pattern in ((["--sampler", "llada", "--block-length", "3"], "does not divide the length"),
+                           (["--sampler", "llada", "--learning"], "--learning measures the factorized"),
+                           (["--block-length", "2"], "apply to the decoders")):
+        bad = runner.invoke(main, ["evaluate", str(ck), "--steps", "4", "--out", str(tmp_path / "e.json"), *extra])
+        assert bad.exit_code == 2 and pattern in bad.output and not (tmp_path / "e.json").exists()

@@ -211,7 +211,7 @@ def test_stream_is_counter_based():
     (lambda: FastDllm(threshold=0.5, factor=1.0), "exactly one"),
     (lambda: EntropyBound(gamma=-0.1), "gamma"),
     (lambda: Remdm(schedule=make_schedule("linear", 2), eta=2.0), "eta"),
-    (lambda: Remdm(schedule=make_schedule("linear", 2), variant="loop"), "variant"),
+    (lambda: Remdm(schedule=make_schedule("linear", 2), variant="conf"), "variant"),  # conf: not implemented
     (lambda: Llada(steps=2, tie_seed=-1), "tie_seed"),
 ])
 def test_bad_parameters_are_named(make, match):

@@ -6,6 +6,9 @@ command and hands the command one :class:`DecoderOptions` (argument ``decoder_op
 :func:`build_decoder` turns it, with the command's ``--sampler``, ``-N``, ``--schedule``,
 ``--gamma`` and ``--tie-seed`` (shared with the adaptive rules), into a :mod:`numerics.sampling.decoders` sampler or a
 ``click.UsageError`` (exit code 2, nothing computed or written) that names the bad input.
+:meth:`DecoderOptions.fields` hands the same options to a :class:`validation.sweep.PointConfig`
+(``exact``, ``sweep``), which builds and checks the decoder itself; :func:`check_decoder_method`
+refuses a method no decoder has (``closed-form``) on the command line.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import click
 
 from numerics.sampling.decoders import DECODER_NAMES, REMASKINGS, REMDM_VARIANTS
 
-__all__ = ["DECODER_NAMES", "DecoderOptions", "build_decoder", "decoder_options"]
+__all__ = ["DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method", "decoder_options"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,18 @@ class DecoderOptions:
     def given(self) -> list[str]:
         return [f"--{k.replace('_', '-')}" for k, v in self.__dict__.items() if v is not None]
 
+    def fields(self) -> dict:
+        """The options as :class:`validation.sweep.PointConfig` fields (the same names; ``None`` = not given)."""
+        return dict(self.__dict__)
+
+
+def check_decoder_method(sampler: str, method: str) -> None:
+    """A ``click.UsageError`` for a method the decoders do not have (``closed-form``)."""
+    from numerics.metrics import DECODER_METHODS
+
+    if sampler in DECODER_NAMES and method not in DECODER_METHODS:
+        raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
+
 
 _OPTIONS = (
     click.option("--block-length", type=int, default=None,
@@ -49,7 +64,8 @@ _OPTIONS = (
     click.option("--factor", type=float, default=None,
                  help="fast-dllm: reveal the largest prefix with c_(j) >= 1 - F/(j+1) (F > 0), at least one."),
     click.option("--remdm-variant", type=click.Choice(list(REMDM_VARIANTS)), default=None,
-                 help="remdm: sigma = min(eta, sigma_max) (cap) or eta * sigma_max (rescale)  [default: cap]."),
+                 help="remdm: sigma = min(eta, sigma_max) (cap), eta * sigma_max (rescale), or loop (alpha held at "
+                      "0.9 for t in [0.05, 0.55], remasking min(eta, sigma_max) there)  [default: cap]."),
     click.option("--eta", type=float, default=None, help="remdm: remasking strength eta in [0, 1]."),
 )
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
-from validation.commands._decoders import DECODER_NAMES, build_decoder, decoder_options
+from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
@@ -120,24 +120,24 @@ def _sampler_options(f, decoders: bool = False):
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
                   confidence, tie_seed, decoder_opts, progress, as_json):
-    """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle factorized sampler.
+    """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle sampler (random order,
+    an adaptive rule, or a decoder: llada, fast-dllm, eb, remdm).
 
     For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
-    ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized: an estimate {value, stderr,
-    ci_low, ci_high, confidence, method, samples, exact} (docs/schema.md); value null with a
-    null_reason when it is not a finite number or the method cannot give it. An exact KL of
-    round-off size below 0 is reported as 0.
+    ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized, reverse_kl, tv, calls: an
+    estimate {value, stderr, ci_low, ci_high, confidence, method, samples, exact}
+    (docs/schema.md); value null with a null_reason when it is not a finite number or the method
+    cannot give it. An exact KL of round-off size below 0, and an exact TV of round-off size, are
+    reported as 0. A decoder's row also carries sampler_parameters (every parameter).
     """
     from validation.sweep import PointConfig, evaluate_point
 
     check_schedule(schedule, [language], [length])
-    decoder = build_decoder(sampler, decoder_opts, steps=steps, schedule=schedule, gamma=gamma, length=length,
-                            tie_seed=tie_seed)
-    if decoder is not None:
-        return _decoder_exact(decoder, language, ser_language, length, method, samples, seed, progress, as_json)
+    check_decoder_method(sampler, method)
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
-                          sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
+                          sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed,
+                          **decoder_opts.fields())
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     check_same_vocabulary([(language, ser_language)], "--ser-language")
@@ -150,35 +150,6 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
 #: What the method of a point means for its numbers (the text output's first line says which ran).
 _METHOD_WORDS = {"closed-form": "exact", "dp": "exact", "enumerate": "exact",
                  "mc": "Monte Carlo: estimates with intervals; exact where a metric says so"}
-
-
-def _decoder_exact(decoder, language, ser_language, length, method, samples, seed, progress, as_json) -> None:
-    """``exact --sampler llada|fast-dllm|eb|remdm``: :func:`validation.decoders_point.decoder_point`."""
-    from validation.decoders_point import DECODER_METHODS, decoder_point
-
-    if method not in DECODER_METHODS:
-        raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
-    if samples < 2:
-        raise click.UsageError(f"--samples must be >= 2, got {samples}")
-    if show_progress(progress):
-        click.echo(f"computing {decoder.label} on {language} L={length} ({method}) ...", err=True)
-    result = decoder_point(language, length, decoder, method=method, samples=samples, seed=seed,
-                           ser_language=ser_language)
-    emit(result, as_json, _human_decoder(result))
-
-
-def _human_decoder(result: dict) -> str:
-    from numerics.estimate import is_estimate_record
-    from numerics.provenance import to_jsonable
-
-    data = to_jsonable(result)
-    inputs = data["inputs"]
-    head = (f"{data['sampler_name']} on {inputs['language']}"
-            + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
-            + f", L = {inputs['length']}, method {data['method']}, {data['elapsed_s']:.2f} s")
-    metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
-    width = max(len(k) for k, _ in metrics)
-    return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
 
 
 def _human_point(result: dict) -> str:
@@ -221,7 +192,8 @@ def _progress_bar(total: int, enabled: bool):
 @_samples
 @_seed
 @_batch
-@_sampler_options
+@functools.partial(_sampler_options, decoders=True)
+@decoder_options
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -233,7 +205,7 @@ def _progress_bar(total: int, enabled: bool):
 @progress_option
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, out, drop_bad_rows, executor, scheduler, progress, as_json):
+                  confidence, tie_seed, decoder_opts, out, drop_bad_rows, executor, scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
@@ -241,12 +213,14 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     """
     from validation.sweep import CorruptRowsError, check_costs, grid, run_sweep
 
+    check_decoder_method(sampler, method)
     try:
         check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
         configs = grid([s.strip() for s in languages.split(",") if s.strip()],
                        check_increasing(parse_int_list(lengths), "--lengths"),
                        check_increasing(_steps(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,
-                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed)
+                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed,
+                       **decoder_opts.fields())
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if not configs:

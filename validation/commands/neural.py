@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ._common import emit, json_option, progress_option, show_progress
+from ._decoders import DECODER_NAMES, decoder_options
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS"]
 
@@ -147,13 +148,21 @@ def _duration(seconds: float) -> str:
 @click.option("--eps-sequences", type=click.IntRange(min=1), default=256, show_default=True,
               help="True sequences whose random masks measure eps_learning (MDM).")
 @click.option("--oracle", is_flag=True, help="Also run the oracle denoiser through the same sampler.")
+@click.option("--sampler", type=click.Choice(["random", *DECODER_NAMES]), default="random", show_default=True,
+              help="random: the factorized sampler (ddpm_cache, --schedule); llada (N steps), fast-dllm "
+                   "(--threshold or --factor), eb (--gamma), remdm (N steps of --schedule, --eta): the decoders of "
+                   "docs/methods/decoders.md, run with the learned denoiser (and the oracle with --oracle).")
+@click.option("--gamma", type=float, default=None, help="eb: the entropy bound gamma (nats).")
+@click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Decoders: seed of the tie priority (reported in sampler_parameters).")
+@decoder_options
 @click.option("--learning", is_flag=True,
               help="Also measure the learning part of the Jensen bound at every N (MDM).")
 @click.option("--device", default=None, help="cpu, cuda, ... (default: CUDA when available).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the result JSON here.")
 @json_option
-def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size, eps_sequences, oracle, learning,
-                 device, out, as_json):
+def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size, eps_sequences, oracle, sampler, gamma,
+                 tie_seed, decoder_opts, learning, device, out, as_json):
     """Generative perplexity and SER vs steps (exact ground truth), NFE, and eps_learning of a checkpoint."""
     from neural.evaluate import evaluate_checkpoint
     from numerics.provenance import atomic_write_json, check_writable_file, provenance
@@ -162,9 +171,11 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
     if out:
         guard_output(out, "evaluation", inputs={"CHECKPOINT": [checkpoint, Path(checkpoint) / "checkpoint.pt"]})
         check_writable_file(out)  # before the evaluation, not after it
-    result = evaluate_checkpoint(checkpoint, check_increasing(_int_list(n_steps), "--steps"), samples=samples, seed=seed, schedule=schedule,
+    steps = check_increasing(_int_list(n_steps), "--steps")
+    decoders = _evaluate_decoders(checkpoint, sampler, decoder_opts, steps, schedule, gamma, tie_seed, draw, learning)
+    result = evaluate_checkpoint(checkpoint, steps, samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
-                                 oracle=oracle, learning=learning)
+                                 oracle=oracle, learning=learning, decoders=decoders)
     result["provenance"] = provenance()
     if out:
         atomic_write_json(out, result)
@@ -181,6 +192,44 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
         lines.append(f"eps_learning: mean {e['mean']:.3e} (+- {e['stderr']:.1e}), q90 {e['quantiles']['q90']:.3e}, "
                      f"q99 {e['quantiles']['q99']:.3e}, max {e['max']:.3e} over {e['positions']} positions")
     emit(result, as_json, "\n".join(lines))
+
+
+def _evaluate_decoders(checkpoint, sampler, opts, steps, schedule, gamma, tie_seed, draw, learning):
+    """``evaluate --sampler DECODER``: ``{N: decoder}`` checked against the checkpoint's length before any
+    sampling (``click.UsageError``, exit 2, nothing written); ``None`` for the factorized sampler."""
+    if sampler not in DECODER_NAMES:
+        if opts.given() or gamma is not None:
+            given = opts.given() + (["--gamma"] if gamma is not None else [])
+            raise click.UsageError(f"{', '.join(given)} apply to the decoders ({', '.join(DECODER_NAMES)}), "
+                                   "not to --sampler random")
+        return None
+    if draw != "float64":
+        raise click.UsageError("--draw float32 is the factorized sampler's ablation; the decoders draw in float64")
+    if learning:
+        raise click.UsageError("--learning measures the factorized sampler's Jensen bound, not a decoder's")
+    from neural.sample import sampler_schedule
+    from neural.train import load_checkpoint
+    from numerics.sampling.decoders import make_decoder
+
+    ck = load_checkpoint(checkpoint)
+    if ck.config.model.kind != "mdm":
+        raise click.UsageError(f"--sampler {sampler} decodes a masked diffusion model; {checkpoint} holds a "
+                               f"{ck.config.model.kind} model")
+    L = ck.config.model.length
+    out = {}
+    try:
+        for N in steps:
+            dec = make_decoder(sampler, steps=N if sampler == "llada" else None,
+                               schedule=sampler_schedule(schedule, N) if sampler == "remdm" else None,
+                               block_length=opts.block_length, remasking=opts.remasking, temperature=opts.temperature,
+                               threshold=opts.threshold, factor=opts.factor, gamma=gamma, variant=opts.remdm_variant,
+                               eta=opts.eta, tie_seed=tie_seed)
+            dec.blocks(L)
+            dec.fixed_steps(L)
+            out[N] = dec
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return out
 
 
 @click.command("sampling")

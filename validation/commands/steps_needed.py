@@ -11,6 +11,7 @@ import time
 import click
 
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
+from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_metric_target
 
@@ -19,6 +20,9 @@ __all__ = ["steps_needed_cmd"]
 #: Samplers steps-needed can search: the families of validation.calibrate (steps-needed is calibrate's
 #: one-family case; a family whose parameter is not a number of steps has its gamma searched instead).
 SAMPLERS = ("random", "topk", "threshold", "entropy-sum")
+#: Decoders whose number of steps steps-needed searches (docs/methods/decoders.md); fast-dllm and eb
+#: take no number of steps (their threshold, factor or gamma: mdm-theory calibrate).
+DECODER_SAMPLERS = ("llada", "remdm")
 
 
 def _evaluation(ev) -> dict | None:
@@ -55,10 +59,12 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @click.option("--metric", type=click.Choice(["ser", "ter", "kl"]), required=True,
               help="ser: sequence error rate; ter: token error rate TER(p) (a perplexity); kl: KL(q || p).")
 @click.option("--target", type=float, required=True, help="Find the smallest N with metric <= TARGET.")
-@click.option("--sampler", type=click.Choice(list(SAMPLERS)), default="random", show_default=True,
+@click.option("--sampler", type=click.Choice(list(SAMPLERS + DECODER_NAMES)), default="random", show_default=True,
               help="Sampler: random = the factorized random-order sampler of the paper; topk (its steps searched); "
                    "threshold / entropy-sum (no steps: their gamma is searched, n_steps is null and gamma, calls "
-                   "say the answer).")
+                   "say the answer); llada (N searched in multiples of the number of blocks L/B) and remdm "
+                   "(N of --schedule), with the decoder options below; fast-dllm and eb take no steps "
+                   "(use calibrate).")
 @schedule_option
 @click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
               show_default=True, help="How each N is computed: auto = the fastest exact method that fits, else "
@@ -71,7 +77,9 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
               help="Give up (target not met) beyond this N.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
 @click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the adaptive rules' tie priority (reported as tie_seed; the random sampler has no ties).")
+              help="Seed of the adaptive rules' and decoders' tie priority (reported as tie_seed; the random "
+                   "sampler has no ties).")
+@decoder_options
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Sequences per sampler batch (default: 1 for the oracle, all samples for a model).")
 @click.option("--checkpoint", type=click.Path(exists=True), default=None,
@@ -80,7 +88,7 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @progress_option
 @json_option
 def steps_needed_cmd(language, length, metric, target, sampler, schedule, method, samples, confidence, max_steps,
-                     seed, tie_seed, batch_size, checkpoint, device, progress, as_json):
+                     seed, tie_seed, decoder_opts, batch_size, checkpoint, device, progress, as_json):
     """The smallest number of steps N at which the sampler's SER, TER or KL is at most TARGET.
 
     Exponential search then bisection over N (about 2 log2 N evaluations, not a grid), assuming the
@@ -98,6 +106,16 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         raise click.BadParameter(f"the target must be a finite number >= 0, got {target}", param_hint="--target")
     check_metric_target(metric, target)
     verbose = show_progress(progress)
+    check_decoder_method(sampler, method)
+    if sampler in DECODER_NAMES and sampler not in DECODER_SAMPLERS:
+        raise click.UsageError(f"--sampler {sampler} takes no number of steps (its threshold, factor or gamma "
+                               "decides the calls): search it with mdm-theory calibrate")
+    if sampler not in DECODER_NAMES and decoder_opts.given():
+        raise click.UsageError(f"{', '.join(decoder_opts.given())} apply to the decoders "
+                               f"({', '.join(DECODER_NAMES)}), not to --sampler {sampler}")
+    if checkpoint is not None and sampler != "random":
+        raise click.UsageError(f"--checkpoint searches the steps of the factorized random-order sampler; "
+                               f"--sampler {sampler} with a learned model: mdm-theory evaluate --sampler")
     if checkpoint is not None:
         if metric != "ser":
             raise click.UsageError(f"--metric {metric} of a learned model needs its exact output law; "
@@ -124,6 +142,9 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         choose_method(method, lang, length, cfg.make_schedule(), samples, name=language)
         _check_reachable(metric, target, language, lang, length)
         check_schedule(schedule, [language], [length])
+        if sampler in DECODER_SAMPLERS:
+            return _decoder_steps(cfg, sampler, decoder_opts, metric, target, lang, confidence, max_steps, verbose,
+                                  t0, as_json)
         if sampler in ("threshold", "entropy-sum"):
             return _gamma_family(cfg, sampler, metric, target, lang, confidence, max_steps, verbose, t0, as_json)
         evaluate = (oracle_metric(cfg, metric, target, lang, confidence) if sampler == "random"
@@ -170,6 +191,80 @@ def _family_metric(cfg, sampler: str, metric: str, target: float, language, conf
         return Evaluation(n, quantity, e, _status(e, target) == "meets")
 
     return evaluate
+
+
+def _decoder_steps(cfg, sampler, opts, metric, target, language, confidence, max_steps, verbose, t0, as_json):
+    """steps-needed for ``llada`` / ``remdm``: the search runs over ``N = m L/B`` (llada's steps must be a
+    multiple of the number of blocks), every ``N`` by :func:`validation.sweep.evaluate_point` (point_metrics)."""
+    from dataclasses import replace
+
+    from numerics.estimate import Estimate
+    from numerics.metrics import choose_decoder_method
+    from validation.steps_needed import Evaluation, StepsNeeded, search_steps
+    from validation.sweep import evaluate_point
+
+    B = opts.block_length or cfg.length
+    nb = cfg.length // B if sampler == "llada" and B >= 1 and cfg.length % B == 0 else 1
+    try:  # a bad block length or option is refused here, by the decoder, with its name
+        first = replace(cfg, n_steps=nb, sampler=sampler, **opts.fields())
+        decoder = first.make_sampler()
+        ran = choose_decoder_method(cfg.method, decoder, language.vocab_size, cfg.length)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if ran == "mc" and metric != "ser" and not decoder.path_deterministic:
+        raise click.UsageError(f"--metric {metric} of {decoder.label} needs its exact law (p(x) is a mixture over "
+                               "reveal orders or draws): use --metric ser, or a size an exact method fits")
+
+    def evaluate(m: int) -> Evaluation:
+        N = m * nb
+        r = evaluate_point(replace(first, n_steps=N))
+        e = _estimate(r[metric])
+        if metric == "ter" and r["ter"].get("value") is None and r["ter"]["method"] == "unavailable":
+            kl, ter_q = _estimate(r["kl"]), _estimate(r["ter_data"])  # TER(p) = TER(q) exp(KL / L)
+            lo, hi = kl.interval()
+            f = lambda k: ter_q.value * math.exp(k / cfg.length)  # noqa: E731
+            e = Estimate(f(kl.value), f(kl.value) * kl.stderr / cfg.length, f"TER(q) exp(KL / L): KL {kl.method}",
+                         kl.samples, f(lo), f(hi), kl.confidence)
+        ev = Evaluation(N, metric, e, e.value <= target if e.exact else e.interval()[1] <= target)
+        if verbose:
+            click.echo(f"N = {N}: {metric} {format_estimate(_record(e))} -> {'meets' if ev.meets else 'misses'} "
+                       f"{target}", err=True)
+        return ev
+
+    found: StepsNeeded = search_steps(evaluate, max(1, max_steps // nb))
+    n = None if found.n_steps is None else found.n_steps * nb
+    mc = any(not e.estimate.exact for e in found.evaluations)
+    prev = found.at_n_minus_1
+    result = {
+        "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": sampler,
+        "schedule": cfg.schedule, "method": cfg.method, "checkpoint": None, "tie_seed": cfg.tie_seed,
+        "sampler_parameters": decoder.parameters() | {"steps": n},
+        "n_steps": n, "met": found.met, "exact": found.exact, "confidence": confidence if mc else None,
+        "at_n": _evaluation(found.at_n), "at_n_minus_1": _evaluation(prev),
+        "evaluations": [_evaluation(e) for e in found.evaluations], "max_steps": max_steps,
+        "notes": _notes(found, mc, False, confidence)
+        + ([f"llada's N is a multiple of the number of blocks L/B = {nb}: at_n_minus_1 is N - {nb}"] if nb > 1 else [])
+        + (["Monte Carlo intervals are the point's two-sided 95% ones: their upper end is a one-sided 97.5% bound"]
+           if mc else []),
+        "elapsed_s": time.perf_counter() - t0,
+    }
+    if not found.met:
+        result["null_reason"] = {"n_steps": f"no N <= {max_steps} meets {metric} <= {target}"}
+    elif prev is None:
+        result["null_reason"] = {"at_n_minus_1": f"N = {n} is the smallest number of steps"}
+    emit(result, as_json, _human(result, replace(found, n_steps=n, max_steps=max_steps)))
+
+
+def _estimate(rec: dict):
+    """An :class:`~numerics.estimate.Estimate` from a point's JSON record (an infinite value is ``inf``)."""
+    from numerics.estimate import Estimate
+
+    if rec.get("value") is None:
+        if rec["method"] == "unavailable":
+            raise click.ClickException(f"unavailable: {rec['null_reason']['value']}")
+        return Estimate(math.inf, 0.0, rec["method"], int(rec.get("samples") or 0))
+    return Estimate(float(rec["value"]), float(rec.get("stderr") or 0.0), rec["method"], int(rec.get("samples") or 0),
+                    rec.get("ci_low"), rec.get("ci_high"), rec.get("confidence") or 0.95)
 
 
 def _gamma_family(cfg, sampler, metric, target, language, confidence, max_steps, verbose, t0, as_json):
