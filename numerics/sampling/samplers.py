@@ -52,6 +52,7 @@ from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
 from numerics.languages.hmm import Language
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.oracle import reveal_sample
+from numerics.sampling.oracle.chain import chain_reveal_sample
 from numerics.schedules import Schedule
 
 __all__ = [
@@ -417,7 +418,10 @@ def sample_oracle(
         uni.append(rng.random((B, length)))
     nfe = [ddpm_cache_nfe(s, N) if cache else N for s in stp]
     reveal_steps = np.concatenate(stp)
-    tokens = reveal_sample(language, reveal_steps, np.concatenate(uni))
+    uniforms = np.concatenate(uni)
+    tokens = chain_reveal_sample(language, reveal_steps, uniforms)  # a sparse first-order chain: closed form
+    if tokens is None:
+        tokens = reveal_sample(language, reveal_steps, uniforms)
     path = f"oracle-{language.kind}"
     return SampleResult(
         tokens, reveal_steps, np.asarray(nfe, dtype=np.int64), np.asarray(sizes, dtype=np.int64), N, cache, "float64", path
