@@ -403,7 +403,9 @@ def sample_oracle(
     forward-backward per step it keeps, per sequence, forward and backward messages that stay
     valid until a reveal invalidates them, recomputes only what a query needs, and for n-grams
     restarts at the nearest separator (a run of ``n-1`` revealed tokens, Definition B.4) instead
-    of the sequence end. See :mod:`numerics.sampling.oracle`. The NFE reported is what
+    of the sequence end. See :mod:`numerics.sampling.oracle`. A first-order chain in the sparse layout
+    (a word-level fitted bigram) is sampled by the closed-form posterior of
+    :mod:`numerics.sampling.oracle.chain` instead (same draws). The NFE reported is what
     ``ddpm_cache`` (or the uncached sampler) would have spent on the same batch.
     """
     if not hasattr(language, "kernel_language"):
