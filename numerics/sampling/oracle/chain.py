@@ -93,12 +93,22 @@ class ChainTables(NamedTuple):
 
 class ChainScratch(NamedTuple):
     """The vectors of one thread: ``buf`` ``(L, V)`` (the posteriors of one step's new positions),
-    ``cur``, ``nxt`` ``(V,)`` (a running row or column), ``uniform`` ``(V,)`` (``1 / V``)."""
+    ``cur``, ``nxt`` ``(V,)`` (a running row or column), ``uniform_cdf`` ``(V,)`` (the running sums of
+    ``1 / V``, left to right: the cumulative sums :func:`~numerics.draws.inverse_cdf` forms)."""
 
     buf: np.ndarray
     cur: np.ndarray
     nxt: np.ndarray
-    uniform: np.ndarray
+    uniform_cdf: np.ndarray
+
+
+@nb.njit(cache=True)
+def _uniform_draw(cdf, u):
+    """:func:`~numerics.draws.inverse_cdf` of the uniform weights at ``u`` in ``O(log V)``: the number of
+    running sums ``<= u * total`` (they are non-decreasing), the same float64 sums in the same order."""
+    K = cdf.shape[0]
+    idx = np.searchsorted(cdf, u * cdf[K - 1], side="right")
+    return min(idx, K - 1)
 
 
 # ----- the tables --------------------------------------------------------------------------------
@@ -316,7 +326,7 @@ def chain_sequence(lang, tab, steps, order_idx, x, U, work):  # noqa: PLR0917 --
             end += 1
         if dead:  # uniform draws (the samplers' convention for an undefined posterior)
             for r in range(ptr, end):
-                x[order_idx[r]] = inverse_cdf(work.uniform, U[order_idx[r]])
+                x[order_idx[r]] = _uniform_draw(work.uniform_cdf, U[order_idx[r]])
             ptr = end
             continue
         step_dead = False
@@ -352,9 +362,12 @@ def _chain_chunk(lang, tab, reveal_steps, x, U, lo, hi):
     """Sequences ``lo..hi-1``; releases the GIL so threads run chunks in parallel."""
     L = reveal_steps.shape[1]
     V = tab.limit.shape[0]
-    uniform = np.empty(V)
-    uniform[:] = 1.0 / V
-    work = ChainScratch(np.empty((L, V)), np.empty(V), np.empty(V), uniform)
+    cdf = np.empty(V)
+    c = 0.0
+    for v in range(V):
+        c += 1.0 / V
+        cdf[v] = c
+    work = ChainScratch(np.empty((L, V)), np.empty(V), np.empty(V), cdf)
     for b in range(lo, hi):
         order_idx = np.argsort(reveal_steps[b] * L + np.arange(L))
         chain_sequence(lang, tab, reveal_steps[b], order_idx, x[b], U[b], work)
@@ -385,7 +398,7 @@ def chain_posterior(language: NGram, tables: ChainTables, tokens: np.ndarray, re
     V = language.vocab_size
     steps = np.where(revealed, 1, 2).astype(np.int64)
     out = np.empty((L, V))
-    work = ChainScratch(np.empty((1, V)), np.empty(V), np.empty(V), np.full(V, 1.0 / V))
+    work = ChainScratch(np.empty((1, V)), np.empty(V), np.empty(V), np.cumsum(np.full(V, 1.0 / V)))
     x = np.ascontiguousarray(tokens, dtype=np.int64)
     for j in range(L):
         s = steps.copy()
