@@ -14,6 +14,7 @@ from numerics.languages.generators import random_sparse_ngram
 from numerics.languages.hmm import NGram
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.oracle import reveal_sample
+from numerics.sampling.oracle import chain
 from numerics.sampling.oracle.chain import (
     MAX_CUT,
     MIX_RTOL,
@@ -69,7 +70,7 @@ def test_chain_sampler_equals_generic_sample_by_sample(memo_bytes, N):
     np.testing.assert_array_equal(sample_oracle(MIXING, schedule, B, L, np.random.default_rng(N)).tokens, a.tokens)
 
 
-def test_no_cut_off_tables_every_distance_or_falls_back():
+def test_no_cut_off_tables_every_distance_or_falls_back(monkeypatch):
     """A periodic chain has no cut-off: for L <= MAX_CUT every distance is tabled (D = L, no limit
     used) and the samples are the message-store sampler's; beyond MAX_CUT there is no plan."""
     rng = np.random.default_rng(5)
@@ -81,6 +82,8 @@ def test_no_cut_off_tables_every_distance_or_falls_back():
     assert chain_tables(CYCLE, MAX_CUT + 1, layout="sparse") is None
     assert chain_tables(NGram(2, np.full(3, 1 / 3), np.full((3, 3), 1 / 3)), L) is None  # dense: the n-gram kernels
     assert chain_tables(NGram(3, np.full(4, 0.25), np.full((4, 2), 0.5)), L, layout="sparse") is None  # not first order
+    monkeypatch.setattr(chain, "POWERS_BYTES", 16 * 80**2 - 1)  # the search's two dense powers would not fit
+    assert chain_tables(MIXING, L, memo_bytes=12345) is None
 
 
 def test_chain_posterior_equals_forward_backward_and_enumeration():
