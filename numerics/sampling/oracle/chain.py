@@ -60,7 +60,7 @@ MIX_RTOL = 1e-13  # relative distance of P^D to its limit: the round-off that th
 # word-level chain, V = 4096, the computed initial P^d drifts ~1e-13 from the exactly stationary initial by d ~ 100
 # and the rows settle at ~2e-14 of it); the posterior is checked at 1e-12
 MAX_CUT = 128  # the powers searched for the cut-off (each a sparse-times-dense V x V product)
-MEMO_BYTES = 768 << 20  # the memo of frequent tokens' rows and columns of P^d, d < D
+MEMO_BYTES = 512 << 20  # the memo of frequent tokens' rows and columns of P^d, d < D
 POWERS_BYTES = 1 << 30  # the two dense V x V powers of the cut-off search (V <= 8192); larger: no plan
 
 
@@ -101,6 +101,18 @@ class ChainScratch(NamedTuple):
     cur: np.ndarray
     nxt: np.ndarray
     uniform_cdf: np.ndarray
+
+
+class Gap(NamedTuple):
+    """The new positions ``order_idx[lo..hi-1]`` of one step that lie between the old evidence's
+    revealed positions ``a`` (``-1``: none) and ``b`` (``L``: none); their posteriors go to
+    ``buf[t - base]`` (``base``: the step's first index in ``order_idx``)."""
+
+    lo: int
+    hi: int
+    a: int
+    b: int
+    base: int
 
 
 @nb.njit(cache=True)
@@ -242,10 +254,11 @@ def _point(vec, v):
 
 
 @nb.njit(cache=True)
-def _gap_backward(lang, tab, x, order_idx, r0, g, b, L, base, work):
-    """``work.buf[t - base] = P^(b - j_t) e_{x_b}`` (ones beyond the cut or with no ``b``), ``t = g-1..r0``."""
+def _gap_backward(lang, tab, x, order_idx, gap, work):
+    """``work.buf[t - base] = P^(b - j_t) e_{x_b}`` (ones beyond the cut or with no ``b``), ``t = hi-1..lo``."""
     D = tab.cut
     buf, cur, nxt = work.buf, work.cur, work.nxt
+    r0, g, b, base, L = gap.lo, gap.hi, gap.b, gap.base, x.shape[0]
     w = x[b] if b < L else -1
     slot = tab.col_slot[w] if w >= 0 else -1
     dist = 0
@@ -267,10 +280,11 @@ def _gap_backward(lang, tab, x, order_idx, r0, g, b, L, base, work):
 
 
 @nb.njit(cache=True)
-def _gap_forward(lang, tab, x, order_idx, r0, g, a, base, work):
+def _gap_forward(lang, tab, x, order_idx, gap, work):
     """``work.buf[t - base] *= e_{x_a} P^(j_t - a)`` (``initial P^(j_t)`` with no ``a``; ``pi`` beyond the cut)."""
     D = tab.cut
     buf, cur, nxt = work.buf, work.cur, work.nxt
+    r0, g, a, base = gap.lo, gap.hi, gap.a, gap.base
     v = x[a] if a >= 0 else -1
     slot = tab.row_slot[v] if v >= 0 else -1
     dist = 0
@@ -344,8 +358,9 @@ def chain_sequence(lang, tab, steps, order_idx, x, U, work):  # noqa: PLR0917 --
             g = r0
             while g < end and order_idx[g] < b:
                 g += 1
-            _gap_backward(lang, tab, x, order_idx, r0, g, b, L, ptr, work)
-            _gap_forward(lang, tab, x, order_idx, r0, g, a, ptr, work)
+            gap = Gap(r0, g, a, b, ptr)
+            _gap_backward(lang, tab, x, order_idx, gap, work)
+            _gap_forward(lang, tab, x, order_idx, gap, work)
             for t in range(r0, g):
                 jt = order_idx[t]
                 x[jt] = inverse_cdf(work.buf[t - ptr], U[jt])
@@ -408,7 +423,7 @@ def chain_posterior(language: NGram, tables: ChainTables, tokens: np.ndarray, re
         idx = np.array([j], dtype=np.int64)
         a = max((p for p in range(j) if s[p] == 1), default=-1)
         b = min((p for p in range(j + 1, L) if s[p] == 1), default=L)
-        _gap_backward(lang, tables, x, idx, 0, 1, b, L, 0, work)
-        _gap_forward(lang, tables, x, idx, 0, 1, a, 0, work)
+        _gap_backward(lang, tables, x, idx, Gap(0, 1, a, b, 0), work)
+        _gap_forward(lang, tables, x, idx, Gap(0, 1, a, b, 0), work)
         out[j] = work.buf[0] / work.buf[0].sum()
     return out
