@@ -13,8 +13,7 @@ from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.generators import random_sparse_ngram
 from numerics.languages.hmm import NGram
 from numerics.sampling.denoiser import OracleDenoiser
-from numerics.sampling.oracle import reveal_sample
-from numerics.sampling.oracle import chain
+from numerics.sampling.oracle import chain, reveal_sample
 from numerics.sampling.oracle.chain import (
     MAX_CUT,
     MIX_RTOL,

@@ -219,13 +219,12 @@ def run_sparse_benchmark(vocab: int = 4096, nonzeros: int = 50_000, length: int 
     from numerics.inference.posterior import Observations
     from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
     from numerics.languages.generators import random_sparse_ngram
-    from numerics.sampling import montecarlo as mc
-    from numerics.sampling.samplers import sample_oracle
-    from numerics.schedules import make_schedule
-
     from numerics.languages.presets import load_language
+    from numerics.sampling import montecarlo as mc
     from numerics.sampling.oracle import reveal_sample
     from numerics.sampling.oracle.chain import chain_reveal_sample, chain_tables
+    from numerics.sampling.samplers import sample_oracle
+    from numerics.schedules import make_schedule
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
