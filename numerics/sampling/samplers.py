@@ -52,6 +52,7 @@ from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
 from numerics.languages.hmm import Language
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.oracle import reveal_sample
+from numerics.sampling.oracle.chain import chain_reveal_sample
 from numerics.schedules import Schedule
 
 __all__ = [
@@ -402,7 +403,9 @@ def sample_oracle(
     forward-backward per step it keeps, per sequence, forward and backward messages that stay
     valid until a reveal invalidates them, recomputes only what a query needs, and for n-grams
     restarts at the nearest separator (a run of ``n-1`` revealed tokens, Definition B.4) instead
-    of the sequence end. See :mod:`numerics.sampling.oracle`. The NFE reported is what
+    of the sequence end. See :mod:`numerics.sampling.oracle`. A first-order chain in the sparse layout
+    (a word-level fitted bigram) is sampled by the closed-form posterior of
+    :mod:`numerics.sampling.oracle.chain` instead (same draws). The NFE reported is what
     ``ddpm_cache`` (or the uncached sampler) would have spent on the same batch.
     """
     if not hasattr(language, "kernel_language"):
@@ -417,7 +420,10 @@ def sample_oracle(
         uni.append(rng.random((B, length)))
     nfe = [ddpm_cache_nfe(s, N) if cache else N for s in stp]
     reveal_steps = np.concatenate(stp)
-    tokens = reveal_sample(language, reveal_steps, np.concatenate(uni))
+    uniforms = np.concatenate(uni)
+    tokens = chain_reveal_sample(language, reveal_steps, uniforms)  # a sparse first-order chain: closed form
+    if tokens is None:
+        tokens = reveal_sample(language, reveal_steps, uniforms)
     path = f"oracle-{language.kind}"
     return SampleResult(
         tokens, reveal_steps, np.asarray(nfe, dtype=np.int64), np.asarray(sizes, dtype=np.int64), N, cache, "float64", path

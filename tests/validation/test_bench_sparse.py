@@ -19,6 +19,9 @@ def test_bench_sparse_ngram_tiny():
     assert out["dense_is_estimate"] is False and out["max_abs_diff_sparse_vs_dense"] == 0.0
     assert out["point"]["samples"] == 4 and out["point"]["seconds"] > 0 and out["point"]["max_rss_mib"] > 0
     assert out["point"]["ser"]["samples"] == 4
+    ref = out["point"]["reference"]  # the chain sampler against the message store, same inputs
+    assert ref["samples"] == 20 and ref["tokens_differing"] == 0 and ref["chain_speedup"] > 0
+    assert out["point"]["chain_cut"] >= 1
 
 
 def test_bench_sparse_ngram_estimate_and_bad_input():
@@ -31,3 +34,5 @@ def test_bench_sparse_ngram_estimate_and_bad_input():
     assert r.exit_code == 2 and "exceeds" in json.loads(r.output)["error"]["message"]
     r = CliRunner().invoke(main, ["bench", "sparse-ngram", "-V", "16", "--nonzeros", "200", "--json"])
     assert r.exit_code == 2 and "too dense" in json.loads(r.output)["error"]["message"]
+    r = CliRunner().invoke(main, ["bench", "sparse-ngram", "--language", "no-such-language", "--json"])
+    assert r.exit_code == 2 and "neither a language preset" in json.loads(r.output)["error"]["message"]

@@ -193,12 +193,19 @@ def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, langua
 
 def run_sparse_benchmark(vocab: int = 4096, nonzeros: int = 50_000, length: int = 1024, batch: int = 64,
                          mask_rate: float = 0.5, samples: int = 1000, n_steps: int = 64, dense_batch: int = 2,
-                         seed: int = 0) -> dict:
+                         seed: int = 0, language: str | None = None, reference_samples: int = 20) -> dict:
     """The sparse n-gram path on a word-level-like bigram (module docstring of ``bench sparse-ngram``).
+
+    ``language``: a bigram by name or ``.npz`` (e.g. ``lee-word-v4096-2gram``, the word-level fitted
+    language) instead of the random sparse one (``vocab``, ``nonzeros`` then unused).
 
     1. One oracle Monte Carlo point first (so the process's peak memory is the point's): ``samples``
        sequences of the oracle factorized sampler at ``length``, ``n_steps`` (linear schedule), and
-       their exact ``log q`` (SER and generative perplexity); wall time and ``ru_maxrss``.
+       their exact ``log q`` (SER and generative perplexity); wall time (the closed-form chain
+       sampler's tables, :mod:`numerics.sampling.oracle.chain`, built inside it: ``tables_seconds``)
+       and ``ru_maxrss``. Then the message-store sampler (:func:`numerics.sampling.oracle.reveal_sample`,
+       the path before the chain sampler) and the chain sampler on the same ``reference_samples``
+       reveal orders and uniforms: seconds per sequence each, their ratio, and the tokens that differ.
     2. The masked forward-backward, sparse layout on ``batch`` sequences, dense layout on the first
        ``dense_batch`` of them (its ``S V`` per masked position), throughput per sequence each, and
        their largest difference on the shared sequences. ``dense_batch = 0``: the dense throughput is
@@ -212,24 +219,38 @@ def run_sparse_benchmark(vocab: int = 4096, nonzeros: int = 50_000, length: int 
     from numerics.inference.posterior import Observations
     from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
     from numerics.languages.generators import random_sparse_ngram
+    from numerics.languages.presets import load_language
     from numerics.sampling import montecarlo as mc
+    from numerics.sampling.oracle import reveal_sample
+    from numerics.sampling.oracle.chain import chain_reveal_sample, chain_tables
     from numerics.sampling.samplers import sample_oracle
     from numerics.schedules import make_schedule
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
-    lang = random_sparse_ngram(2, vocab, nonzeros, seed=np.random.default_rng([seed, 1]))
+    if language is None:
+        lang = random_sparse_ngram(2, vocab, nonzeros, seed=np.random.default_rng([seed, 1]))
+        name = f"random_sparse_ngram(order=2, vocab={vocab}, nonzeros={nonzeros}, zipf=1.1, seed=[{seed}, 1])"
+    else:
+        try:
+            lang, name = load_language(language), language
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--language") from None
+        if getattr(lang, "order", None) != 2:
+            raise click.BadParameter(f"{language!r} is not a bigram (an order-2 n-gram)", param_hint="--language")
+        vocab = lang.vocab_size
     build_s = time.perf_counter() - t0
     nnz = int(np.count_nonzero(lang.conditional))
     if not isinstance(kernel_arrays(lang), SparseNGramArrays):
         raise click.UsageError(f"{nnz} non-zeros of {vocab}^2 is too dense for the sparse layout")
     result: dict = {"vocab": vocab, "nonzeros": nnz, "density": nnz / vocab**2, "threads": kernel_threads(),
-                    "language": f"random_sparse_ngram(order=2, vocab={vocab}, nonzeros={nonzeros}, zipf=1.1, seed=[{seed}, 1])",
-                    "build_seconds": build_s}
+                    "language": name, "build_seconds": build_s}
     # 1. one oracle Monte Carlo point
     warm = sample_oracle(lang, make_schedule("linear", 4), 2, 16, np.random.default_rng(0))  # compile, excluded
     log_q(lang, warm.tokens)
     t0 = time.perf_counter()
+    tables = chain_tables(lang, length)  # built once per language and length; counted in the point
+    tables_s = time.perf_counter() - t0
     run = sample_oracle(lang, make_schedule("linear", n_steps), samples, length, np.random.default_rng([seed, 3]))
     sample_s = time.perf_counter() - t0
     loglik = log_q(lang, run.tokens)
@@ -238,7 +259,27 @@ def run_sparse_benchmark(vocab: int = 4096, nonzeros: int = 50_000, length: int 
     result["point"] = {
         "samples": samples, "length": length, "n_steps": n_steps, "schedule": "linear",
         "seconds": point_s, "sampler_seconds": sample_s, "max_rss_mib": rss1, "max_rss_mib_before": rss0,
+        "tables_seconds": tables_s, "chain_cut": None if tables is None else tables.cut,
+        "chain_memo_tokens": None if tables is None else int(tables.rows.shape[1]),
         "ser": to_jsonable(mc.ser_from_loglik(loglik)), "gen_ppl": to_jsonable(mc.gen_ppl_from_loglik(loglik, length)),
+    }
+    # the message-store sampler against the chain sampler, same reveal orders and uniforms
+    rng = np.random.default_rng([seed, 4])
+    R = reference_samples
+    steps = make_schedule("linear", n_steps).sample_steps(rng, (R, length))
+    U = rng.random((R, length))
+    reveal_sample(lang, steps[:1, :16], U[:1, :16])  # compile, excluded
+    t0 = time.perf_counter()
+    old = reveal_sample(lang, steps, U)
+    old_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    new = chain_reveal_sample(lang, steps, U)
+    new_s = time.perf_counter() - t0
+    result["point"]["reference"] = {
+        "samples": R, "message_store_seconds_per_sample": old_s / R,
+        "chain_seconds_per_sample": None if new is None else new_s / R,
+        "chain_speedup": None if new is None else old_s / new_s,
+        "tokens_differing": None if new is None else int(np.count_nonzero(new != old)),
     }
     # 2. forward-backward, sparse against dense
     rng = np.random.default_rng([seed, 2])
@@ -287,14 +328,29 @@ def _num(value, spec: str) -> str:
 @click.option("--dense-batch", type=click.IntRange(0), default=2, show_default=True,
               help="sequences for the dense layout (0: estimate its throughput from its operation count)")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--language", default=None,
+              help="a bigram by name or .npz (e.g. lee-word-v4096-2gram) instead of the random sparse one")
+@click.option("--reference-samples", type=click.IntRange(1), default=20, show_default=True,
+              help="sequences on which the message-store sampler is timed against the chain sampler")
 @json_option
-def bench_sparse_ngram(vocab, nonzeros, length, batch, samples, n_steps, dense_batch, seed, as_json):
+def bench_sparse_ngram(vocab, nonzeros, length, batch, samples, n_steps, dense_batch, seed, language, reference_samples,
+                       as_json):
     """The sparse n-gram path on a word-level-like bigram: one oracle Monte Carlo point (time, peak
-    memory) and the forward-backward against the dense layout, same run."""
+    memory), the chain sampler against the message-store sampler, and the forward-backward against
+    the dense layout, same run."""
     if vocab * vocab > 2**28:
         raise click.BadParameter(f"V^2 = {vocab * vocab} exceeds the 2^28 conditional entries the engine holds", param_hint="--vocab")
-    r = run_sparse_benchmark(vocab, nonzeros, length, batch, 0.5, samples, n_steps, dense_batch, seed)
+    r = run_sparse_benchmark(vocab, nonzeros, length, batch, 0.5, samples, n_steps, dense_batch, seed, language,
+                             reference_samples)
     p = r["point"]
+    ref = p["reference"]
+    chain_line = (
+        f"  chain sampler (cut-off D={p['chain_cut']}, {p['chain_memo_tokens']} memoized tokens; tables "
+        f"{p['tables_seconds']:.1f} s, in the point) vs message store on {ref['samples']} samples: "
+        f"{ref['chain_seconds_per_sample']:.3f} vs {ref['message_store_seconds_per_sample']:.3f} s/sample "
+        f"({ref['chain_speedup']:.1f}x), {ref['tokens_differing']} tokens differ\n"
+        if ref["chain_seconds_per_sample"] is not None else
+        f"  chain sampler not applicable (no cut-off): message store {ref['message_store_seconds_per_sample']:.3f} s/sample\n")
     dense_label = "estimate from its operation count" if r["dense_is_estimate"] else f"measured on {r['dense_measured_on']} sequences"
     human = (
         f"bigram V={r['vocab']} nnz={r['nonzeros']} (density {r['density']:.2e}) L={r['length']} threads={r['threads']}\n"
@@ -302,6 +358,7 @@ def bench_sparse_ngram(vocab, nonzeros, length, batch, samples, n_steps, dense_b
         f"(sampler {p['sampler_seconds']:.1f} s), max RSS {p['max_rss_mib']:.0f} MiB; "
         f"SER {_num(p['ser']['value'], '.3f')}, gen ppl {_num(p['gen_ppl']['value'], '.1f')} (Monte Carlo estimates, "
         f"{p['samples']} samples)\n"
+        + chain_line +
         f"  forward-backward: sparse {r['sparse_seq_per_s']:.2f} seq/s, dense {r['dense_seq_per_s']:.4f} seq/s "
         f"({dense_label}): {r['sparse_vs_dense_speedup']:.0f}x\n"
         f"  load {r['loadavg'][0]:.1f} on {r['cpu_count']} CPUs"
