@@ -74,3 +74,17 @@ def test_bounds_sizes_are_read_by_field_name_not_as_the_largest_integer():
         check_claim_size("C.5", {"l": 1001, "pi": [0.5, 0.5]}, exact=False)
     with pytest.raises(GuardError, match=r"C\.1 at L = 1001 .*use --L up to 1000"):
         check_claim_size("C.1", {"L": 1001, "pi": [0.5, 0.5]}, exact=False)
+
+
+def test_a_sparse_first_order_chain_is_costed_by_its_closed_form_sampler():
+    from numerics.languages.hmm import NGram
+
+    V = 400  # a sparse chain: 3 successors per token (0.75% of the table)
+    rng = np.random.default_rng(1)
+    cond = np.zeros((V, V))
+    for s in range(V):
+        cond[s, rng.choice(V, 3, replace=False)] = rng.dirichlet(np.ones(3))
+    chain = NGram(2, np.full(V, 1 / V), cond)
+    assert methods.step_work(chain) == min(3 * V, methods.CHAIN_WORK_PER_TOKEN * V) == 3 * V
+    dense = NGram(2, np.full(V, 1 / V), np.full((V, V), 1 / V))
+    assert methods.step_work(dense) == V * V
