@@ -43,7 +43,7 @@ from numerics.sampling.oracle.messages import (
     new_messages,
     new_scratch,
 )
-from numerics.sampling.oracle.steps import Evidence, observe, observed, token_marginal
+from numerics.sampling.oracle.steps import Evidence, observe, token_marginal
 
 __all__ = ["RevealScores", "reveal_sample", "reveal_score"]
 
@@ -82,9 +82,6 @@ class RevealVectors(NamedTuple):
     alpha_old, alpha_new : (S,) float64
         Forward messages under the old evidence, and under the old evidence plus the new tokens
         to the left (module docstring).
-    anchor : (S,) float64
-        The forward message (old evidence) at the last observed position left of the current new
-        one: ``alpha_old`` at each new position is one jump from it (see :func:`reveal_sequence`).
     marginal : (V,) float64
         An unnormalized token posterior.
     uniform : (V,) float64
@@ -93,18 +90,8 @@ class RevealVectors(NamedTuple):
 
     alpha_old: np.ndarray
     alpha_new: np.ndarray
-    anchor: np.ndarray
     marginal: np.ndarray
     uniform: np.ndarray
-
-
-@nb.njit(cache=True)
-def _last_observed(ev, p, lo):
-    """The last position in ``(lo, p)`` observed under ``ev``; ``lo`` when there is none."""
-    q = p - 1
-    while q > lo and not observed(ev, q):
-        q -= 1
-    return q
 
 
 @nb.njit(cache=True)
@@ -116,16 +103,10 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
     ``skip_single`` a step revealing one position only invalidates messages (its Jensen term is
     exactly 0) and ``log_p``, ``log_q`` are NaN. ``msgs`` and ``scratch`` as in
     :mod:`~numerics.sampling.oracle.messages`; ``vectors`` are the loop's own :class:`RevealVectors`.
-
-    ``alpha_old`` at a new position ``j`` is one jump from ``anchor``, the message at the last
-    position left of ``j`` observed under the old evidence, never a jump from the previous new
-    position: that one is masked, its message non-zero on all ``S`` states where the anchor's
-    (for an n-gram) lives on the ``S / V`` windows ending in the observed token, so a jump from
-    it costs ``V`` times more. The anchor is brought forward along the observed positions only.
     """
     L = reveal_steps.shape[0]
     V = vectors.marginal.shape[0]
-    va, vn, vo, m = vectors.alpha_old, vectors.alpha_new, vectors.anchor, vectors.marginal
+    va, vn, m = vectors.alpha_old, vectors.alpha_new, vectors.marginal
     aval, bval = msgs.alpha_valid, msgs.beta_valid
     aval[:] = False
     bval[:] = False
@@ -158,27 +139,18 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
         for r in range(end - 1, ptr - 1, -1):
             beta_query(lang, powers, old, msgs, scratch, order_idx[r])
         j1 = order_idx[ptr]
-        o = _last_observed(old, j1, -1)  # the anchor: alpha_old there, valid after this step too
-        if o >= 0:
-            if aval[o]:
-                vo[:] = msgs.alpha[o]
-            else:
-                alpha_query(lang, powers, old, msgs, scratch, vo, o)
+        alpha_query(lang, powers, old, msgs, scratch, va, j1)
         aval[j1:] = False
         prev = -1
         step_dead = False
         for r in range(ptr, end):
             j = order_idx[r]
-            on = _last_observed(old, j, o)
-            if on > o:  # bring the anchor to the last observed position before j
-                advance(lang, powers, old, msgs, scratch, vo, o, on, False)
-                o = on
-            va[:] = vo
-            advance(lang, powers, old, msgs, scratch, va, o, j, False)  # one hop: (o, j) is masked
             if r == ptr:
                 vn[:] = va
-            elif not step_dead:
-                advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
+            else:
+                advance(lang, powers, old, msgs, scratch, va, prev, j, False)
+                if not step_dead:
+                    advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
             prev = j
             tot_old = token_marginal(lang, va, msgs.beta[j], m)  # q(x_j = . | x_{tau_<i}), unnormalized
             if sample:
@@ -222,7 +194,7 @@ def _reveal_chunk(lang, powers, sample, skip_single, reveal_steps, x, U, scores,
     uniform = np.empty(vocab_size)
     for v in range(vocab_size):
         uniform[v] = 1.0 / vocab_size
-    vectors = RevealVectors(np.empty(S), np.empty(S), np.empty(S), np.empty(vocab_size), uniform)
+    vectors = RevealVectors(np.empty(S), np.empty(S), np.empty(vocab_size), uniform)
     for b in range(lo, hi):
         order_idx = np.argsort(reveal_steps[b] * L + np.arange(L))
         out = reveal_sequence(lang, powers, sample, skip_single, reveal_steps[b], order_idx, x[b], U[b], msgs, scratch, vectors)

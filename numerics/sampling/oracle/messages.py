@@ -143,27 +143,10 @@ def alpha_query(lang, powers, ev, msgs, scratch, vec, p):
 
 
 @nb.njit(cache=True)
-def _next_valid_observed(ev, valid, q):
-    """The first position after ``q`` observed under ``ev`` when its message is valid, else ``q``.
-
-    A masked position's ``beta`` is non-zero on all ``S`` states; an observed one's (n-gram) only
-    on the ``S / V`` windows ending in its token, so a jump down from it costs ``V`` times less.
-    Nothing between ``q`` and that position is observed, so no separator is skipped.
-    """
-    L = valid.shape[0]
-    for q2 in range(q + 1, L):
-        if observed(ev, q2):
-            return q2 if valid[q2] else q
-    return q
-
-
-@nb.njit(cache=True)
 def beta_query(lang, powers, ev, msgs, scratch, p):
     """Make ``msgs.beta[p]`` valid under ``ev`` (``ev.hidden = -1``), from the nearest valid message or separator to the right.
 
-    Runs of masked positions are crossed by a jump when cheaper (as in :func:`advance`). A valid
-    message at a masked position is passed over for the next observed one when that is valid
-    (:func:`_next_valid_observed`).
+    Runs of masked positions are crossed by a jump when cheaper (as in :func:`advance`).
     """
     beta, valid = msgs.beta, msgs.beta_valid
     tmp, tmp2 = scratch.tmp, scratch.tmp2
@@ -175,8 +158,6 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
     for q in range(p + 1, L):
         if valid[q]:
             start = q
-            if not observed(ev, q):  # a masked start: the next observed position, when valid, starts cheaper
-                start = _next_valid_observed(ev, valid, q)
             break
         if window_known(lang, ev, q, p):
             start = q
