@@ -77,7 +77,7 @@ def test_configs_are_frozen_and_scales_grow():
         tiny, default, full = (config_for(name, s) for s in ("tiny", "default", "full"))
         with pytest.raises(dataclasses.FrozenInstanceError):
             tiny.seed = 1  # frozen dataclass
-        for fld in ("steps", "lengths"):
+        for fld in ("n_steps", "lengths"):
             if hasattr(default, fld):
                 assert max(getattr(tiny, fld)) <= max(getattr(default, fld)) <= max(getattr(full, fld))
     with pytest.raises(ValueError, match="unknown scale"):
