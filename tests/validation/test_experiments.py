@@ -77,7 +77,7 @@ def test_configs_are_frozen_and_scales_grow():
         tiny, default, full = (config_for(name, s) for s in ("tiny", "default", "full"))
         with pytest.raises(dataclasses.FrozenInstanceError):
             tiny.seed = 1  # frozen dataclass
-        for fld in ("steps", "lengths"):
+        for fld in ("n_steps", "lengths"):
             if hasattr(default, fld):
                 assert max(getattr(tiny, fld)) <= max(getattr(default, fld)) <= max(getattr(full, fld))
     with pytest.raises(ValueError, match="unknown scale"):
@@ -92,7 +92,7 @@ def test_cost_simulated_nfe_matches_the_formula():
     """
     from validation.experiments import cost
 
-    cfg = cost.Config(lengths=(4, 32), steps=(1, 2, 3, 8, 40), schedules=("linear", "cosine"), runs=300,
+    cfg = cost.Config(lengths=(4, 32), n_steps=(1, 2, 3, 8, 40), schedules=("linear", "cosine"), runs=300,
                       sampler_steps=())
     result = cost.run(cfg, strict=True)
     for r in result.tables["nfe"]:
@@ -179,3 +179,28 @@ def test_a_finding_in_the_notes_is_never_an_ok_badge():
     out = ExperimentResult("x", "X", config={}, notes=["FINDING (to investigate): below the oracle"]).finish(0.0)
     assert out.badges() == ["finding"] and out.all_findings() == ["FINDING (to investigate): below the oracle"]
     assert ExperimentResult("x", "X", config={}, notes=["all good"]).finish(0.0).badges() == ["ok"]
+
+
+# config_hash(to_jsonable(config_for(name).__dict__)) of each default config on main at dba4e4f, before
+# Config.steps was renamed n_steps, recorded literally: a cache or result written then must still match.
+_OLD_CONFIG_HASHES = {
+    "ter": "03ed0721aa770b35",
+    "ser": "7d28c45c2610a7a0",
+    "adaptive": "fcf793ae9289b2d1",
+    "cost": "2ae3260f15c9f40d",
+    "schedules": "68f7f62d1b92cdaa",
+    "realtext": "eba4cc9331c5af07",
+}
+
+
+@pytest.mark.parametrize("name, old_hash", sorted(_OLD_CONFIG_HASHES.items()))
+def test_renamed_n_steps_keeps_the_stored_config_and_its_hash(name, old_hash):
+    """``Config.n_steps`` is stored (and hashed) under its old name ``steps``, as before the rename."""
+    from numerics.provenance import config_hash, to_jsonable
+    from validation.experiments._base import stored_config
+
+    cfg = config_for(name)
+    stored = stored_config(cfg)
+    assert "n_steps" not in stored and stored["steps"] == cfg.n_steps
+    assert config_hash(to_jsonable(stored)) == old_hash
+    assert config_hash(to_jsonable(stored_config(dataclasses.replace(cfg, n_steps=(3,))))) != old_hash

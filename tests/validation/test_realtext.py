@@ -20,7 +20,7 @@ def test_ter_steps_needed_do_not_grow_with_length_on_the_char_bigram():
 
 
 def test_the_sentence_reading_is_computed_from_the_numbers():
-    cfg = realtext.Config(languages=("x",), lengths=(64, 256), steps=(1, 2, 4, 8, 16))
+    cfg = realtext.Config(languages=("x",), lengths=(64, 256), n_steps=(1, 2, 4, 8, 16))
     needed = [
         {"language": "x", "length": 64, "criterion": "TER gap bound <= 0.1", "steps_needed": 6, "lo": 6, "hi": 6},
         {"language": "x", "length": 256, "criterion": "TER gap bound <= 0.1", "steps_needed": 12, "lo": 12, "hi": 12},

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..cache import ResultCache, canonical
 
-__all__ = ["ExperimentResult", "Plot", "MissingInput", "Parts", "STATUSES", "STATUS_LEGEND", "Z95", "StepsNeeded",
+__all__ = ["ExperimentResult", "STORED_NAMES", "stored_config", "Plot", "MissingInput", "Parts", "STATUSES", "STATUS_LEGEND", "Z95", "StepsNeeded",
            "steps_needed_range", "Timer", "point_cache", "progress_iter"]
 
 
@@ -42,6 +42,17 @@ STATUS_LEGEND: dict[str, str] = {
 STATUSES = tuple(STATUS_LEGEND)
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile: value +- Z95 * stderr is a 95% interval
+
+#: Config fields stored under the name they had before a rename: ``n_steps`` (the numbers of steps
+#: ``N``) was ``steps``, so the stored config and its hash are those of the configs written before.
+STORED_NAMES = {"n_steps": "steps"}
+
+
+def stored_config(cfg: Any) -> dict:
+    """An experiment ``Config`` as :attr:`ExperimentResult.config` stores it: its fields, renamed ones
+    under their old names (:data:`STORED_NAMES`), so results and config hashes from before a rename
+    still match (``numerics.provenance.config_hash(stored_config(cfg))``)."""
+    return {STORED_NAMES.get(k, k): v for k, v in cfg.__dict__.items()}
 
 
 @dataclass

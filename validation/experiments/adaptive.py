@@ -38,7 +38,7 @@ from theory import related
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, stored_config
 
 NAME = "adaptive"
 TITLE = "Beyond random order: adaptive samplers, error vs denoiser calls"
@@ -56,7 +56,7 @@ class Config:
     exact_length : ``L`` of the exact curves of the presets (``V^L`` outputs).
     interval_exact_l, interval_exact_length : the small interval language (``interval-l{l}``) exact at this ``L``.
     mc_length, samples : Monte Carlo curves.
-    steps : ``N`` of random and topk (those above ``L`` are dropped).
+    n_steps : ``N`` of random and topk (those above ``L`` are dropped).
     thresholds : ``gamma`` of the threshold rule (max-prob).
     entropy_bounds : ``gamma`` (nats) of the entropy-sum rule.
     interval, interval_lengths, interval_samples : the Theorem 4.4 language and the lengths of the question.
@@ -73,7 +73,7 @@ class Config:
     interval_exact_length: int = 6
     mc_length: int = 32
     samples: int = 200
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     thresholds: tuple[float, ...] = (0.3, 0.5, 0.7, 0.9)
     entropy_bounds: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
     interval: int = 5
@@ -87,12 +87,12 @@ class Config:
     @classmethod
     def tiny(cls) -> Config:
         return cls(ter_languages=("2gram",), exact_length=2, interval_exact_length=3, mc_length=8, samples=8,
-                   steps=(1, 2, 4), thresholds=(0.5, 0.9), entropy_bounds=(0.5, 2.0), interval_lengths=(10, 20),
+                   n_steps=(1, 2, 4), thresholds=(0.5, 0.9), entropy_bounds=(0.5, 2.0), interval_lengths=(10, 20),
                    interval_samples=20, interval_topk_fractions=(0.5, 1.0), ser_target=0.2)
 
     @classmethod
     def full(cls) -> Config:
-        return cls(exact_length=4, mc_length=128, samples=1000, steps=(1, 2, 4, 8, 16, 32, 64, 128),
+        return cls(exact_length=4, mc_length=128, samples=1000, n_steps=(1, 2, 4, 8, 16, 32, 64, 128),
                    thresholds=(0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95), entropy_bounds=(0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0),
                    interval_lengths=(20, 40, 80, 160, 320, 640), interval_samples=1000,
                    interval_topk_fractions=(0.25, 0.5, 0.75, 1.0))
@@ -104,7 +104,7 @@ def _seed(cfg: Config, *parts: str | float) -> list[int]:
 
 def _specs(cfg: Config, L: int) -> list[tuple[str, float]]:
     """``(family, parameter)`` of every sampler at length ``L``: ``N`` for random/topk, ``gamma`` otherwise."""
-    steps = sorted({min(N, L) for N in cfg.steps})
+    steps = sorted({min(N, L) for N in cfg.n_steps})
     return ([("random", N) for N in steps] + [("topk", N) for N in steps]
             + [("threshold", g) for g in cfg.thresholds] + [("entropy-sum", g) for g in cfg.entropy_bounds])
 
@@ -197,7 +197,7 @@ def _interval_specs(cfg: Config, L: int) -> list[tuple[str, float]]:
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
-    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    out = ExperimentResult(NAME, TITLE, config=stored_config(cfg))
     parts = Parts(strict)
     attempt = parts.attempt
 

@@ -38,7 +38,7 @@ from numerics.sampling.samplers import sample_factorized
 from numerics.schedules import make_schedule
 
 from ..cache import ResultCache
-from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, stored_config
 
 NAME = "cost"
 TITLE = "Cost: network calls (NFE) vs steps under caching"
@@ -52,7 +52,7 @@ class Config:
     Attributes
     ----------
     lengths : sequence lengths ``L`` of the NFE curves.
-    steps : numbers of steps ``N``.
+    n_steps : numbers of steps ``N``.
     schedules : schedule families (``numerics.schedules.SCHEDULES``).
     runs : simulated sequences per point for the measured NFE.
     sampler_language, sampler_length, sampler_samples, sampler_steps :
@@ -67,7 +67,7 @@ class Config:
     """
 
     lengths: tuple[int, ...] = (32, 64, 256, 1024)  # includes sampler_length: its measured stars get a curve
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
     schedules: tuple[str, ...] = ("linear", "cosine")
     runs: int = 400
     sampler_language: str = "2gram"
@@ -86,7 +86,7 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(lengths=(6, 16), steps=(1, 2, 4, 8), schedules=("linear",), runs=50,
+        return cls(lengths=(6, 16), n_steps=(1, 2, 4, 8), schedules=("linear",), runs=50,
                    sampler_length=6, sampler_samples=2, sampler_steps=(2, 4), timing_preset="tiny",
                    timing_lengths=(8,), timing_steps=(2, 8), timing_batch=2, timing_repeats=2, timing_threads=1)
 
@@ -236,10 +236,10 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     """Expected vs simulated NFE for every (schedule, L, N); the sampler's counts; timing if asked."""
     started = time.perf_counter()
     cache = point_cache(cache)
-    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    out = ExperimentResult(NAME, TITLE, config=stored_config(cfg))
     parts = Parts(strict)
     lengths = sorted(set(cfg.lengths) | {cfg.sampler_length})  # the sampler's stars always have their curve
-    grid = [(s, L, N) for s in cfg.schedules for L in lengths for N in cfg.steps]
+    grid = [(s, L, N) for s in cfg.schedules for L in lengths for N in cfg.n_steps]
     rows = []
     for s, L, N in progress_iter(grid, progress, "cost: NFE"):
         key = {"v": VERSION, "schedule": s, "length": L, "steps": N, "runs": cfg.runs, "seed": cfg.seed}

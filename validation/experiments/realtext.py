@@ -35,6 +35,7 @@ from ._base import (
     point_cache,
     progress_iter,
     steps_needed_range,
+    stored_config,
 )
 
 NAME = "realtext"
@@ -50,7 +51,7 @@ class Config:
     ----------
     languages : named fitted languages (``lee-char-<n>gram``, ``lee-word[-v<C>]-<n>gram``).
     lengths : the lengths ``L`` (the sentence is checked between the first and the last).
-    steps : ``N`` of the random-order sampler's curves.
+    n_steps : ``N`` of the random-order sampler's curves.
     samples : sequences per Monte Carlo SER point.
     adaptive : adaptive rules (``numerics.sampling.adaptive``; ``topk`` takes ``N``).
     adaptive_steps, adaptive_samples : grid and sample count of the adaptive points.
@@ -62,7 +63,7 @@ class Config:
 
     languages: tuple[str, ...] = ("lee-char-2gram", "lee-word-2gram")
     lengths: tuple[int, ...] = (64, 256)
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     samples: int = 64
     adaptive: tuple[str, ...] = ("topk",)
     adaptive_steps: tuple[int, ...] = (4, 16)
@@ -74,13 +75,13 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(languages=("lee-char-2gram",), lengths=(8, 16), steps=(1, 4, 16), samples=8,
+        return cls(languages=("lee-char-2gram",), lengths=(8, 16), n_steps=(1, 4, 16), samples=8,
                    adaptive_steps=(2,), adaptive_samples=4)
 
     @classmethod
     def full(cls) -> Config:
         return cls(languages=("lee-char-2gram", "lee-word-2gram", "lee-word-v512-2gram"), lengths=(64, 256, 1024),
-                   steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), samples=1000,
+                   n_steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), samples=1000,
                    adaptive_steps=(4, 16, 64, 256), adaptive_samples=200, ser_targets=(0.5, 0.1))
 
 
@@ -125,7 +126,7 @@ def _ter_steps_needed(lang_obj, schedule: str, L: int, gap: float, informations:
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
-    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    out = ExperimentResult(NAME, TITLE, config=stored_config(cfg))
     parts = Parts(strict)
     attempt = parts.attempt
 
@@ -151,7 +152,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                                   "entropy_per_token": math.log(d["value"]), "method": d["method"]})
             iota = attempt("exact Jensen bound (Markov chain rule)", lambda: cache.get_or_compute(
                 "realtext-iota", base, lambda: eng.pair_informations(obj, L)))
-            for N in cfg.steps:
+            for N in cfg.n_steps:
                 key = {**base, "steps": N, "schedule": cfg.schedule}
                 j = None if iota is None else attempt("exact Jensen bound (Markov chain rule)", lambda: cache.get_or_compute(
                     "realtext-jensen", key, lambda: eng.jensen_bound_from_informations(
@@ -245,7 +246,7 @@ def _sentence(cfg: Config, needed: list[dict]) -> list[dict]:
             else:
                 def rng_txt(r: dict) -> str:
                     return (f"N = {r['steps_needed']} (95% range {r['lo']}..{r['hi']})" if r["steps_needed"]
-                            else f"not met up to N = {max(cfg.steps)}")
+                            else f"not met up to N = {max(cfg.n_steps)}")
                 reading = f"{lang}, {crit} (Monte Carlo, grid): {rng_txt(a)} at L = {L1}, {rng_txt(b)} at L = {L2}"
                 if ratio is not None:
                     reading += f" (ratio {ratio:.2f})"

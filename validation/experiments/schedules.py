@@ -32,7 +32,7 @@ from numerics.exact.joint_table import joint_table
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, stored_config
 
 NAME = "schedules"
 TITLE = "Schedules: exact expected KL vs steps for every schedule, with the published bounds"
@@ -50,7 +50,7 @@ class Config:
     ----------
     markov_languages : presets that are token-level Markov chains (closed-form ``Z``).
     lengths : their lengths ``L``.
-    steps : budgets ``N`` (block schedules only for ``N <= L``).
+    n_steps : budgets ``N`` (block schedules only for ``N <= L``).
     table_languages : presets handled through the joint table (tiny ``L``).
     table_length : their length.
     optimize_max_steps : the i.i.d. ``pi`` is optimized (L-BFGS-B, several starts) for ``N`` up to this.
@@ -59,7 +59,7 @@ class Config:
 
     markov_languages: tuple[str, ...] = ("2gram",)
     lengths: tuple[int, ...] = (64, 512)
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     table_languages: tuple[str, ...] = ("hmm",)
     table_length: int = 6
     optimize_max_steps: int = 32
@@ -67,11 +67,11 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(lengths=(12,), steps=(1, 2, 4), table_length=4, optimize_max_steps=2, ccl_eps=(1.0, 0.25))
+        return cls(lengths=(12,), n_steps=(1, 2, 4), table_length=4, optimize_max_steps=2, ccl_eps=(1.0, 0.25))
 
     @classmethod
     def full(cls) -> Config:
-        return cls(lengths=(64, 256, 512, 1024), steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+        return cls(lengths=(64, 256, 512, 1024), n_steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
                    table_length=7, optimize_max_steps=128)
 
 
@@ -94,7 +94,7 @@ def _point(name: str, L: int | None, cfg: Config) -> dict:
         joint_table(lang, length))
     tc, sum_mi = curve.total_correlation, length * float(curve.z[-1])
     dtc = sum_mi - tc
-    budgets = sorted({N for N in cfg.steps if L is not None or N <= length})
+    budgets = sorted({N for N in cfg.n_steps if L is not None or N <= length})
     dp = so.optimal_blocks(curve, max(budgets))
     rows, bounds = [], []
     for N in budgets:
@@ -138,13 +138,13 @@ def _point(name: str, L: int | None, cfg: Config) -> dict:
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
-    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    out = ExperimentResult(NAME, TITLE, config=stored_config(cfg))
     parts = Parts(strict)
     grid = [(name, L) for name in cfg.markov_languages for L in cfg.lengths] + [(n, None) for n in cfg.table_languages]
     points, curves, rows, bounds, ccl = {}, [], [], [], []
     for name, L in progress_iter(grid, progress, "schedules: languages"):
         key = {"v": VERSION, "language": name, "length": L, "table_length": cfg.table_length,
-               "steps": list(cfg.steps), "optimize_max_steps": cfg.optimize_max_steps, "ccl_eps": list(cfg.ccl_eps)}
+               "steps": list(cfg.n_steps), "optimize_max_steps": cfg.optimize_max_steps, "ccl_eps": list(cfg.ccl_eps)}
         p = parts.attempt(f"schedules on {name}", lambda key=key, name=name, L=L: cache.get_or_compute(
             "schedules-point", key, lambda: _point(name, L, cfg)))
         if p is None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, steps_needed_range
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, steps_needed_range, stored_config
 
 NAME = "ser"
 TITLE = "SER vs steps: pruned presets and the Theorem 4.4 interval language"
@@ -33,7 +33,7 @@ class Config:
     Attributes
     ----------
     languages : pruned presets for the Monte Carlo curves.
-    lengths, steps, samples : grid and sampled sequences per point of those curves.
+    lengths, n_steps, samples : grid and sampled sequences per point of those curves.
     interval : interval length ``l`` of the Theorem 4.4 language (vocabulary ``2^(l-1)``).
     interval_lengths : lengths of the exact interval SER curves (multiples of ``l``).
     interval_steps : steps of those curves.
@@ -45,7 +45,7 @@ class Config:
 
     languages: tuple[str, ...] = ("2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned")
     lengths: tuple[int, ...] = (32, 64, 128, 256)
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     samples: int = 64
     interval: int = 5
     interval_lengths: tuple[int, ...] = (20, 80, 320, 1280)
@@ -57,13 +57,13 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(languages=("2gram-pruned",), lengths=(4, 8), steps=(1, 2, 4), samples=8,
+        return cls(languages=("2gram-pruned",), lengths=(4, 8), n_steps=(1, 2, 4), samples=8,
                    interval_lengths=(10, 20), interval_steps=(1, 4, 16, 64), needed_lengths=(5, 10, 20))
 
     @classmethod
     def full(cls) -> Config:
         return cls(lengths=(64, 128, 256, 512, 1024, 2048),
-                   steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
+                   n_steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
                    interval_lengths=(20, 80, 320, 1280, 5120),
                    interval_steps=tuple(2 ** k for k in range(17)),
                    needed_lengths=(10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120))
@@ -164,13 +164,13 @@ _RTOL_BOUND = 1e-12  # float64 round-off between the closed-form SER and the clo
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
-    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    out = ExperimentResult(NAME, TITLE, config=stored_config(cfg))
     parts = Parts(strict)
     attempt = parts.attempt
 
     # Monte Carlo SER on the pruned presets
     rows = []
-    grid = [(lang, L, N) for lang in cfg.languages for L in cfg.lengths for N in cfg.steps]
+    grid = [(lang, L, N) for lang in cfg.languages for L in cfg.lengths for N in cfg.n_steps]
     for lang, L, N in progress_iter(grid, progress, "ser: presets"):
         key = {"v": VERSION, "language": lang, "length": L, "steps": N, "schedule": cfg.schedule,
                "samples": cfg.samples, "seed": cfg.seed}

@@ -27,7 +27,17 @@ from dataclasses import dataclass
 
 from ..cache import ResultCache
 from . import _engine as eng
-from ._base import Z95, ExperimentResult, Parts, Plot, StepsNeeded, point_cache, progress_iter, steps_needed_range
+from ._base import (
+    Z95,
+    ExperimentResult,
+    Parts,
+    Plot,
+    StepsNeeded,
+    point_cache,
+    progress_iter,
+    steps_needed_range,
+    stored_config,
+)
 
 NAME = "ter"
 TITLE = "TER vs steps: generative perplexity and the KL bound of the oracle sampler"
@@ -42,7 +52,7 @@ class Config:
     ----------
     languages : unpruned presets (``numerics.languages.presets``).
     lengths : sequence lengths ``L``.
-    steps : numbers of steps ``N``.
+    n_steps : numbers of steps ``N``.
     samples : sampled sequences per point (generative perplexity) and Monte Carlo samples of
         the Jensen bound where it is not exact.
     schedule : schedule family of the sampler.
@@ -54,7 +64,7 @@ class Config:
 
     languages: tuple[str, ...] = ("2gram", "3gram", "4gram", "hmm")
     lengths: tuple[int, ...] = (32, 64, 128, 256)
-    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    n_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     samples: int = 64
     schedule: str = "linear"
     gap: float = 0.05
@@ -63,12 +73,12 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(languages=("2gram",), lengths=(4, 8), steps=(1, 2, 4), samples=8, exact_lengths=(3,))
+        return cls(languages=("2gram",), lengths=(4, 8), n_steps=(1, 2, 4), samples=8, exact_lengths=(3,))
 
     @classmethod
     def full(cls) -> Config:
         return cls(lengths=(64, 128, 256, 512, 1024, 2048),
-                   steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
+                   n_steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), samples=1000,
                    exact_lengths=(4, 5, 6))
 
 
@@ -98,7 +108,7 @@ def _b12_jensen(lang: str, N: int, L: int) -> dict:
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
-    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    out = ExperimentResult(NAME, TITLE, config=stored_config(cfg))
     parts = Parts(strict)
     attempt = parts.attempt
 
@@ -111,7 +121,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             data_rows.append({"language": lang, "length": L,
                               "data_ppl": d["value"] if d else None, "data_ppl_stderr": d["stderr"] if d else None,
                               "method": d["method"] if d else None})
-    grid = [(lang, L, N) for lang in cfg.languages for L in cfg.lengths for N in cfg.steps]
+    grid = [(lang, L, N) for lang in cfg.languages for L in cfg.lengths for N in cfg.n_steps]
     for lang, L, N in progress_iter(grid, progress, "ter: points"):
         base = {"v": VERSION, "language": lang, "length": L, "steps": N, "schedule": cfg.schedule,
                 "samples": cfg.samples, "seed": cfg.seed}
@@ -142,7 +152,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             "jensen_kl_per_token_b12": b12["value"] / L if b12 and b12.get("value") is not None else None,
         })
     exact_rows = []
-    egrid = [(lang, L, N) for lang in cfg.languages for L in cfg.exact_lengths for N in cfg.steps]
+    egrid = [(lang, L, N) for lang in cfg.languages for L in cfg.exact_lengths for N in cfg.n_steps]
     for lang, L, N in progress_iter(egrid, progress, "ter: exact small L"):
         key = {"v": VERSION, "language": lang, "length": L, "steps": N, "schedule": cfg.schedule}
         e = attempt("exact KL(q||p) at small L", lambda: cache.get_or_compute(
