@@ -56,6 +56,7 @@ from numerics.estimate import CONFIDENCE, Estimate
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, Rule, adaptive_run, make_rule
+from numerics.sampling.batch_oracles import BatchIntervalOracle, BigramOracle
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.samplers import PATHS, RandomOrder, Sampler, SampleResult, _batches, _call, draw_inverse_cdf
 from numerics.schedules import Schedule
@@ -73,6 +74,7 @@ __all__ = [
     "tie_priority",
     "topk_sizes",
     "on_grid",
+    "oracle_language",
     "confidence_grid",
     "select_positions",
     "chain_rule_terms",
@@ -217,11 +219,13 @@ def _revealed_consistent(language: IntervalLanguage, revealed: np.ndarray) -> bo
     return True
 
 
-def _oracle_language(denoiser: Denoiser):
-    """The language whose fast kernel computes ``denoiser`` exactly, or ``None``."""
-    if isinstance(denoiser, OracleDenoiser) and isinstance(denoiser.language, (HMM, NGram)):
+def oracle_language(denoiser: Denoiser):
+    """The language whose fast kernels compute ``denoiser`` exactly, or ``None``: the oracle of an
+    n-gram or HMM (:class:`OracleDenoiser`, :class:`~numerics.sampling.batch_oracles.BigramOracle`)
+    or of the interval language (:class:`IntervalOracle`, :class:`~numerics.sampling.batch_oracles.BatchIntervalOracle`)."""
+    if isinstance(denoiser, (OracleDenoiser, BigramOracle)) and isinstance(denoiser.language, (HMM, NGram)):
         return denoiser.language
-    if isinstance(denoiser, IntervalOracle):
+    if isinstance(denoiser, (IntervalOracle, BatchIntervalOracle)):
         return denoiser.language
     return None
 
@@ -301,7 +305,7 @@ class AdaptiveSampler(Sampler):
         bs = int(n) if batch_size is None else batch_size
         if int(bs) != bs or bs < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-        language = _oracle_language(denoiser)
+        language = oracle_language(denoiser)
         if path == "oracle" and language is None:
             raise ValueError("path='oracle' needs an OracleDenoiser of an HMM/NGram or an IntervalOracle")
         fast = language is not None and path != "generic"

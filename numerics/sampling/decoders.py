@@ -61,7 +61,12 @@ import numpy as np
 from scipy.special import entr
 
 from numerics.draws import draw_inverse_cdf
-from numerics.sampling.adaptive import on_grid, tie_priority
+from numerics.languages.hmm import NGram
+from numerics.languages.interval import IntervalLanguage
+from numerics.sampling._adaptive_paths import CONFIDENCE_CODES, Confidence
+from numerics.sampling._decoder_numba import COUNT_CODES, SCORE_CODES, DecoderRule, RemdmRule, decoder_run, remdm_run
+from numerics.sampling._decoder_numba import DecoderRun as _DecoderRun
+from numerics.sampling.adaptive import on_grid, oracle_language, tie_priority
 from numerics.sampling.denoiser import Denoiser
 from numerics.sampling.samplers import PATHS, Sampler, SampleResult, _batches, _call
 from numerics.schedules import Schedule
@@ -94,6 +99,7 @@ __all__ = [
 DECODER_NAMES = ("llada", "fast-dllm", "eb", "remdm")
 REMASKINGS = ("low-confidence", "random")
 REMDM_VARIANTS = ("cap", "rescale")
+REMDM_COMPILED = ("cap", "rescale")  # the ReMDM variants the compiled oracle path runs (per-step sigma, reveal)
 STREAM_DRAW, STREAM_SCORE, STREAM_REMASK, STREAM_UNMASK = 0, 1, 2, 3
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -291,22 +297,69 @@ class BlockDecoder(Sampler):
         params = ", ".join(f"{k}={v}" for k, v in self.parameters().items() if k != "sampler" and v is not None)
         return f"{self.name} ({params})"
 
+    def kernel_rule(self, length: int):
+        """The decoder as the compiled kernels read it (:class:`~numerics.sampling._decoder_numba.DecoderRule`)."""
+        B = self.block_of(length)
+        fixed = self.fixed_steps(length)
+        count, score, gamma, factor = self._kernel_count(B)
+        return DecoderRule(COUNT_CODES[count], SCORE_CODES[score], float(self.temperature), B,
+                           np.zeros(1, dtype=np.int64) if fixed is None else np.ascontiguousarray(fixed, np.int64),
+                           int(gamma), np.ascontiguousarray(factor, np.int64),
+                           np.ascontiguousarray(tie_priority(length, self.tie_seed), np.int64),
+                           Confidence(CONFIDENCE_CODES["maxprob"], score == "entropy"))
+
+    def _kernel_count(self, block: int) -> tuple[str, str, int, np.ndarray]:
+        """``(count rule, score, gamma on the grid, factor grid (B,))`` of :meth:`kernel_rule`."""
+        raise NotImplementedError
+
+    def compiled(self, length: int) -> bool:
+        """True when the compiled oracle path runs this decoder at ``length`` (random scores are ranked
+        as 53-bit integers times ``L``: exact for ``L <= 1024``; beyond, the generic path; ReMDM: the
+        variants of :data:`REMDM_COMPILED`)."""
+        if isinstance(self, Remdm):
+            return self.variant in REMDM_COMPILED
+        return not (self.random_scores and length > 1024)
+
+    def _compiled_run(self, language, keys: np.ndarray, length: int) -> _DecoderRun:
+        if isinstance(self, Remdm):  # the Remdm class itself stays as it is (its variants are wired elsewhere)
+            sigma, reveal = self.probabilities()
+            rule = RemdmRule(np.ascontiguousarray(sigma, np.float64), np.ascontiguousarray(reveal, np.float64),
+                             float(self.temperature), Confidence(CONFIDENCE_CODES["maxprob"], False))
+            return remdm_run(language, rule, keys, length)
+        return decoder_run(language, self.kernel_rule(length), keys, np.zeros((keys.size, length), dtype=np.int64),
+                           sample=True)
+
     def sample(self, denoiser: Denoiser, n: int, length: int, rng: np.random.Generator, *,
                batch_size: int | None = None, path: str = "auto") -> SampleResult:
-        """``n`` sequences by the generic path (``path`` ``"auto"`` or ``"generic"``; no compiled path yet)."""
+        """``n`` sequences; ``path`` ``"auto"`` (compiled for the oracle of an n-gram, HMM or the interval
+        language, else generic), ``"oracle"`` (compiled, else an error) or ``"generic"``: the same samples."""
         bs = _check_run(denoiser, n, length, rng, batch_size, path)
         self.blocks(length)
+        self.fixed_steps(length)
         keys = sequence_keys(rng, int(n))
-        prio = tie_priority(length, self.tie_seed)
+        language = oracle_language(denoiser)
+        fast = language is not None and self.compiled(length)
+        if path == "oracle" and not fast:
+            raise ValueError(f"path='oracle' needs the oracle of an n-gram, HMM or the interval language and a "
+                             f"decoder with a compiled path; {self.label} at L = {length} has none")
         sizes = _batches(int(n), bs)
         edges = np.cumsum([0] + sizes)
-        runs = [self._run(denoiser, keys[a:b], length, prio) for a, b in zip(edges[:-1], edges[1:])]
-        tokens = np.concatenate([r[0] for r in runs])
-        steps = np.concatenate([r[1] for r in runs])
-        calls = np.concatenate([r[2] for r in runs])
-        nfe = np.asarray([int(c.max()) for c in (r[2] for r in runs)], dtype=np.int64)
+        if fast and path != "generic":
+            run = self._compiled_run(language, keys, length)
+            if np.any(run.masked_left):
+                raise FloatingPointError(f"{self.name} left positions masked after the last step (u_N must be 1)")
+            tokens, steps, calls = run.tokens, run.steps, run.calls
+            where = "oracle-" + _kind(language)
+        else:
+            prio = tie_priority(length, self.tie_seed)
+            runs = [self._run(denoiser, keys[a:b], length, prio) for a, b in zip(edges[:-1], edges[1:])]
+            tokens = np.concatenate([r[0] for r in runs])
+            steps = np.concatenate([r[1] for r in runs])
+            calls = np.concatenate([r[2] for r in runs])
+            where = "generic"
+        nfe = np.asarray([int(calls[a:b].max()) for a, b in zip(edges[:-1], edges[1:])], dtype=np.int64)
         return SampleResult(tokens, steps, nfe, np.asarray(sizes, dtype=np.int64), int(calls.max()), False, "float64",
-                            f"{self.name}-generic", calls)
+                            f"{self.name}-{where}", calls)
 
     def _run(self, denoiser: Denoiser, keys: np.ndarray, L: int, prio: np.ndarray):
         """One batch: ``(tokens, reveal call of each position, calls per sequence)``, all sequences at once."""
@@ -346,18 +399,24 @@ class BlockDecoder(Sampler):
         one reveal path and ``log p(x)`` is exact per sample (``eb``; ``T = 0`` with ``low-confidence``)."""
         return not self.random_scores and not self.draw_dependent
 
-    def path_log_prob(self, denoiser: Denoiser, tokens: np.ndarray) -> PathScore:
+    def path_log_prob(self, denoiser: Denoiser, tokens: np.ndarray, *, path: str = "auto") -> PathScore:
         """Replay the rule along given sequences ``x``: ``log p(x) = sum_t sum_{j in D_t(x)} log r_j(x_j | x_{S_t})``.
 
         Only for a :attr:`path_deterministic` decoder (else ``p(x)`` is a mixture over orders: a
         ``ValueError``). ``-inf`` where ``x`` leaves the sampler's support (e.g. a non-greedy value at
-        ``T = 0``). One denoiser call per step on the sequences still masked.
+        ``T = 0``). One denoiser call per step on the sequences still masked; ``path="auto"`` replays the
+        rule in the compiled kernel for the oracle of an n-gram, HMM or the interval language (same numbers).
         """
         if not self.path_deterministic:
             raise ValueError(f"{self.label}: the revealed sets depend on the draws or on random scores, so p(x) "
                              "is a sum over reveal paths (exact only by enumeration on tiny cases)")
         x = np.asarray(tokens, dtype=np.int64)
         n, L = x.shape
+        language = oracle_language(denoiser)
+        if language is not None and path != "generic":
+            run = decoder_run(language, self.kernel_rule(L), np.zeros(n, dtype=np.uint64), np.array(x, order="C"),
+                              sample=False)
+            return PathScore(run.log_p, run.calls)
         B = self.block_of(L)
         fixed = self.fixed_steps(L)
         prio = tie_priority(L, self.tie_seed)
@@ -448,6 +507,9 @@ class Llada(BlockDecoder):
     def count(self, sorted_scores, step, block_steps):
         return block_steps[step]
 
+    def _kernel_count(self, block):
+        return "fixed", self.remasking, 0, np.zeros(block, dtype=np.int64)
+
     def parameters(self) -> dict:
         return {**super().parameters(), "steps": int(self.steps), "remasking": self.remasking}
 
@@ -482,6 +544,11 @@ class FastDllm(BlockDecoder):
         ok[..., 0] = True
         return _leading(ok)
 
+    def _kernel_count(self, block):
+        if self.threshold is not None:
+            return "threshold", "low-confidence", int(on_grid(self.threshold)), np.zeros(block, dtype=np.int64)
+        return "factor", "low-confidence", 0, on_grid(1.0 - self.factor / (np.arange(1, block + 1) + 1))
+
     def parameters(self) -> dict:
         return {**super().parameters(), "threshold": self.threshold, "factor": self.factor}
 
@@ -507,6 +574,9 @@ class EntropyBound(BlockDecoder):
         # prefix n is allowed iff sum_{i<=n} H_i - max_{i<=n} H_i = sum_{i<n} H_i <= gamma
         before = np.cumsum(H, axis=-1) - H
         return _leading(valid & (before <= on_grid(self.gamma)))
+
+    def _kernel_count(self, block):
+        return "entropy", "entropy", int(on_grid(self.gamma)), np.zeros(block, dtype=np.int64)
 
     def parameters(self) -> dict:
         return {**super().parameters(), "gamma": float(self.gamma)}
@@ -585,6 +655,11 @@ class Remdm(BlockDecoder):
         return tokens, steps, np.full(Bn, self.schedule.n_steps, dtype=np.int64)
 
 
+def _kind(language) -> str:
+    """``ngram``, ``interval`` or ``hmm``: the compiled path's label."""
+    return "ngram" if isinstance(language, NGram) else "interval" if isinstance(language, IntervalLanguage) else "hmm"
+
+
 def _leading(ok: np.ndarray) -> np.ndarray:
     """The number of leading True entries of each row ``(..., m)``."""
     pad = np.zeros(ok.shape[:-1] + (1,), dtype=bool)
@@ -598,8 +673,6 @@ def _check_run(denoiser, n, length, rng, batch_size, path) -> int:
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     if path not in PATHS:
         raise ValueError(f"unknown path {path!r}; choose one of {PATHS}")
-    if path == "oracle":
-        raise ValueError("the decoders have no compiled oracle path yet; use path='generic' or 'auto'")
     _check_int("n", n, 1)
     _check_int("length", length, 1)
     return _check_int("batch_size", int(n) if batch_size is None else batch_size, 1)
