@@ -356,9 +356,10 @@ def _choose(rule, rank, nm, step):
 
 
 @nb.njit(cache=True)
-def _score_block(lang, rule, x, lo, hi, call_key, sample, dead, post, work, rank):
-    """Candidates of the block ``lo..hi-1`` with their keys, grid scores and (where the score needs
-    them) draws; returns their number."""
+def _score_block(lang, rule, x, step, post, work, rank):
+    """Candidates of the block ``step.lo..step.hi-1`` with their keys, grid scores and (where the score
+    needs them) draws; returns their number."""
+    lo, hi, call_key, sample, dead = step.lo, step.hi, step.call_key, step.sample, step.dead
     rev, marg = post.revealed, post.marginals
     prio, T = rule.priority, rule.temperature
     L = rev.shape[0]
@@ -390,6 +391,17 @@ def _score_block(lang, rule, x, lo, hi, call_key, sample, dead, post, work, rank
         rank.scores[i] = c
         rank.keys[i] = -c * L + prio[j]
     return nm
+
+
+class Step(NamedTuple):
+    """One step of one sequence: the block ``lo..hi-1``, the stream's ``call_key``, ``sample`` (else
+    scoring) and ``dead`` (the sequence left ``supp q``: rows uniform, not recomputed)."""
+
+    lo: int
+    hi: int
+    call_key: np.uint64
+    sample: bool
+    dead: bool
 
 
 class SequenceIO(NamedTuple):
@@ -432,7 +444,7 @@ def _decode(lang, rule, sample, seq, post, work, rank):
                     break
             calls += 1
             ck = _call_key(key, calls)
-            nm = _score_block(lang, rule, x, lo, hi, ck, sample, dead, post, work, rank)
+            nm = _score_block(lang, rule, x, Step(lo, hi, ck, sample, dead), post, work, rank)
             step += 1
             if nm == 0:
                 continue
