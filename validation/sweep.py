@@ -56,7 +56,7 @@ __all__ = [
 
 #: Fields left out of :meth:`PointConfig.as_dict` at their default, so that the config hash of a
 #: point is what it was before the field existed (tables stay resumable).
-_HASH_DEFAULTS = {"tie_seed": 0}
+_HASH_DEFAULTS = {"tie_seed": 0, "block_length": None}
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,9 @@ class PointConfig:
     tie_seed : int
         Seed of the adaptive rules' tie priority (``numerics.sampling.adaptive.tie_priority``);
         the random sampler has no ties. Left out of the hash at 0 (the value before it was an option).
+    block_length : int or None
+        Semi-autoregressive blocks ``B`` of the adaptive rules (``numerics.sampling.blocks``; ``None``:
+        ``L``, one block). Left out of the hash when ``None``.
     """
 
     language: str
@@ -108,6 +111,7 @@ class PointConfig:
     gamma: float | None = None
     confidence: str = "maxprob"
     tie_seed: int = 0
+    block_length: int | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -131,6 +135,8 @@ class PointConfig:
             key += f"|{self.sampler}|{self.gamma}|{self.confidence}"
             if self.tie_seed != _HASH_DEFAULTS["tie_seed"]:
                 key += f"|tie{self.tie_seed}"
+            if self.block_length is not None:
+                key += f"|B{self.block_length}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
 
     def as_dict(self) -> dict:
@@ -161,7 +167,7 @@ class PointConfig:
 
         return make_sampler(self.sampler, schedule=self.make_schedule() if self.sampler in ("random", "topk") else None,
                             gamma=self.gamma, confidence=self.confidence,
-                            tie_seed=self.tie_seed)
+                            tie_seed=self.tie_seed, block_length=self.block_length)
 
     def make_schedule(self) -> Schedule:
         """The schedule family at ``n_steps``; ``"optimal"``: the information-curve DP schedule for this

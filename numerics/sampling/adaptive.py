@@ -339,19 +339,20 @@ class AdaptiveSampler(Sampler):
 
 
 def make_sampler(name: str, *, schedule: Schedule | None = None, gamma: float | None = None,
-                 confidence: str = "maxprob", tie_seed: int | None = 0) -> Sampler:
+                 confidence: str = "maxprob", tie_seed: int | None = 0, block_length: int | None = None) -> Sampler:
     """The sampler called ``name`` (:data:`SAMPLER_NAMES`): ``random`` and ``topk`` take ``schedule``,
-    ``threshold`` and ``entropy-sum`` take ``gamma``; an option the sampler does not use is an error."""
+    ``threshold`` and ``entropy-sum`` take ``gamma``, the adaptive rules ``block_length``; an option the
+    sampler does not use is an error."""
     if name == "random":
-        if gamma is not None or confidence != "maxprob":
-            raise ValueError("the random sampler takes a schedule only (no gamma, no confidence)")
+        if gamma is not None or confidence != "maxprob" or block_length is not None:
+            raise ValueError("the random sampler takes a schedule only (no gamma, no confidence, no block length)")
         if not isinstance(schedule, Schedule):
             raise ValueError("the random sampler needs a schedule")
         return RandomOrder(schedule)
     if name not in RULES:
         raise ValueError(f"unknown sampler {name!r}; choose one of {SAMPLER_NAMES}")
     return AdaptiveSampler(name, schedule=schedule if name == "topk" else None, gamma=gamma, confidence=confidence,
-                           tie_seed=tie_seed)
+                           tie_seed=tie_seed, block_length=block_length)
 
 
 class ChainRuleScore(NamedTuple):
