@@ -126,7 +126,9 @@ class PointConfig:
                 raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
         if self.method == "mc" and self.samples < 2:
             raise ValueError("Monte Carlo needs samples >= 2")
-        self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
+        sampler = self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
+        if self.block_length is not None:
+            sampler.step_sizes(self.length)  # a block length that does not divide L (or N) fails here
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator fixed by the seed, the point (not its position in a grid) and ``stream``."""

@@ -252,9 +252,9 @@ class AdaptiveSampler(Sampler):
         LLaDA's fixed counts :func:`~numerics.sampling.blocks.llada_counts`. Steps of size 0 are
         skipped and cost no call, as in one block.
         """
+        B = self.block_of(length)  # a block length that does not divide L fails here, for every rule
         if self.rule != "topk":
             return np.zeros(1, dtype=np.int64)
-        B = self.block_of(length)
         if B == length:
             return topk_sizes(self.schedule, length)
         return llada_counts(B, steps_per_block(self.schedule.n_steps, length, B))

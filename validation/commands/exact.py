@@ -139,7 +139,6 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
                           sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed,
                           block_length=decoder_opts.block_length)
-        cfg.make_sampler().step_sizes(length)  # a block length that does not divide L (or N) fails here
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     check_same_vocabulary([(language, ser_language)], "--ser-language")
