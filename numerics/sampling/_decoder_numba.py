@@ -343,6 +343,14 @@ def _choose(rule, rank, nm, step):
             return r
         order = rank.best_index
     else:
+        if rule.count == _ENTROPY:  # one pass: EB reveals only the first unless H_(1) <= gamma
+            best = 0
+            for i in range(1, nm):
+                if rank.keys[i] < rank.keys[best]:
+                    best = i
+            if nm == 1 or -rank.scores[best] > rule.gamma:
+                sel[0] = rank.candidates[best]
+                return 1
         first = min(_PARTIAL, nm)
         order = _ranked(rank, nm, first)
         r = _prefix(rule, rank, order, first)
@@ -373,6 +381,8 @@ def _score_block(lang, rule, x, step, post, work, rank):
     if nm == 0:
         return 0
     draw_all = rule.score == _LOWCONF and T > 0.0
+    if draw_all and sample and rule.count != _FIXED:
+        return _score_bounded(lang, rule, x, step, nm, post, work, rank)
     if draw_all and sample and not dead:
         selected_rows(lang, x, cand, nm, post, work)
     for i in range(nm):
@@ -390,6 +400,46 @@ def _score_block(lang, rule, x, step, post, work, rank):
             c = post.confidence[j]
         rank.scores[i] = c
         rank.keys[i] = -c * L + prio[j]
+    return nm
+
+
+@nb.njit(cache=True)
+def _score_bounded(lang, rule, x, step, nm, post, work, rank):
+    """Fast-dLLM's scores, drawing only where a draw can matter; returns ``nm``.
+
+    A score ``p_j(x0_j)`` is at most ``max_v p_j(v)`` (the posterior's grid ``maxprob``). Beyond the
+    first, a revealed candidate needs a score ``>= g`` (``tau``, or the factor's smallest bound
+    ``1 - f/3``), so a candidate with ``maxprob < g`` can only be revealed as the best one, and not
+    when its ``maxprob`` is below a score already drawn. Such a candidate is not drawn: it gets a
+    score below ``g`` and a key after every drawn one (the prefix stops before it either way), the
+    same selection as drawing it.
+    """
+    lo, call_key, dead = step.lo, step.call_key, step.dead
+    marg, cand, prio = post.marginals, rank.candidates, rule.priority
+    L = x.shape[0]
+    if rule.count == _THRESHOLD:
+        g = rule.gamma
+    elif rule.factor.shape[0] > 1:
+        g = rule.factor[1]
+    else:
+        g = np.iinfo(np.int64).max
+    best = -1
+    for i in range(nm):
+        j = cand[i]
+        m = post.confidence[j]
+        if m < best and m < g:
+            rank.scores[i] = -1
+            rank.keys[i] = L + prio[j]
+            continue
+        if not dead:
+            selected_rows(lang, x, cand[i:i + 1], 1, post, work)
+        v = _draw(marg, j, rule.temperature, _uniform(call_key, j, _DRAW), rank.row)
+        rank.drawn[j - lo] = v
+        c = _grid(marg[j, v])
+        rank.scores[i] = c
+        rank.keys[i] = -c * L + prio[j]
+        if c > best:
+            best = c
     return nm
 
 
