@@ -57,7 +57,7 @@ __all__ = [
 
 #: Fields left out of :meth:`PointConfig.as_dict` at their default, so that the config hash of a
 #: point is what it was before the field existed (tables stay resumable).
-_HASH_DEFAULTS = {"tie_seed": 0}
+_HASH_DEFAULTS = {"tie_seed": 0, "block_length": None}
 
 #: The decoders' options (:func:`numerics.sampling.decoders.make_decoder`): in a config's hash only when set.
 _DECODER_FIELDS = ("block_length", "remasking", "temperature", "threshold", "factor", "remdm_variant", "eta")
@@ -102,7 +102,8 @@ class PointConfig:
         :func:`numerics.sampling.decoders.make_decoder`, ``docs/methods/decoders.md``): ``llada``
         takes ``n_steps``, ``remdm`` ``n_steps`` of ``schedule``, ``eb`` ``gamma``; ``None`` = not
         given (the decoder's default). Each enters the hash only when set, so the tables of the
-        other samplers keep their hashes.
+        other samplers keep their hashes. ``block_length`` also applies to the adaptive rules
+        (semi-autoregressive blocks ``B``, :mod:`numerics.sampling.blocks`; ``None``: one block of ``L``).
     """
 
     language: str
@@ -139,7 +140,9 @@ class PointConfig:
                 raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
         if self.method == "mc" and self.samples < 2:
             raise ValueError("Monte Carlo needs samples >= 2")
-        self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
+        sampler = self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
+        if self.block_length is not None and sampler.kind == "adaptive":
+            sampler.step_sizes(self.length)  # a block length that does not divide L (or N) fails here
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator fixed by the seed, the point (not its position in a grid) and ``stream``."""
@@ -166,8 +169,8 @@ class PointConfig:
             if d.get(name, default) == default:
                 d.pop(name, None)
         for name in _DECODER_FIELDS:
-            if d[name] is None:
-                d.pop(name)
+            if d.get(name) is None:
+                d.pop(name, None)
         return d
 
     @classmethod
@@ -180,10 +183,11 @@ class PointConfig:
 
     def make_sampler(self):
         """The :class:`numerics.sampling.samplers.Sampler` of this point (a decoder checked against ``length``)."""
-        from numerics.sampling.adaptive import make_sampler
+        from numerics.sampling.adaptive import RULES, make_sampler
         from numerics.sampling.decoders import DECODER_NAMES
 
-        given = [f"--{k.replace('_', '-')}" for k in _DECODER_FIELDS if getattr(self, k) is not None]
+        own = ("block_length",) if self.sampler in RULES else ()  # the adaptive rules take blocks too
+        given = [f"--{k.replace('_', '-')}" for k in _DECODER_FIELDS if k not in own and getattr(self, k) is not None]
         if self.sampler in DECODER_NAMES:
             return self._make_decoder()
         if given:
@@ -191,7 +195,7 @@ class PointConfig:
                              f"not to --sampler {self.sampler}")
         return make_sampler(self.sampler, schedule=self.make_schedule() if self.sampler in ("random", "topk") else None,
                             gamma=self.gamma, confidence=self.confidence,
-                            tie_seed=self.tie_seed)
+                            tie_seed=self.tie_seed, block_length=self.block_length)
 
     def _make_decoder(self):
         """The decoder of this point (:func:`numerics.sampling.decoders.make_decoder`), checked against ``length``."""

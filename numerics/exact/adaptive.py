@@ -1,7 +1,7 @@
 """Exact output law, KL, SER and expected calls of the oracle adaptive samplers on tiny languages.
 
-An adaptive rule (:mod:`numerics.sampling.adaptive`: ``topk``, ``threshold``, ``entropy-sum``)
-with the oracle denoiser chooses the step's set ``D_t`` as a deterministic function of the
+An adaptive rule (:mod:`numerics.sampling.adaptive`: ``topk``, ``threshold``, ``entropy-sum``,
+with or without semi-autoregressive blocks) with the oracle denoiser chooses the step's set ``D_t`` as a deterministic function of the
 revealed values ``x_{S_t}`` (ties by the seeded priority). So each output ``x`` has exactly one
 reveal path and
 
@@ -99,11 +99,16 @@ def _check_sampler(sampler: Any) -> AdaptiveSampler:
     return sampler
 
 
-def _next_k(sampler: AdaptiveSampler, cum: np.ndarray, revealed: int) -> int:
-    """Top-k's size of the next step after ``revealed`` positions (0 for the other rules)."""
+def _next_k(sampler: AdaptiveSampler, cum: np.ndarray, revealed: int, block: int) -> int:
+    """Top-k's size of the next step after ``revealed`` positions, blocks of ``block`` (0 for the other rules).
+
+    Blocks are revealed in order, so ``revealed % B`` positions of the current block are revealed
+    and ``cum`` (the cumulative step sizes within a block) says which step comes next.
+    """
     if sampler.rule != "topk":
         return 0
-    return int(cum[np.searchsorted(cum, revealed, side="right")] - revealed)
+    inside = revealed % block
+    return int(cum[np.searchsorted(cum, inside, side="right")] - inside)
 
 
 def _finish(q: np.ndarray, p: np.ndarray, undefined_mass: float, method: str, sampler: AdaptiveSampler, *,
@@ -136,6 +141,7 @@ def adaptive_dp(language: Any, length: int | None, sampler: AdaptiveSampler) -> 
     base = (V + 1) ** np.arange(L - 1, -1, -1, dtype=np.int64)  # flat index of w = sum_j w_j base_j
     prio = tie_priority(L, sampler.tie_seed)
     cum = np.cumsum(sampler.step_sizes(L))
+    B = sampler.block_of(L)
     start = int(V * base.sum())
     layers: list[dict[int, list[float]]] = [dict() for _ in range(L + 1)]
     layers[0][start] = [1.0, 0.0]  # [mass, sum of mass * steps so far]
@@ -143,7 +149,7 @@ def adaptive_dp(language: Any, length: int | None, sampler: AdaptiveSampler) -> 
     n_states = 0
     vv = np.arange(V)
     for c in range(L):
-        k = _next_k(sampler, cum, c)
+        k = _next_k(sampler, cum, c, B)
         for code, (mass, msteps) in layers[c].items():
             n_states += 1
             digits = (code // base) % (V + 1)
@@ -196,6 +202,7 @@ def adaptive_enumerate(language: Any, length: int | None, sampler: AdaptiveSampl
     qf = q.ravel()
     prio = tie_priority(L, sampler.tie_seed)
     cum = np.cumsum(sampler.step_sizes(L))
+    B = sampler.block_of(L)
     p = np.ones(xs.shape[0])
     calls = np.zeros(xs.shape[0], dtype=np.int64)
     terms = np.full(xs.shape[0], np.nan)
@@ -213,7 +220,7 @@ def adaptive_enumerate(language: Any, length: int | None, sampler: AdaptiveSampl
                     rows[j] = np.bincount(xs[consistent, j], weights=w, minlength=V) / qS
             else:  # the revealed tokens are jointly impossible: uniform from here on
                 undefined[i] = True
-            D, rows = sampler.choose(rows, masked, prio, _next_k(sampler, cum, L - int(masked.sum())))
+            D, rows = sampler.choose(rows, masked, prio, _next_k(sampler, cum, L - int(masked.sum()), B))
             factors = rows[D, x[D]]
             p[i] *= np.prod(factors)
             consistent &= np.all(xs[:, D] == x[D], axis=1)

@@ -59,11 +59,14 @@ class Rule(NamedTuple):
     confidence : Confidence
         Which grid values the marginal rows get (:class:`~numerics.sampling._adaptive_paths.Confidence`).
     sizes : (T,) int64
-        Top-k's ``k_t`` (steps with ``k_t = 0`` are skipped); ``[0]`` for the other rules.
+        Top-k's ``k_t`` within a block (steps with ``k_t = 0`` are skipped); ``[0]`` for the other rules.
     gamma : int
         ``gamma`` on the grid (threshold: confidence; entropy-sum: the entropy budget); 0 for top-k.
     priority : (L,) int64
         ``priority[j]``: position ``j``'s place among ties (0 first), a permutation of ``0..L-1``.
+    block : int
+        ``B``: the blocks ``[b B, (b+1) B)`` are decoded left to right, only the current block's masked
+        positions compete (``B = L``: one block).
     """
 
     code: int
@@ -71,6 +74,7 @@ class Rule(NamedTuple):
     sizes: np.ndarray
     gamma: int
     priority: np.ndarray
+    block: int
 
 
 class Selection(NamedTuple):
@@ -134,12 +138,15 @@ class AdaptiveRun(NamedTuple):
     outside_support: np.ndarray
 
 
-def make_rule(rule: str, confidence: str, sizes: np.ndarray, gamma_grid: int, priority: np.ndarray) -> Rule:
+def make_rule(rule: str, confidence: str, sizes: np.ndarray, gamma_grid: int, priority: np.ndarray, *,
+              block: int | None = None) -> Rule:
     """The :class:`Rule` of the adaptive rule ``rule`` with the confidence ``confidence`` (names as in
-    :data:`RULE_CODES`, :data:`CONFIDENCE_CODES`), arrays made contiguous int64."""
+    :data:`RULE_CODES`, :data:`CONFIDENCE_CODES`), arrays made contiguous int64; ``block`` ``B``
+    (``None``: ``L``, one block)."""
     need_entropy = rule == "entropy-sum" or confidence == "neg-entropy"
     return Rule(RULE_CODES[rule], Confidence(CONFIDENCE_CODES[confidence], need_entropy),
-                np.ascontiguousarray(sizes, np.int64), int(gamma_grid), np.ascontiguousarray(priority, np.int64))
+                np.ascontiguousarray(sizes, np.int64), int(gamma_grid), np.ascontiguousarray(priority, np.int64),
+                len(priority) if block is None else int(block))
 
 
 @nb.njit(cache=True)
@@ -179,16 +186,16 @@ def _entropy_prefix(cand, order, count, ent_int, gamma_int, sel):
 
 
 @nb.njit(cache=True)
-def _threshold_select(rule, post, sel):
-    """The threshold rule in one pass: every masked ``j`` with confidence ``>= gamma`` into ``sel`` (in
-    position order), or else the first in the order ``(-confidence, priority)``; returns their number."""
+def _threshold_select(rule, post, lo, hi, sel):
+    """The threshold rule in one pass: every masked ``j`` of the block ``lo..hi-1`` with confidence ``>= gamma``
+    into ``sel`` (in position order), or else the first in the order ``(-confidence, priority)``; returns their number."""
     rev, conf_int = post.revealed, post.confidence
     prio, gamma_int = rule.priority, rule.gamma
     L = rev.shape[0]
     r = 0
     best = -1
     best_key = 0
-    for j in range(L):
+    for j in range(lo, hi):
         if not rev[j]:
             c = conf_int[j]
             if c >= gamma_int:
@@ -205,17 +212,18 @@ def _threshold_select(rule, post, sel):
 
 
 @nb.njit(cache=True)
-def _entropy_single(rule, post):
+def _entropy_single(rule, post, lo, hi):
     """The entropy-sum rule's first position when it reveals only one, else ``-1``.
 
-    One pass finds the two masked positions first in the order ``(entropy, priority)``; the step
-    reveals only the first when there is no second or when the two entropies sum to more than ``gamma``.
+    One pass finds the two masked positions of the block ``lo..hi-1`` first in the order ``(entropy,
+    priority)``; the step reveals only the first when there is no second or when the two entropies
+    sum to more than ``gamma``.
     """
     rev, ent_int, prio = post.revealed, post.entropy, rule.priority
     L = rev.shape[0]
     j1 = j2 = -1
     k1 = k2 = 0
-    for j in range(L):
+    for j in range(lo, hi):
         if not rev[j]:
             key = ent_int[j] * L + prio[j]
             if j1 < 0 or key < k1:
@@ -229,8 +237,9 @@ def _entropy_single(rule, post):
 
 
 @nb.njit(cache=True)
-def _select(rule, post, k, scratch):
-    """Positions revealed by this step into ``scratch.chosen`` (sorted by position); returns their number.
+def _select(rule, post, k, lo, hi, scratch):
+    """Positions of the block ``lo..hi-1`` revealed by this step into ``scratch.chosen`` (sorted by position);
+    returns their number.
 
     Order: ``(-confidence, priority)`` for top-k and threshold, ``(entropy, priority)`` for the
     entropy-sum rule (lower first); ``priority`` is the seeded tie rank. Keys are distinct.
@@ -240,9 +249,9 @@ def _select(rule, post, k, scratch):
     sel = scratch.chosen
     code = rule.code
     if code == _THRESHOLD:
-        return _threshold_select(rule, post, sel)
+        return _threshold_select(rule, post, lo, hi, sel)
     if code == _ENTROPY:
-        j = _entropy_single(rule, post)
+        j = _entropy_single(rule, post, lo, hi)
         if j >= 0:
             sel[0] = j
             return 1
@@ -252,7 +261,7 @@ def _select(rule, post, k, scratch):
     bufk, bufi = scratch.best_keys, scratch.best_index
     L = rev.shape[0]
     nm = 0
-    for j in range(L):
+    for j in range(lo, hi):
         if not rev[j]:
             cand[nm] = j
             if code == _ENTROPY:
@@ -296,7 +305,11 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
     term = 0.0
     n_rev = 0
     t = 0
+    B = rule.block
     while n_rev < L:
+        lo = (n_rev // B) * B  # blocks are revealed in order: the current one holds position n_rev
+        if n_rev == lo:
+            t = 0  # a new block: its step sizes start again
         k = 0
         if code == _TOPK:
             while sizes[t] == 0:
@@ -304,7 +317,7 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
             k = sizes[t]
             t += 1
         calls += 1
-        r = _select(rule, post, k, scratch)
+        r = _select(rule, post, k, lo, lo + B, scratch)
         if not dead:
             selected_rows(lang, x, sel, r, post, work)
         for i in range(r):

@@ -56,6 +56,8 @@ from numerics.estimate import CONFIDENCE, Estimate
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling._adaptive_numba import CONFIDENCE_CODES, GRID_SCALE, RULE_CODES, Rule, adaptive_run, make_rule
+from numerics.sampling.batch_oracles import BatchIntervalOracle, BigramOracle
+from numerics.sampling.blocks import block_of, check_int, check_run, llada_counts, steps_per_block
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.samplers import PATHS, RandomOrder, Sampler, SampleResult, _batches, _call, draw_inverse_cdf
 from numerics.schedules import Schedule
@@ -73,6 +75,7 @@ __all__ = [
     "tie_priority",
     "topk_sizes",
     "on_grid",
+    "oracle_language",
     "confidence_grid",
     "select_positions",
     "chain_rule_terms",
@@ -165,63 +168,24 @@ def select_positions(rule: str, masked: np.ndarray, conf: np.ndarray, entropy: n
     return np.sort(chosen)
 
 
-@dataclass(frozen=True, eq=False)
-class IntervalOracle:
+class IntervalOracle(BatchIntervalOracle):
     """The exact posterior marginals of the interval language (Example C.7), a :class:`Denoiser`.
 
     Intervals are independent; a masked token is uniform over the tokens whose pair bits agree
     with its revealed partners. Revealed tokens that disagree leave the posterior undefined: the
     whole sequence gets NaN rows (as ``OracleDenoiser(strict=False)``). Revealed rows are one-hot.
+    The rule is written once, in :class:`~numerics.sampling.batch_oracles.BatchIntervalOracle`
+    (vectorized over the batch); this name is kept for the adaptive samplers' callers.
     """
 
-    language: IntervalLanguage
 
-    @property
-    def vocab_size(self) -> int:
-        return self.language.vocab_size
-
-    def __call__(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        x = np.asarray(tokens, dtype=np.int64)
-        mask = np.asarray(mask, dtype=bool)
-        B, L = x.shape
-        l, V = self.language.l, self.vocab_size
-        v = np.arange(V)
-        out = np.zeros((B, L, V))
-        for b in range(B):
-            for j in range(L):
-                if not mask[b, j]:
-                    out[b, j, x[b, j]] = 1.0
-                    continue
-                base, r = (j // l) * l, j % l
-                ok = np.ones(V, dtype=bool)
-                for k in range(base, min(base + l, L)):
-                    if k != j and not mask[b, k]:
-                        kr = k - base
-                        ok &= ((v >> (kr if kr < r else kr - 1)) & 1) == ((x[b, k] >> (r if r < kr else r - 1)) & 1)
-                out[b, j] = ok / ok.sum() if ok.any() else np.nan
-            revealed = np.where(mask[b], -1, x[b])
-            if not _revealed_consistent(self.language, revealed):
-                out[b] = np.nan
-        return out
-
-
-def _revealed_consistent(language: IntervalLanguage, revealed: np.ndarray) -> bool:
-    """Every pair of revealed positions in one interval agrees on its bit (``-1`` = masked)."""
-    l = language.l
-    for j in range(revealed.shape[0]):
-        for k in range(j + 1, min((j // l) * l + l, revealed.shape[0])):
-            if revealed[j] >= 0 and revealed[k] >= 0:
-                kr, r = k % l, j % l
-                if ((revealed[j] >> (kr - 1)) & 1) != ((revealed[k] >> r) & 1):
-                    return False
-    return True
-
-
-def _oracle_language(denoiser: Denoiser):
-    """The language whose fast kernel computes ``denoiser`` exactly, or ``None``."""
-    if isinstance(denoiser, OracleDenoiser) and isinstance(denoiser.language, (HMM, NGram)):
+def oracle_language(denoiser: Denoiser):
+    """The language whose fast kernels compute ``denoiser`` exactly, or ``None``: the oracle of an
+    n-gram or HMM (:class:`OracleDenoiser`, :class:`~numerics.sampling.batch_oracles.BigramOracle`)
+    or of the interval language (:class:`IntervalOracle`, :class:`~numerics.sampling.batch_oracles.BatchIntervalOracle`)."""
+    if isinstance(denoiser, (OracleDenoiser, BigramOracle)) and isinstance(denoiser.language, (HMM, NGram)):
         return denoiser.language
-    if isinstance(denoiser, IntervalOracle):
+    if isinstance(denoiser, (IntervalOracle, BatchIntervalOracle)):
         return denoiser.language
     return None
 
@@ -235,6 +199,7 @@ class AdaptiveSampler(Sampler):
     gamma: float | None = None
     confidence: str = "maxprob"
     tie_seed: int | None = 0
+    block_length: int | None = None
     kind: ClassVar[str] = "adaptive"
 
     def __post_init__(self) -> None:
@@ -258,50 +223,71 @@ class AdaptiveSampler(Sampler):
                 raise ValueError("the entropy-sum rule orders by entropy; it takes no confidence option")
         if self.tie_seed is not None and (int(self.tie_seed) != self.tie_seed or self.tie_seed < 0):
             raise ValueError(f"tie_seed must be a non-negative integer or None, got {self.tie_seed!r}")
+        if self.block_length is not None:
+            check_int("block_length", self.block_length, 1)
 
     @property
     def label(self) -> str:
+        blocks = "" if self.block_length is None else f", blocks B = {self.block_length}"
         if self.rule == "topk":
-            return f"topk ({self.confidence}), {self.schedule.name}"
+            return f"topk ({self.confidence}), {self.schedule.name}{blocks}"
         if self.rule == "threshold":
-            return f"threshold ({self.confidence} >= {self.gamma:g})"
-        return f"entropy-sum (sum H <= {self.gamma:g} nats)"
+            return f"threshold ({self.confidence} >= {self.gamma:g}){blocks}"
+        return f"entropy-sum (sum H <= {self.gamma:g} nats){blocks}"
 
     @property
     def gamma_grid(self) -> int:
         """``gamma`` on the comparison grid (0 for topk)."""
         return 0 if self.gamma is None else int(on_grid(self.gamma))
 
+    def block_of(self, length: int) -> int:
+        """``B`` at length ``L`` (``block_length``; ``None``: ``L``); one that does not divide ``L`` is a ``ValueError``."""
+        return block_of(length, self.block_length)
+
     def step_sizes(self, length: int) -> np.ndarray:
-        """Top-k's ``k_t`` (:func:`topk_sizes`); ``[0]`` for the other rules."""
-        return topk_sizes(self.schedule, length) if self.rule == "topk" else np.zeros(1, dtype=np.int64)
+        """Top-k's ``k_t`` within a block; ``[0]`` for the other rules.
+
+        One block (``B = L``): :func:`topk_sizes` of the schedule. ``B < L``: the schedule's ``N``
+        steps split evenly over the ``L / B`` blocks (``N % (L/B) == 0``, else a ``ValueError``) with
+        LLaDA's fixed counts :func:`~numerics.sampling.blocks.llada_counts`. Steps of size 0 are
+        skipped and cost no call, as in one block.
+        """
+        B = self.block_of(length)  # a block length that does not divide L fails here, for every rule
+        if self.rule != "topk":
+            return np.zeros(1, dtype=np.int64)
+        if B == length:
+            return topk_sizes(self.schedule, length)
+        return llada_counts(B, steps_per_block(self.schedule.n_steps, length, B))
+
+    def candidates(self, masked: np.ndarray) -> np.ndarray:
+        """``masked`` ``(L,)`` restricted to the current block (the first holding a masked position)."""
+        L = masked.shape[0]
+        B = self.block_of(L)
+        if B == L or not masked.any():
+            return masked
+        lo = (int(np.argmax(masked)) // B) * B
+        out = np.zeros_like(masked)
+        out[lo:lo + B] = masked[lo:lo + B]
+        return out
 
     def kernel_rule(self, length: int) -> Rule:
         """The rule as the fast kernels read it (:class:`~numerics.sampling._adaptive_numba.Rule`) at length ``L``."""
         return make_rule(self.rule, self.confidence, self.step_sizes(length), self.gamma_grid,
-                         tie_priority(length, self.tie_seed))
+                         tie_priority(length, self.tie_seed), block=self.block_of(length))
 
     def choose(self, probs: np.ndarray, masked: np.ndarray, priority: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(positions, normalized rows)`` one step reveals given the marginal rows ``(L, V)`` of one sequence."""
+        """``(positions, normalized rows)`` one step reveals given the marginal rows ``(L, V)`` of one sequence
+        (only the masked positions of the current block compete, :meth:`candidates`)."""
         c = confidence_grid(probs, self.confidence)
-        return select_positions(self.rule, masked, c.conf, c.entropy, priority, k, self.gamma_grid), c.probs
+        return (select_positions(self.rule, self.candidates(masked), c.conf, c.entropy, priority, k, self.gamma_grid),
+                c.probs)
 
     def sample(self, denoiser: Denoiser, n: int, length: int, rng: np.random.Generator, *,
                batch_size: int | None = None, path: str = "auto") -> SampleResult:
         """``n`` sequences; ``path`` ``"auto"`` / ``"oracle"`` / ``"generic"`` (module docstring)."""
-        if not isinstance(denoiser, Denoiser):
-            raise TypeError(f"{type(denoiser).__name__} does not implement the Denoiser protocol (vocab_size, __call__)")
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        if path not in PATHS:
-            raise ValueError(f"unknown path {path!r}; choose one of {PATHS}")
-        for name, v in (("n", n), ("length", length)):
-            if int(v) != v or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        bs = int(n) if batch_size is None else batch_size
-        if int(bs) != bs or bs < 1:
-            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-        language = _oracle_language(denoiser)
+        bs = check_run(denoiser, n, length, rng, batch_size, path, PATHS)
+        self.step_sizes(length)  # a block length that does not divide L (or N) fails here
+        language = oracle_language(denoiser)
         if path == "oracle" and language is None:
             raise ValueError("path='oracle' needs an OracleDenoiser of an HMM/NGram or an IntervalOracle")
         fast = language is not None and path != "generic"
@@ -335,7 +321,9 @@ class AdaptiveSampler(Sampler):
         t = 0
         while mask.any():
             k = 0
-            if self.rule == "topk":
+            if self.rule == "topk":  # every sequence reveals the same number per step: one block cursor
+                if (L - int(mask[np.argmax(mask.any(axis=1))].sum())) % self.block_of(L) == 0:
+                    t = 0
                 while sizes[t] == 0:
                     t += 1
                 k, t = int(sizes[t]), t + 1
@@ -351,19 +339,20 @@ class AdaptiveSampler(Sampler):
 
 
 def make_sampler(name: str, *, schedule: Schedule | None = None, gamma: float | None = None,
-                 confidence: str = "maxprob", tie_seed: int | None = 0) -> Sampler:
+                 confidence: str = "maxprob", tie_seed: int | None = 0, block_length: int | None = None) -> Sampler:
     """The sampler called ``name`` (:data:`SAMPLER_NAMES`): ``random`` and ``topk`` take ``schedule``,
-    ``threshold`` and ``entropy-sum`` take ``gamma``; an option the sampler does not use is an error."""
+    ``threshold`` and ``entropy-sum`` take ``gamma``, the adaptive rules ``block_length``; an option the
+    sampler does not use is an error."""
     if name == "random":
-        if gamma is not None or confidence != "maxprob":
-            raise ValueError("the random sampler takes a schedule only (no gamma, no confidence)")
+        if gamma is not None or confidence != "maxprob" or block_length is not None:
+            raise ValueError("the random sampler takes a schedule only (no gamma, no confidence, no block length)")
         if not isinstance(schedule, Schedule):
             raise ValueError("the random sampler needs a schedule")
         return RandomOrder(schedule)
     if name not in RULES:
         raise ValueError(f"unknown sampler {name!r}; choose one of {SAMPLER_NAMES}")
     return AdaptiveSampler(name, schedule=schedule if name == "topk" else None, gamma=gamma, confidence=confidence,
-                           tie_seed=tie_seed)
+                           tie_seed=tie_seed, block_length=block_length)
 
 
 class ChainRuleScore(NamedTuple):

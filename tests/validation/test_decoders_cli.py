@@ -85,7 +85,9 @@ def test_exact_eb_mc_reverse_kl_is_an_estimate():
     (["--sampler", "eb"], r"eb needs gamma"),
     (["--sampler", "remdm", "--eta", "1.5"], r"eta must be in \[0, 1\]"),
     (["--sampler", "llada", "--threshold", "0.9"], r"llada decoder does not take threshold"),
-    (["--sampler", "topk", "--block-length", "2"], r"--block-length apply to the decoders"),
+    (["--sampler", "random", "--block-length", "2"], r"--block-length apply to the decoders"),
+    (["--sampler", "topk", "--block-length", "1"], r"steps N = 2 is not divisible by the number of blocks L/B = 4"),
+    (["--sampler", "threshold", "--gamma", "0.5", "--block-length", "3"], r"block_length 3 does not divide"),
     (["--sampler", "llada", "--method", "closed-form"], r"a decoder is computed by one of"),
     (["--sampler", "llada", "--confidence", "margin"], r"--confidence margin applies to topk and threshold"),
     (["--sampler", "llada", "--gamma", "0.5"], r"--gamma applies to eb"),
@@ -93,6 +95,28 @@ def test_exact_eb_mc_reverse_kl_is_an_estimate():
 def test_bad_decoder_input_is_named_exit_2(extra, pattern):
     error = refused([*BASE, *extra], pattern)
     assert error["exit_code"] == 2
+
+
+def test_exact_adaptive_rule_with_blocks():
+    """``--block-length`` on an adaptive rule: carried in the inputs, the same numbers as the exact DP of the
+    sampler with blocks (the law itself is tested in tests/numerics/test_decoder_kernels.py)."""
+    from numerics.exact.adaptive import adaptive_dp
+    from numerics.sampling.adaptive import AdaptiveSampler
+    from numerics.schedules import linear
+
+    r = invoke(["exact", "--language", "2gram", "-L", "4", "-N", "2", "--sampler", "topk", "--block-length", "2",
+                "--method", "dp", "--json"])
+    row = strict_json(r.stdout)
+    assert row["inputs"]["block_length"] == 2 and "blocks B = 2" in row["sampler_name"]
+    ref = adaptive_dp(load_language("2gram"), 4, AdaptiveSampler("topk", schedule=linear(2), block_length=2))
+    assert row["kl"]["value"] == pytest.approx(ref.metrics.kl.value, rel=RTOL_EXACT)
+
+
+def test_exact_refuses_a_size_beyond_the_limit_before_work():
+    r = invoke(["exact", "--language", "2gram", "-L", "12", "-N", "4", "--sampler", "llada", "--method", "dp",
+                "--json"])
+    assert r.exit_code == 1
+    assert "beyond the limit" in strict_json(r.stdout)["error"]["message"]
 
 
 SWEEP = ["sweep", "--languages", "2gram-pruned", "--lengths", "4", "-N", "2,4", "--samples", "20"]

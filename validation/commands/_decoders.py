@@ -20,7 +20,9 @@ import click
 
 from numerics.sampling.decoders import DECODER_NAMES, REMASKINGS, REMDM_VARIANTS
 
-__all__ = ["DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method", "decoder_options"]
+BLOCK_RULES = ("topk", "threshold", "entropy-sum")  # the adaptive rules that take --block-length too
+
+__all__ = ["BLOCK_RULES", "DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method", "decoder_options"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ def check_decoder_method(sampler: str, method: str) -> None:
 
 _OPTIONS = (
     click.option("--block-length", type=int, default=None,
-                 help="Decoders: semi-autoregressive block length B (must divide L) [default: L, one block]."),
+                 help="Decoders and the adaptive rules (topk, threshold, entropy-sum): semi-autoregressive block "
+                      "length B (must divide L; topk: N divisible by L/B, fixed counts) [default: L, one block]."),
     click.option("--remasking", type=click.Choice(["low-confidence", "random"]), default=None,
                  help="llada: score of a drawn value, its probability (low-confidence) or a fresh uniform "
                       "(random)  [default: low-confidence]."),
@@ -92,8 +95,9 @@ def build_decoder(sampler: str, opts: DecoderOptions, *, steps: int | None, sche
     from numerics.schedules import make_schedule
 
     if sampler not in DECODER_NAMES:
-        if opts.given():
-            raise click.UsageError(f"{', '.join(opts.given())} apply to the decoders ({', '.join(DECODER_NAMES)}), "
+        given = [o for o in opts.given() if not (o == "--block-length" and sampler in BLOCK_RULES)]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} apply to the decoders ({', '.join(DECODER_NAMES)}), "
                                    f"not to --sampler {sampler}")
         return None
     try:
