@@ -147,6 +147,7 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     from numerics.languages.presets import load_language
     from validation.calibrate import (
         GAMMA_BISECTIONS,
+        build_sampler,
         calibrate,
         evaluate_setting,
         family,
@@ -171,7 +172,7 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     limit = 600.0
     done = 0
     for v in values:
-        evaluate_setting(fam.build(base, v), metric, lang, 0.95)
+        evaluate_setting(build_sampler(fam, base, v), metric, lang, length, samples=samples)
         done += 1
         if time.perf_counter() - t0 > limit:
             break
