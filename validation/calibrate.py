@@ -311,8 +311,10 @@ def build_sampler(fam: Family, base: PointConfig, value: float) -> Any:
 
 
 def search_family(fam: Family, base: PointConfig, metric: str, target: float, language: Any, confidence: float,
-                  max_steps: int, on_setting: Callable[[Setting], None] | None = None) -> FamilySearch:
-    """Search ``fam``'s parameter for the cheapest setting meeting ``target`` (module docstring)."""
+                  max_steps: int, on_setting: Callable[[Setting], None] | None = None, *,
+                  gamma_bisections: int = GAMMA_BISECTIONS) -> FamilySearch:
+    """Search ``fam``'s parameter for the cheapest setting meeting ``target`` (module docstring; a real
+    parameter is bisected ``gamma_bisections`` times)."""
     from validation.steps_needed import Evaluation, search_steps
 
     seen: list[Setting] = []
@@ -343,7 +345,7 @@ def search_family(fam: Family, base: PointConfig, metric: str, target: float, la
     if at(value(0.0)).meets:
         return FamilySearch(fam.name, tuple(seen), seen[-1])
     lo, hi, best = 0.0, 1.0, dear
-    for _ in range(GAMMA_BISECTIONS):
+    for _ in range(int(gamma_bisections)):
         mid = 0.5 * (lo + hi)
         s = at(value(mid))
         if s.meets:
@@ -379,7 +381,8 @@ def check_target(metric: str, target: float, ter_data: float | None) -> None:
 def calibrate(language: str, length: int, metric: str, target: float, samplers: Sequence[str] = ("random",), *,
               relative: bool = False, schedule: str = "linear", method: str = "auto", samples: int = 1000,
               seed: int = 0, confidence: float = 0.95, max_steps: int = 1 << 12,
-              on_setting: Callable[[Setting], None] | None = None) -> Calibration:
+              on_setting: Callable[[Setting], None] | None = None,
+              gamma_bisections: int = GAMMA_BISECTIONS) -> Calibration:
     """The cheapest setting of any of ``samplers`` with ``metric <= target`` (module docstring).
 
     ``relative`` (TER only): the target is the relative excess over the data's ``TER(q)``, i.e.
@@ -409,7 +412,8 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
         raise ValueError("a relative target applies to --metric ter only")
     check_target(metric, target, ter_q)
     base = PointConfig(language, length, 1, schedule, method, samples, seed)
-    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting) for f in fams)
+    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting,
+                                   gamma_bisections=gamma_bisections) for f in fams)
     every = [s for fs in searches for s in fs.settings]
     meeting = [fs.cheapest for fs in searches if fs.cheapest is not None]
     cheapest = min(meeting, key=lambda s: (s.calls.value, s.metric.value)) if meeting else None
