@@ -155,9 +155,9 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     from validation.sweep import PointConfig
 
     fam = family(sampler)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     c = calibrate(language, length, metric, target, [sampler], relative=metric == "ter", samples=samples)
-    t_search = time.perf_counter() - t0
+    t_search, cpu_search = time.perf_counter() - t0, time.process_time() - c0
     n_search = sum(len(fs.settings) for fs in c.searches)
     lang = load_language(language)
     base = PointConfig(language, length, 1, samples=samples)
@@ -168,7 +168,7 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
         low, high = fam.range_for(length, lang.vocab_size, 1 << 12)
         n = 1 << GAMMA_BISECTIONS
         values = [low + (high - low) * k / n for k in range(n + 1)]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     limit = 600.0
     done = 0
     for v in values:
@@ -178,11 +178,15 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
             break
     t_grid = time.perf_counter() - t0
     grid_total = t_grid * len(values) / done
+    cpu_grid_total = (time.process_time() - c0) * len(values) / done
     result = {"language": language, "length": length, "metric": metric, "family": sampler, "met": c.met,
-              "setting": c.cheapest.label if c.met else None, "search_s": t_search, "search_settings": n_search,
+              "setting": c.cheapest.label if c.met else None, "search_s": t_search, "search_cpu_s": cpu_search,
+              "search_settings": n_search, "grid_cpu_s": cpu_grid_total,
               "grid_s": grid_total, "grid_settings": len(values), "grid_measured_settings": done,
               "speedup": grid_total / t_search if t_search > 0 else None}
-    emit(result, as_json, f"calibrate {sampler} on {language}, L = {length}, {metric}: {t_search:.2f} s for "
+    emit(result, as_json, f"calibrate {sampler} on {language}, L = {length}, {metric}: {t_search:.2f} s "
+                          f"({cpu_search:.2f} s CPU, all threads) for "
                           f"{n_search} settings; the full grid of {len(values)} settings: {grid_total:.2f} s "
+                          f"({cpu_grid_total:.2f} s CPU) "
                           f"({'measured' if done == len(values) else f'{done} measured, extrapolated'}); "
                           f"{grid_total / t_search:.1f}x")
