@@ -142,7 +142,9 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     """Time calibrate for one family against the equivalent full grid, measured in the same run.
 
     The grid evaluates every parameter value from the cheapest up to the answer (steps 1..N for a
-    step family; for a gamma family, as many evenly spaced values as the search has resolution).
+    step family; for a gamma family, as many evenly spaced values as the search has resolution);
+    past 600 s it is extrapolated from the settings measured. Wall and CPU times (all threads) of
+    both are printed: on a shared machine the CPU time is the figure to compare with an idle one.
     """
     from numerics.languages.presets import load_language
     from validation.calibrate import (
