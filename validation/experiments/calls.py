@@ -31,8 +31,6 @@ import math
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..cache import ResultCache
 from . import _engine as eng
 from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
