@@ -313,13 +313,16 @@ def plot(result: ExperimentResult) -> list[Plot]:
             ax.set_xscale("log", base=2)
             if metric == "ter":  # symlog: an exact sampler's excess is 0 up to round-off
                 ax.set_yscale("symlog", linthresh=1e-3)
+                ax.set_ylim(bottom=0.0)  # an excess is >= 0
             ax.set_xlabel("expected calls")
             ax.set_ylabel(ylabel)
             ax.set_title(f"{lang}, L = {pr[0]['length']}")
             legend(ax, fontsize=6)
         plots.append(Plot(f"front_{metric}", fig, f"{ylabel} against expected network calls: every setting each "
-                          "family's search visited (calibrate), the Pareto front over all families, and the best "
-                          "K-block random-order schedule (DP) with its bound where the information curve is exact."))
+                          "family's search visited (calibrate; exact, Monte Carlo estimates, or for the random order's "
+                          "TER at this L the Jensen upper bound), the Pareto front over all families, and where the "
+                          "information curve is exact the best K-block random-order schedule with K calls (DP), its "
+                          "SER certificate and Zhao-Cai's TC/K with constant 1."))
     floor = result.tables.get("floor", [])
     points = result.tables.get("floor_points", [])
     flangs = list(dict.fromkeys(r["language"] for r in floor))
