@@ -53,6 +53,11 @@ Adding a metric: a field of :class:`PointMetrics` (and its column in docs/schema
 each sampler kind's function below (or :class:`~numerics.estimate.Unavailable` with the reason).
 Adding a sampler kind: one function ``(point) -> dict of fields`` registered in
 :data:`SAMPLER_KINDS` under its ``Sampler.kind``.
+
+Only some metrics (``only=``, e.g. a search that compares one metric with a target): every other
+field is :class:`~numerics.estimate.Unavailable` ("not requested"), and a kind's function may skip
+the work no requested field needs (``point.wants(...)``); the requested fields, and the draws of
+each stream, are the same as in the full point.
 """
 
 from __future__ import annotations
@@ -314,10 +319,15 @@ class _Point:
     streams: Streams
     batch_size: int
     names: tuple  # (language name, SER language name) for messages; None: the kind
+    only: frozenset | None = None  # the fields asked for; None: every field
 
     @property
     def same_ser(self) -> bool:
         return self.ser_language is self.language
+
+    def wants(self, *names: str) -> bool:
+        """Whether any of the fields ``names`` was asked for (always, without ``only``)."""
+        return self.only is None or any(n in self.only for n in names)
 
 
 def _data(point: _Point) -> tuple[dict[str, Metric], np.ndarray, np.ndarray]:
@@ -333,6 +343,12 @@ def _data(point: _Point) -> tuple[dict[str, Metric], np.ndarray, np.ndarray]:
     # no exact entropy: TER(q) is the data's generative perplexity
     ter_data = gen_ppl_data if H is None else Estimate(math.exp(H.value / L), 0.0, H.method)
     return {"gen_ppl_data": gen_ppl_data, "ter_data": ter_data}, data, loglik
+
+
+def _exact_ter_data(point: _Point) -> Estimate:
+    """``TER(q) = exp(H(q) / L)`` from the exact entropy (the caller checked there is one)."""
+    H = exact_entropy(point.language, point.length)
+    return Estimate(math.exp(H.value / point.length), 0.0, H.method)
 
 
 def _sample_metrics(point: _Point, tokens: np.ndarray) -> dict[str, Metric]:
@@ -381,16 +397,22 @@ def _random_order(point: _Point) -> tuple[dict[str, Metric], str, MethodChoice, 
             out[k] = Unavailable(_NO_MIXTURE_KL)
         out["reverse_kl"] = Unavailable(_NO_MIXTURE_REVERSE_KL)
         out["tv"] = Unavailable(_NO_TV)
-        run = sample_oracle(point.language, schedule, n, L, point.streams("sampler"), batch_size=point.batch_size,
-                            cache=sampler.cache)
-        out.update(_sample_metrics(point, run.tokens))
-        data_metrics, data, _ = _data(point)
-        out.update(data_metrics)
-        out["kl_jensen_bound"] = jensen_bound(point.language, L, schedule, tokens=data,
-                                              steps_rng=point.streams("jensen-steps"))
-        out["nfe_realized"] = mc.nfe_comparison(run, schedule).realized
+        if point.wants("gen_ppl", "nfe_realized") or (point.same_ser and point.wants("ser")):
+            run = sample_oracle(point.language, schedule, n, L, point.streams("sampler"),
+                                batch_size=point.batch_size, cache=sampler.cache)
+            out.update(_sample_metrics(point, run.tokens))
+            out["nfe_realized"] = mc.nfe_comparison(run, schedule).realized
+        data = None
+        if point.wants("gen_ppl_data") or (point.wants("ter_data") and exact_entropy(point.language, L) is None):
+            data_metrics, data, _ = _data(point)
+            out.update(data_metrics)
+        elif point.wants("ter_data"):
+            out["ter_data"] = _exact_ter_data(point)
+        if point.wants("kl_jensen_bound"):  # without data drawn, the bound draws the same x ~ q where it needs them
+            out["kl_jensen_bound"] = jensen_bound(point.language, L, schedule, tokens=data, samples=n,
+                                                  rng=point.streams("data"), steps_rng=point.streams("jensen-steps"))
     ser_choice = None
-    if not point.same_ser:
+    if not point.same_ser and point.wants("ser"):
         ser_choice = choose_method(point.method, point.ser_language, L, schedule, n, name=point.names[1])
         if ser_choice.method == "mc":
             out["ser"] = oracle_ser_mc(point.ser_language, schedule, n, L, point.streams("sampler-ser"),
@@ -425,13 +447,17 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
     from numerics.sampling import montecarlo as mc
     from numerics.sampling.denoiser import OracleDenoiser
 
-    run = sampler.sample(OracleDenoiser(point.language, strict=False), n, L, point.streams("sampler"),
-                         batch_size=point.batch_size)
-    out.update(_sample_metrics(point, run.tokens))
-    if not point.same_ser:
+    out.update(tv=Unavailable(_NO_TV), reverse_kl=Unavailable(_ADAPTIVE_REVERSE_KL))
+    if point.wants("gen_ppl", "nfe", "calls") or (point.same_ser and point.wants("ser")):
+        run = sampler.sample(OracleDenoiser(point.language, strict=False), n, L, point.streams("sampler"),
+                             batch_size=point.batch_size)
+        out.update(_sample_metrics(point, run.tokens), nfe=ad.nfe_mc(run), calls=ad.nfe_mc(run))
+    if not point.same_ser and point.wants("ser"):
         ser_run = sampler.sample(OracleDenoiser(point.ser_language, strict=False), n, L, point.streams("sampler-ser"),
                                  batch_size=point.batch_size)
         out["ser"] = mc.ser_mc(point.ser_language, ser_run)
+    if not point.wants("kl", "kl_chain_rule", "log_ter_gap", "ser_kl_certificate", "gen_ppl_data", "ter_data"):
+        return out, "mc", None, None
     data_metrics, data, data_loglik = _data(point)
     out.update(data_metrics)
     terms = ad.chain_rule_terms(sampler, point.language, data).terms
@@ -441,9 +467,7 @@ def _adaptive(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
         kl = Estimate(nonnegative_kl(kl.value, float(np.max(np.abs(data_loglik)))), 0.0, kl.method, kl.samples)
     out.update(kl=kl, kl_chain_rule=kl, log_ter_gap=Estimate(kl.value / L, kl.stderr / L, kl.method, n),
                ser_kl_certificate=ser_kl_certificate(kl),
-               ter=Unavailable("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)"),
-               nfe=ad.nfe_mc(run), calls=ad.nfe_mc(run), tv=Unavailable(_NO_TV),
-               reverse_kl=Unavailable(_ADAPTIVE_REVERSE_KL))
+               ter=Unavailable("TER(p) from a Monte Carlo KL: ter_data * exp(log_ter_gap)"))
     return out, "mc", None, None
 
 
@@ -579,7 +603,8 @@ SAMPLER_KINDS: dict[str, Callable[[_Point], tuple]] = {
 def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, *, method: str = "auto",
                   samples: int = 1000, rng: int | np.random.Generator | Streams = 0,
                   ser_language: Language | None = None, batch_size: int = 1,
-                  names: tuple[str | None, str | None] = (None, None)) -> PointMetrics:
+                  names: tuple[str | None, str | None] = (None, None),
+                  only: tuple[str, ...] | frozenset | None = None) -> PointMetrics:
     """Every metric of ``sampler`` with the oracle denoiser of ``language`` at length ``length`` (module docstring).
 
     Parameters
@@ -604,6 +629,9 @@ def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, 
         Sequences per sampler batch (the ``ddpm_cache`` NFE depends on it).
     names : (str or None, str or None)
         What messages call the language and the SER language (e.g. the preset names); ``None``: their kind.
+    only : collection of str, optional
+        Compute only these fields (:meth:`PointMetrics.metric_names`); every other field is
+        ``Unavailable("not requested")``. ``None``: every field.
     """
     if isinstance(sampler, Schedule):
         sampler = RandomOrder(sampler)
@@ -617,9 +645,18 @@ def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, 
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     if method == "mc" and samples < 2:
         raise ValueError("Monte Carlo needs samples >= 2")
+    if only is not None:
+        only = frozenset(only)
+        unknown = sorted(only - set(PointMetrics.metric_names()))
+        if unknown or not only:
+            raise ValueError(f"only= names metrics of PointMetrics, got unknown {unknown} (or none); "
+                             f"choose from {PointMetrics.metric_names()}")
     point = _Point(language, language if ser_language is None else ser_language, int(length), sampler, method,
-                   int(samples), streams_of(rng), int(batch_size), tuple(names))
+                   int(samples), streams_of(rng), int(batch_size), tuple(names), only)
     metrics, ran, choice, ser_choice = kind(point)
+    if only is not None:  # the fields not asked for, whatever a kind computed on the way
+        metrics = {k: metrics[k] if k in only and k in metrics else Unavailable(f"not requested (only={sorted(only)})")
+                   for k in PointMetrics.metric_names() if k in only and k in metrics or k not in only}
     missing = set(PointMetrics.metric_names()) - set(metrics)
     if missing:  # a sampler kind must give every field, or say why not
         raise AssertionError(f"{sampler.kind} point metrics left out {sorted(missing)}")

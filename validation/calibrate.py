@@ -14,16 +14,20 @@ Both assume the metric does not increase along the direction of more calls (true
 computed, not a theorem). Every setting evaluated joins the Pareto front of ``(expected calls,
 metric)``; the cheapest setting that *meets* the target is the answer.
 
-What one setting costs and how its numbers were obtained is :func:`evaluate_setting` (the one
-place that turns a :class:`~validation.sweep.PointConfig` into a metric and a call count; its
+A family is a sampler factory ``(base PointConfig, parameter value) -> Sampler`` and its
+parameter's search space; what one setting costs and how its numbers were obtained is
+:func:`evaluate_setting`, which hands the sampler to :func:`numerics.metrics.point_metrics` asking
+only for the fields the metric needs (so any sampler ``point_metrics`` accepts works, and its
 method -- exact, DP, closed form, Monte Carlo -- is carried by every :class:`Estimate`):
 
-* ``random``: :func:`validation.steps_needed.oracle_metric` (exact where a method fits, else Monte
-  Carlo SER or the exact Jensen bound for KL/TER) and the exact ``ddpm_cache`` calls
-  ``1 + sum_{i<N} (1 - (1 - pi_i)^L)``;
-* adaptive rules: :func:`validation.sweep.evaluate_point` (the exact adaptive DP on tiny cases,
-  else Monte Carlo with KL by the chain-rule identity (I1)); TER of a Monte Carlo KL is
-  ``TER(q) exp(KL / L)`` with the interval mapped through the same monotone function.
+* the metric itself where the point has it (exact methods; Monte Carlo SER; a rule's Monte Carlo
+  KL by the chain-rule identity (I1));
+* else, for TER, ``TER(q) exp(KL / L)`` with the interval mapped through the same monotone function;
+* else (the random-order sampler's mixture law at large ``L``) the Jensen bound
+  ``E_tau KL(q || p(. | tau))`` for KL and ``TER(q) exp(bound / L)`` for TER: upper bounds, so a
+  setting meeting them meets the metric;
+* calls: the point's ``calls`` (the exact ``ddpm_cache`` count ``1 + sum_{i<N} (1 - (1 - pi_i)^L)``
+  of the random order for one sequence; a rule's or a decoder's exact or Monte Carlo calls per sequence).
 
 A Monte Carlo setting *meets* the target only when the upper end of its one-sided interval at
 ``confidence`` does, *may meet* when only the estimate does. A target outside the metric's
@@ -37,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from numerics.estimate import Estimate
+from numerics.estimate import Estimate, Unavailable, clopper_pearson
 from validation.sweep import PointConfig
 
 __all__ = [
@@ -50,6 +54,7 @@ __all__ = [
     "Setting",
     "TargetError",
     "calibrate",
+    "build_sampler",
     "evaluate_setting",
     "family",
     "pareto_front",
@@ -83,7 +88,10 @@ class Family:
         ``"higher"``: raising the parameter costs calls and buys accuracy (steps, the confidence
         threshold); ``"lower"``: lowering it does (the entropy budget).
     build : callable
-        ``(base PointConfig, parameter value) -> PointConfig`` of the setting.
+        ``(base PointConfig, parameter value) -> Sampler``: the setting's
+        :class:`~numerics.sampling.samplers.Sampler` (a :class:`~validation.sweep.PointConfig` is
+        also accepted and taken through its ``make_sampler``); ``base`` carries the language,
+        ``L``, the schedule and the method.
     """
 
     name: str
@@ -106,12 +114,14 @@ class Family:
         return low, length * math.log(max(vocab_size, 2))
 
 
-def _steps(sampler: str) -> Callable[[PointConfig, float], PointConfig]:
-    return lambda base, v: replace(base, n_steps=int(v), sampler=sampler, gamma=None)
+def _steps(sampler: str) -> Callable[[PointConfig, float], Any]:
+    """The sampler ``sampler`` with ``v`` steps of the base's schedule."""
+    return lambda base, v: replace(base, n_steps=int(v), sampler=sampler, gamma=None).make_sampler()
 
 
-def _gamma(sampler: str) -> Callable[[PointConfig, float], PointConfig]:
-    return lambda base, v: replace(base, n_steps=1, schedule="linear", sampler=sampler, gamma=float(v))
+def _gamma(sampler: str) -> Callable[[PointConfig, float], Any]:
+    """The sampler ``sampler`` with ``gamma = v``."""
+    return lambda base, v: replace(base, n_steps=1, schedule="linear", sampler=sampler, gamma=float(v)).make_sampler()
 
 
 #: The families, one entry each (a decoder of numerics.sampling with one monotone parameter joins here).
@@ -234,52 +244,87 @@ def _status(e: Estimate, target: float) -> str:
     return MAY_MEET if e.value <= target else MISSES
 
 
-def _from_record(rec: dict) -> Estimate:
-    return Estimate(float(rec["value"]), float(rec.get("stderr") or 0.0), rec["method"], int(rec.get("samples") or 0),
-                    rec.get("ci_low"), rec.get("ci_high"), rec.get("confidence") or 0.95)
+def _one_sided(e: Estimate, confidence: float) -> Estimate:
+    """``e`` with its interval at the two-sided level ``2 confidence - 1`` (whose upper end is the
+    one-sided bound at ``confidence``): Clopper-Pearson recomputed for a proportion, else normal."""
+    if e.exact:
+        return e
+    level = 2.0 * confidence - 1.0
+    if "Clopper-Pearson" in e.method:
+        lo, hi = clopper_pearson(int(round(e.value * e.samples)), e.samples, level)
+        return replace(e, ci_low=lo, ci_high=hi, confidence=level)
+    return replace(e, ci_low=None, ci_high=None, confidence=level)
 
 
-def evaluate_setting(cfg: PointConfig, metric: str, language: Any, confidence: float) -> tuple[Estimate, str, Estimate]:
-    """``(metric or its bound, quantity, expected calls)`` of one setting (module docstring).
+#: The PointMetrics fields each metric needs (the first available one is used, in this order).
+NEEDS = {"ser": ("ser",), "kl": ("kl", "kl_jensen_bound"), "ter": ("ter", "ter_data", "kl", "kl_jensen_bound")}
 
-    ``confidence`` is one-sided: the random sampler's Monte Carlo intervals are at the two-sided level
-    ``2 c - 1``; an adaptive rule's are :func:`~validation.sweep.evaluate_point`'s 95% two-sided
-    intervals, whose upper end is a one-sided 97.5% bound (conservative). This is the one function to point at a shared "metrics of a point" facade.
+
+def evaluate_setting(sampler: Any, metric: str, language: Any, length: int, *, method: str = "auto",
+                     samples: int = 1000, rng: Any = 0, confidence: float = 0.95,
+                     names: tuple = (None, None)) -> tuple[Estimate, str, Estimate]:
+    """``(metric or its upper bound, quantity, expected calls)`` of one setting (module docstring).
+
+    ``sampler`` is any :class:`~numerics.sampling.samplers.Sampler` that
+    :func:`numerics.metrics.point_metrics` accepts (or a ``Schedule``: the random order); only the
+    fields of :data:`NEEDS` and ``calls`` (network calls per sequence, every sampler kind) are computed. ``confidence`` is one-sided: Monte Carlo
+    intervals are put at the two-sided level ``2 confidence - 1``.
     """
-    from validation.steps_needed import oracle_metric
+    from numerics.metrics import point_metrics
 
-    if cfg.sampler == "random":
-        ev = oracle_metric(cfg, metric, math.inf, language, confidence)(cfg.n_steps)
-        sched = cfg.make_schedule()
-        calls = Estimate(sched.expected_nfe(cfg.length), 0.0, "formula E[NFE] (ddpm_cache, batch 1)")
-        return ev.estimate, ev.quantity, calls
-    from validation.sweep import evaluate_point
-
-    r = evaluate_point(cfg)
-    calls = _from_record(r["nfe"])
-    if metric != "ter" or r["ter"].get("value") is not None:
-        return _from_record(r[metric]), metric, calls
-    kl, ter_q = _from_record(r["kl"]), _from_record(r["ter_data"])
-    L = cfg.length
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
+    m = point_metrics(language, length, sampler, method=method, samples=samples, rng=rng,
+                      only=NEEDS[metric] + ("calls",), names=names)
+    calls = m.calls
+    if isinstance(calls, Unavailable):
+        raise ValueError(f"{m.how.sampler}: no call count ({calls.reason})")
+    calls = _one_sided(calls, confidence)
+    direct = getattr(m, metric)
+    if isinstance(direct, Estimate):
+        return _one_sided(direct, confidence), metric, calls
+    kl, quantity = m.kl, metric
+    if not isinstance(kl, Estimate):
+        kl, quantity = m.kl_jensen_bound, f"{metric}_jensen_bound"
+    if not isinstance(kl, Estimate):
+        raise ValueError(f"{m.how.sampler} at L = {length}: no {metric} and no KL or bound on it "
+                         f"({direct.reason}; {kl.reason})")
+    kl = _one_sided(kl, confidence)
+    if metric == "kl":
+        return kl, quantity, calls
+    ter_q = m.ter_data
+    if not isinstance(ter_q, Estimate) or not ter_q.exact:
+        raise ValueError(f"--metric ter at L = {length}: the language has no exact entropy H(q) and no exact method "
+                         "fits; use a smaller --length, an n-gram or interval language, or --metric kl")
     lo, hi = kl.interval()
-    f = lambda k: ter_q.value * math.exp(k / L)
-    e = Estimate(f(kl.value), f(kl.value) * kl.stderr / L, f"TER(q) exp(KL / L): KL {kl.method}", kl.samples,
-                 f(lo), f(hi), kl.confidence)
-    return e, "ter", calls
+    f = lambda k: ter_q.value * math.exp(k / length)
+    e = Estimate(f(kl.value), f(kl.value) * kl.stderr / length, f"TER(q) exp({'KL' if quantity == 'ter' else 'bound'} "
+                 f"/ L): TER(q) {ter_q.method}, {'KL' if quantity == 'ter' else 'bound'} {kl.method}", kl.samples,
+                 None if kl.exact else f(lo), None if kl.exact else f(hi), kl.confidence)
+    return e, quantity, calls
+
+
+def build_sampler(fam: Family, base: PointConfig, value: float) -> Any:
+    """The sampler of ``fam`` at ``value`` (a :class:`PointConfig` built by a family is taken through ``make_sampler``)."""
+    out = fam.build(base, value)
+    return out.make_sampler() if isinstance(out, PointConfig) else out
 
 
 def search_family(fam: Family, base: PointConfig, metric: str, target: float, language: Any, confidence: float,
-                  max_steps: int, on_setting: Callable[[Setting], None] | None = None) -> FamilySearch:
-    """Search ``fam``'s parameter for the cheapest setting meeting ``target`` (module docstring)."""
+                  max_steps: int, on_setting: Callable[[Setting], None] | None = None, *,
+                  gamma_bisections: int = GAMMA_BISECTIONS) -> FamilySearch:
+    """Search ``fam``'s parameter for the cheapest setting meeting ``target`` (module docstring; a real
+    parameter is bisected ``gamma_bisections`` times)."""
     from validation.steps_needed import Evaluation, search_steps
 
     seen: list[Setting] = []
 
     def at(v: float) -> Setting:
-        cfg = fam.build(base, v)
-        e, quantity, calls = evaluate_setting(cfg, metric, language, confidence)
-        s = Setting(fam.name, fam.parameter, float(v), cfg.make_sampler().label, calls, e, quantity,
-                    _status(e, target))
+        sampler = build_sampler(fam, base, v)
+        e, quantity, calls = evaluate_setting(sampler, metric, language, base.length, method=base.method,
+                                              samples=base.samples, rng=base.seed, confidence=confidence,
+                                              names=(base.language, None))
+        s = Setting(fam.name, fam.parameter, float(v), sampler.label, calls, e, quantity, _status(e, target))
         seen.append(s)
         if on_setting:
             on_setting(s)
@@ -300,7 +345,7 @@ def search_family(fam: Family, base: PointConfig, metric: str, target: float, la
     if at(value(0.0)).meets:
         return FamilySearch(fam.name, tuple(seen), seen[-1])
     lo, hi, best = 0.0, 1.0, dear
-    for _ in range(GAMMA_BISECTIONS):
+    for _ in range(int(gamma_bisections)):
         mid = 0.5 * (lo + hi)
         s = at(value(mid))
         if s.meets:
@@ -336,7 +381,8 @@ def check_target(metric: str, target: float, ter_data: float | None) -> None:
 def calibrate(language: str, length: int, metric: str, target: float, samplers: Sequence[str] = ("random",), *,
               relative: bool = False, schedule: str = "linear", method: str = "auto", samples: int = 1000,
               seed: int = 0, confidence: float = 0.95, max_steps: int = 1 << 12,
-              on_setting: Callable[[Setting], None] | None = None) -> Calibration:
+              on_setting: Callable[[Setting], None] | None = None,
+              gamma_bisections: int = GAMMA_BISECTIONS) -> Calibration:
     """The cheapest setting of any of ``samplers`` with ``metric <= target`` (module docstring).
 
     ``relative`` (TER only): the target is the relative excess over the data's ``TER(q)``, i.e.
@@ -366,7 +412,8 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
         raise ValueError("a relative target applies to --metric ter only")
     check_target(metric, target, ter_q)
     base = PointConfig(language, length, 1, schedule, method, samples, seed)
-    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting) for f in fams)
+    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting,
+                                   gamma_bisections=gamma_bisections) for f in fams)
     every = [s for fs in searches for s in fs.settings]
     meeting = [fs.cheapest for fs in searches if fs.cheapest is not None]
     cheapest = min(meeting, key=lambda s: (s.calls.value, s.metric.value)) if meeting else None
@@ -379,10 +426,9 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
 
 # ----- the decoders of numerics.sampling.decoders (docs/methods/decoders.md) ------------------------
 #
-# Appended families: each builds a PointConfig whose sampler is a decoder; evaluate_setting must take
-# a decoder's calls from the point's ``calls`` (its ``nfe`` is unavailable: the decoders' network calls
-# per sequence are ``calls``) and its metric as for the adaptive rules (exact law on tiny cases, else
-# Monte Carlo; KL / TER by Monte Carlo only for a path-deterministic decoder, else unavailable).
+# Each family builds a PointConfig whose sampler is a decoder; evaluate_setting reads its calls from the
+# point's ``calls`` (as for every sampler) and its metric as for the adaptive rules (exact law on tiny
+# cases, else Monte Carlo; KL / TER by Monte Carlo only for a path-deterministic decoder, else unavailable).
 
 #: The block lengths of the ``llada-bB`` families (besides ``llada``, one block ``B = L``).
 LLADA_BLOCK_LENGTHS = (8, 32)

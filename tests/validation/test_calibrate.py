@@ -128,3 +128,46 @@ def test_steps_needed_for_every_sampler():
     code, out = run("steps-needed", "--language", "interval-l3", "-L", "6", "--metric", "ser", "--target", "0.1",
                     "--sampler", "entropy-sum")
     assert code == 0 and out["met"] and out["n_steps"] is None and out["gamma"] is not None
+
+
+@pytest.mark.parametrize("sampler_name", ["random", "threshold"])
+def test_point_metrics_only_gives_the_full_points_numbers(sampler_name):
+    """point_metrics(only=...) (what calibrate asks for) equals the full point on the fields asked for, draw
+    for draw (Monte Carlo at L = 24 on 2gram), and leaves the others unavailable."""
+    from numerics.estimate import Unavailable
+    from numerics.metrics import point_metrics
+    from numerics.sampling.adaptive import make_sampler
+
+    lang = load_language("2gram")
+    sampler = make_sampler(sampler_name, schedule=linear(4) if sampler_name == "random" else None,
+                           gamma=0.6 if sampler_name == "threshold" else None)
+    full = point_metrics(lang, 24, sampler, method="mc", samples=40, rng=3)
+    for only in (("ser", "nfe"), ("kl", "kl_jensen_bound", "ter_data", "nfe")):
+        part = point_metrics(lang, 24, sampler, method="mc", samples=40, rng=3, only=only)
+        for name in full.metric_names():
+            if name in only:
+                assert getattr(part, name) == getattr(full, name), name
+            else:
+                assert isinstance(getattr(part, name), Unavailable) and "not requested" in getattr(part, name).reason
+    with pytest.raises(ValueError, match="unknown"):
+        point_metrics(lang, 24, sampler, method="mc", samples=40, rng=3, only=("sre",))
+
+
+def test_evaluate_setting_takes_any_sampler_and_maps_ter_through_kl():
+    """A rule's Monte Carlo TER is TER(q) exp(KL / L) with the interval's ends mapped the same way; a topk
+    sampler built by hand (not through a family) is accepted."""
+    import math
+
+    from numerics.metrics import exact_entropy, point_metrics
+    from numerics.sampling.adaptive import AdaptiveSampler
+    from validation.calibrate import evaluate_setting
+
+    lang = load_language("2gram")
+    s = AdaptiveSampler("topk", schedule=linear(6))
+    e, quantity, calls = evaluate_setting(s, "ter", lang, 24, method="mc", samples=50, rng=1, confidence=0.975)
+    kl = point_metrics(lang, 24, s, method="mc", samples=50, rng=1).kl  # two-sided 95% = one-sided 97.5%
+    ter_q = math.exp(exact_entropy(lang, 24).value / 24)
+    assert quantity == "ter" and e.value == pytest.approx(ter_q * math.exp(kl.value / 24), rel=RTOL_EXACT)
+    lo, hi = kl.interval()
+    assert e.interval()[1] == pytest.approx(ter_q * math.exp(hi / 24), rel=RTOL_EXACT)
+    assert calls.value == pytest.approx(6.0, rel=RTOL_EXACT)  # topk with 6 steps: 6 calls on every path

@@ -14,7 +14,7 @@ import pytest
 
 from numerics.languages.presets import load_language
 from numerics.metrics import point_metrics
-from validation.calibrate import LLADA_BLOCK_LENGTHS, REMDM_DEFAULT_ETA, family
+from validation.calibrate import LLADA_BLOCK_LENGTHS, REMDM_DEFAULT_ETA, build_sampler, family
 from validation.sweep import PointConfig
 
 DECODER_FAMILIES = ("llada", *(f"llada-b{B}" for B in LLADA_BLOCK_LENGTHS), "fast-dllm", "fast-dllm-factor", "eb",
@@ -48,6 +48,6 @@ def test_the_dear_end_costs_at_least_the_cheap_end(tiny, name):
     lang = load_language(tiny)
     low, high = fam.range_for(L, lang.vocab_size, 8)
     ends = (low, high) if fam.more_calls_when == "higher" else (high, low)
-    calls = [point_metrics(lang, L, fam.build(PointConfig(tiny, L, 1), v).make_sampler(), method="dp").calls.value
+    calls = [point_metrics(lang, L, build_sampler(fam, PointConfig(tiny, L, 1), v), method="dp").calls.value
              for v in ends]
     assert calls[0] < calls[1], (name, ends, calls)

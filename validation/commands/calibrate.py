@@ -142,11 +142,14 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     """Time calibrate for one family against the equivalent full grid, measured in the same run.
 
     The grid evaluates every parameter value from the cheapest up to the answer (steps 1..N for a
-    step family; for a gamma family, as many evenly spaced values as the search has resolution).
+    step family; for a gamma family, as many evenly spaced values as the search has resolution);
+    past 600 s it is extrapolated from the settings measured. Wall and CPU times (all threads) of
+    both are printed: on a shared machine the CPU time is the figure to compare with an idle one.
     """
     from numerics.languages.presets import load_language
     from validation.calibrate import (
         GAMMA_BISECTIONS,
+        build_sampler,
         calibrate,
         evaluate_setting,
         family,
@@ -154,9 +157,9 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     from validation.sweep import PointConfig
 
     fam = family(sampler)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     c = calibrate(language, length, metric, target, [sampler], relative=metric == "ter", samples=samples)
-    t_search = time.perf_counter() - t0
+    t_search, cpu_search = time.perf_counter() - t0, time.process_time() - c0
     n_search = sum(len(fs.settings) for fs in c.searches)
     lang = load_language(language)
     base = PointConfig(language, length, 1, samples=samples)
@@ -167,21 +170,25 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
         low, high = fam.range_for(length, lang.vocab_size, 1 << 12)
         n = 1 << GAMMA_BISECTIONS
         values = [low + (high - low) * k / n for k in range(n + 1)]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     limit = 600.0
     done = 0
     for v in values:
-        evaluate_setting(fam.build(base, v), metric, lang, 0.95)
+        evaluate_setting(build_sampler(fam, base, v), metric, lang, length, samples=samples)
         done += 1
         if time.perf_counter() - t0 > limit:
             break
     t_grid = time.perf_counter() - t0
     grid_total = t_grid * len(values) / done
+    cpu_grid_total = (time.process_time() - c0) * len(values) / done
     result = {"language": language, "length": length, "metric": metric, "family": sampler, "met": c.met,
-              "setting": c.cheapest.label if c.met else None, "search_s": t_search, "search_settings": n_search,
+              "setting": c.cheapest.label if c.met else None, "search_s": t_search, "search_cpu_s": cpu_search,
+              "search_settings": n_search, "grid_cpu_s": cpu_grid_total,
               "grid_s": grid_total, "grid_settings": len(values), "grid_measured_settings": done,
               "speedup": grid_total / t_search if t_search > 0 else None}
-    emit(result, as_json, f"calibrate {sampler} on {language}, L = {length}, {metric}: {t_search:.2f} s for "
+    emit(result, as_json, f"calibrate {sampler} on {language}, L = {length}, {metric}: {t_search:.2f} s "
+                          f"({cpu_search:.2f} s CPU, all threads) for "
                           f"{n_search} settings; the full grid of {len(values)} settings: {grid_total:.2f} s "
+                          f"({cpu_grid_total:.2f} s CPU) "
                           f"({'measured' if done == len(values) else f'{done} measured, extrapolated'}); "
                           f"{grid_total / t_search:.1f}x")

@@ -187,7 +187,10 @@ def _family_metric(cfg, sampler: str, metric: str, target: float, language, conf
     from validation.steps_needed import Evaluation
 
     def evaluate(n: int):
-        e, quantity, _ = evaluate_setting(replace(cfg, n_steps=int(n), sampler=sampler), metric, language, confidence)
+        point = replace(cfg, n_steps=int(n), sampler=sampler)
+        e, quantity, _ = evaluate_setting(point.make_sampler(), metric, language, point.length, method=point.method,
+                                          samples=point.samples, rng=point.seed, confidence=confidence,
+                                          names=(point.language, None))
         return Evaluation(n, quantity, e, _status(e, target) == "meets")
 
     return evaluate

@@ -14,6 +14,8 @@
             exact TER bounds, Monte Carlo SER, the paper's sentence checked at two lengths
 ``decoders`` the decoders people run (LLaDA blocks/remasking, Fast-dLLM, EB-Sampler, ReMDM):
             error vs calls, calls needed vs L on the interval language, exact bias at N = L
+``calls``   how many calls, at best: each family's Pareto front (calibrate), the cheapest setting for
+            SER and TER targets, the exact optimal decoder's floor, and the bounds on the same axes
 ==========  ================================================================================
 """
 
@@ -21,13 +23,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import adaptive, cost, decoders, learned, lemmas, realtext, schedules, ser, ter
+from . import adaptive, calls, cost, decoders, learned, lemmas, realtext, schedules, ser, ter
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
 EXPERIMENTS: dict[str, ModuleType] = {
-    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders)
+    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls)
 }
 SCALES = ("tiny", "default", "full")
 

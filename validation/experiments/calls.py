@@ -1,0 +1,349 @@
+"""Experiment "How many calls, at best": each family's cheapest setting, its Pareto front, and the floor.
+
+For ``2gram``, its pruned variant ``2gram-pruned`` (zeros in the table, so SER > 0) and the
+interval language (Theorem 4.4's, ``interval-l{l}``):
+
+* **Fronts** (``length``): :func:`validation.calibrate.calibrate` for every family of
+  ``families`` twice -- SER <= ``ser_target`` and TER within ``ter_excess`` of the data's ``TER(q)``
+  ("perplexity within 1%") -- with every setting visited on the axes (expected calls, SER) and
+  (expected calls, ``TER / TER(q) - 1``) and the Pareto front over all families. Each number keeps
+  its method (exact closed form / DP, Monte Carlo with its interval, or the Jensen upper bound for
+  the random order's TER at large ``L``). The cheapest setting meeting each target is the
+  sentence per language.
+* **Bounds on the same axes**: the best ``K``-block random-order schedule (Chen-Cong-Li's DP on
+  the exact information curve, :func:`numerics.exact.schedule_opt.optimal_blocks`) with ``K``
+  calls, its SER certificate ``1 - exp(-KL*_K)`` (I3), and Zhao-Cai's ``TC / K`` with constant 1
+  (claim ``ZC.tc``) -- where the information curve is exact (token Markov chains; else left out
+  and said so).
+* **Floor** (``tiny_lengths``): the exact optimal decoder
+  (:func:`numerics.exact.optimal_decoder.optimal_decoder`: the smallest SER and the smallest
+  forward KL of *any* decoder that picks the next positions from the revealed values, in at most
+  ``T`` calls) beside every family's exact (calls, SER, KL) on a small grid of its parameter. SER
+  is linear in the output law, so a step family (``N`` steps: at most ``N`` calls on every run,
+  a random order being a mixture of such decoders) is never below ``SER*_N``; one that is would
+  be a finding. The KL floor is for deterministic policies: a randomized sampler's mixture law can
+  have a smaller ``KL(q || p)`` (KL is convex, not linear), so the KL panel is a comparison, not a check.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from ..cache import ResultCache
+from . import _engine as eng
+from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
+
+NAME = "calls"
+TITLE = "How many calls, at best"
+VERSION = 1
+COLORS = {"random": "#7f7f7f", "topk": "#1f77b4", "threshold": "#ff7f0e", "entropy-sum": "#2ca02c",
+          "llada": "#d62728", "fast-dllm": "#8c564b", "eb": "#17becf", "remdm": "#9467bd"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the experiment.
+
+    Attributes
+    ----------
+    languages : the languages (``interval-l{l}`` is the interval language with ``l = interval``).
+    interval : ``l`` of the interval language (must divide ``length`` and the tiny length).
+    length : ``L`` of the fronts.
+    families : the calibrate families searched (:data:`validation.calibrate.FAMILIES`).
+    samples : Monte Carlo samples per setting.
+    gamma_bisections : bisections of a real parameter (threshold, entropy budget).
+    ser_target : the SER target.
+    ter_excess : the TER target, relative to ``TER(q)`` (0.01 = perplexity within 1%).
+    tiny_lengths : ``L`` of the optimal decoder's floor, one per language.
+    tiny_gammas : parameters of the gamma families on the tiny grid.
+    confidence : one-sided level of a Monte Carlo "meets".
+    seed : seed of every Monte Carlo draw.
+    """
+
+    languages: tuple[str, ...] = ("2gram", "2gram-pruned", "interval-l3")
+    interval: int = 3
+    length: int = 24
+    families: tuple[str, ...] = ("random", "topk", "threshold", "entropy-sum")
+    samples: int = 200
+    gamma_bisections: int = 5
+    ser_target: float = 0.1
+    ter_excess: float = 0.01
+    tiny_lengths: tuple[int, ...] = (4, 4, 6)
+    tiny_gammas: tuple[float, ...] = (0.3, 0.6, 0.9)
+    confidence: float = 0.95
+    seed: int = 0
+
+    @classmethod
+    def tiny(cls) -> Config:
+        return cls(length=3, families=("random", "topk", "threshold"), samples=16, gamma_bisections=2,
+                   tiny_lengths=(3, 3, 3), tiny_gammas=(0.5,), ser_target=0.4)
+
+    @classmethod
+    def full(cls) -> Config:
+        return cls(length=48, samples=1000, gamma_bisections=10)
+
+
+def _setting_row(s, lang: str, L: int, metric: str, ter_q: float | None) -> dict:
+    lo, hi = s.metric.interval()
+    to_axis = (lambda v: v / ter_q - 1.0) if metric == "ter" else (lambda v: v)
+    return {"language": lang, "length": L, "metric": metric, "family": s.family, "parameter": s.parameter,
+            "value": s.value, "label": s.label, "calls": s.calls.value, "y": to_axis(s.metric.value),
+            "y_high": to_axis(hi), "quantity": s.quantity, "method": s.metric.method, "status": s.status}
+
+
+def _front_part(cfg: Config, lang: str, metric: str) -> dict:
+    """Calibrate every family for one (language, metric): settings, front, cheapest."""
+    from numerics.metrics import exact_entropy
+    from validation.calibrate import calibrate
+
+    L = cfg.length
+    target = cfg.ter_excess if metric == "ter" else cfg.ser_target
+    c = calibrate(lang, L, metric, target, list(cfg.families), relative=metric == "ter", samples=cfg.samples,
+                  seed=cfg.seed, confidence=cfg.confidence, gamma_bisections=cfg.gamma_bisections)
+    ter_q = math.exp(exact_entropy(eng.load_language(lang), L).value / L) if metric == "ter" else None
+    settings = [_setting_row(s, lang, L, metric, ter_q) for fs in c.searches for s in fs.settings]
+    front = {(s.family, s.value) for s in c.front}
+    for r in settings:
+        r["front"] = (r["family"], r["value"]) in front
+    best = c.cheapest
+    return {"settings": settings, "met": c.met, "target": c.target,
+            "cheapest": _setting_row(best, lang, L, metric, ter_q) if best else None,
+            "best": _setting_row(c.best, lang, L, metric, ter_q)}
+
+
+def _bounds_part(cfg: Config, lang: str, L: int, ks: list[int]) -> dict:
+    """The best K-block random-order schedule's KL (DP), its SER certificate and TC/K, where Z is exact."""
+    from numerics.exact.schedule_opt import CurveUnavailableError, information_curve, optimal_blocks
+    from theory.related_info import informations, is_markov
+
+    language = eng.load_language(lang)
+    if not is_markov(language) and L > 6:
+        return {"available": False, "reason": f"{lang} is not a token Markov chain: no exact information curve at L = {L}"}
+    try:
+        curve = information_curve(language, L)
+    except (CurveUnavailableError, ValueError) as err:
+        return {"available": False, "reason": str(err)}
+    dp = optimal_blocks(curve, max(ks))
+    info = informations(language, L)
+    rows = [{"K": k, "kl_dp": dp.error(k).value, "ser_certificate_dp": -math.expm1(-dp.error(k).value),
+             "tc_over_k": info.tc / k} for k in ks]
+    return {"available": True, "tc": info.tc, "dtc": info.dtc, "rows": rows}
+
+
+def _tiny_part(cfg: Config, lang: str, L: int) -> dict:
+    """The optimal decoder's SER and KL floors for T = 1..L, and every family's exact points at L."""
+    from numerics.exact.optimal_decoder import optimal_decoder
+    from numerics.metrics import point_metrics
+    from validation.calibrate import build_sampler, family
+    from validation.sweep import PointConfig
+
+    language = eng.load_language(lang)
+    floors = {m: [float(v) for v in optimal_decoder(language, L, L, m).values] for m in ("ser", "kl")}
+    base = PointConfig(lang, L, 1)
+    points = []
+    for name in cfg.families:
+        fam = family(name)
+        values = range(1, L + 1) if fam.integer else cfg.tiny_gammas
+        for v in values:
+            if not fam.integer and fam.more_calls_when == "lower":  # entropy budget: in nats, scaled to log V
+                v = v * math.log(language.vocab_size)
+            s = build_sampler(fam, base, v)
+            m = point_metrics(language, L, s, only=("ser", "kl", "nfe"))
+            points.append({"family": name, "value": float(v), "label": s.label, "calls": m.nfe.value,
+                           "ser": m.ser.value, "kl": m.kl.value, "method": m.how.method})
+    return {"length": L, "ser_floor": floors["ser"], "kl_floor": floors["kl"], "points": points}
+
+
+def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
+    started = time.perf_counter()
+    cache = point_cache(cache)
+    out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
+    parts = Parts(strict)
+    if len(cfg.tiny_lengths) != len(cfg.languages):
+        raise ValueError("tiny_lengths needs one length per language")
+    settings, answers, bounds, tiny = [], [], [], []
+    jobs = [(lang, metric) for lang in cfg.languages for metric in ("ser", "ter")]
+    for lang, metric in progress_iter(jobs, progress, "calls: calibrate"):
+        key = {"v": VERSION, "language": lang, "metric": metric, "length": cfg.length, "families": cfg.families,
+               "samples": cfg.samples, "bisections": cfg.gamma_bisections, "target": (cfg.ser_target, cfg.ter_excess),
+               "confidence": cfg.confidence, "seed": cfg.seed}
+        r = parts.attempt(f"calibrate {metric} on {lang}", lambda: cache.get_or_compute(
+            "calls-front", key, lambda: _front_part(cfg, lang, metric)))
+        if r is None:
+            continue
+        settings += r["settings"]
+        answers.append({"language": lang, "metric": metric, "met": r["met"], "target": r["target"],
+                        **{f"cheapest_{k}": (r["cheapest"] or {}).get(k) for k in ("label", "calls", "y", "method")},
+                        **{f"best_{k}": r["best"][k] for k in ("label", "calls", "y")}})
+    ks = sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48) if k < cfg.length} | {cfg.length - 1})
+    for lang in cfg.languages:
+        key = {"v": VERSION, "language": lang, "length": cfg.length, "ks": ks}
+        b = parts.attempt(f"bounds on {lang}", lambda: cache.get_or_compute(
+            "calls-bounds", key, lambda: _bounds_part(cfg, lang, cfg.length, ks)))
+        if b is None:
+            continue
+        if b["available"]:
+            bounds += [{"language": lang, "length": cfg.length, **row} for row in b["rows"]]
+        else:
+            out.notes.append(f"No information-curve bounds on {lang} at L = {cfg.length}: {b['reason']}.")
+    for lang, L in zip(cfg.languages, cfg.tiny_lengths):
+        key = {"v": VERSION, "language": lang, "length": L, "families": cfg.families, "gammas": cfg.tiny_gammas}
+        t = parts.attempt(f"optimal decoder on {lang}", lambda: cache.get_or_compute(
+            "calls-floor", key, lambda: _tiny_part(cfg, lang, L)))
+        if t is not None:
+            tiny.append({"language": lang, **t})
+    if settings:
+        out.tables["settings"] = settings
+    if answers:
+        out.tables["cheapest"] = answers
+    if bounds:
+        out.tables["bounds"] = bounds
+    if tiny:
+        out.tables["floor"] = [{"language": t["language"], "length": t["length"], "T": T + 1,
+                                "ser_floor": t["ser_floor"][T], "kl_floor": t["kl_floor"][T]}
+                               for t in tiny for T in range(t["length"])]
+        out.tables["floor_points"] = [{"language": t["language"], "length": t["length"], **p}
+                                      for t in tiny for p in t["points"]]
+    out.notes += _sentences(cfg, answers)
+    below = _below_floor(tiny)
+    if below:
+        out.findings.append("FINDING: a sampler below the optimal decoder's SER floor at its worst-case calls: "
+                            + "; ".join(below))
+    elif tiny:
+        out.notes.append(_floor_note(tiny))
+    parts.record(out)
+    return out.finish(started)
+
+
+def _fmt_y(metric: str, y: float | None) -> str:
+    if y is None:
+        return "n/a"
+    return f"SER {y:.3g}" if metric == "ser" else f"TER {100 * y:+.2f}% of TER(q)"
+
+
+def _sentences(cfg: Config, answers: list[dict]) -> list[str]:
+    out = []
+    for lang in cfg.languages:
+        by = {a["metric"]: a for a in answers if a["language"] == lang}
+        parts = []
+        for metric, what in (("ser", f"SER <= {cfg.ser_target:g}"), ("ter", f"perplexity within {100 * cfg.ter_excess:g}%")):
+            a = by.get(metric)
+            if a is None:
+                continue
+            if a["met"]:
+                parts.append(f"for {what} the cheapest setting is {a['cheapest_label']} with {a['cheapest_calls']:.3g} "
+                             f"expected calls ({_fmt_y(metric, a['cheapest_y'])}; {a['cheapest_method']})")
+            else:
+                parts.append(f"no setting tried reaches {what}; the best found is {a['best_label']} "
+                             f"({_fmt_y(metric, a['best_y'])} at {a['best_calls']:.3g} calls)")
+        if parts:
+            out.append(f"{lang} (L = {cfg.length}): " + "; ".join(parts) + ".")
+    return out
+
+
+def _below_floor(tiny: list[dict]) -> list[str]:
+    """Step families (random, topk) whose exact SER is below the floor at their step budget.
+
+    ``N`` steps make at most ``min(N, L)`` calls on every run, and a randomized order is a mixture
+    of decoders that each make at most that many; SER is linear in the law, so the mixture's SER is
+    at least the floor ``SER*_{min(N, L)}``. (A rule's calls vary by path: no budget to compare.)
+    """
+    out = []
+    for t in tiny:
+        floor = t["ser_floor"]
+        for p in t["points"]:
+            if p["family"] not in ("random", "topk"):
+                continue
+            T = min(int(p["value"]), t["length"])
+            if p["ser"] < floor[T - 1] - 1e-12:  # round-off of two exact computations of a probability
+                out.append(f"{p['label']} on {t['language']} (L = {t['length']}): SER {p['ser']:.6g} < floor "
+                           f"{floor[T - 1]:.6g} at T = {T}")
+    return out
+
+
+def _floor_note(tiny: list[dict]) -> str:
+    parts = []
+    for t in tiny:
+        L, floor = t["length"], t["ser_floor"]
+        first = next((T + 1 for T, v in enumerate(floor) if v <= 1e-12), None)
+        cheapest = {}
+        for p in t["points"]:
+            if p["ser"] <= 1e-12 and (p["family"] not in cheapest or p["calls"] < cheapest[p["family"]]):
+                cheapest[p["family"]] = p["calls"]
+        fams = ", ".join(f"{f} {c:.3g}" for f, c in sorted(cheapest.items(), key=lambda kv: kv[1]))
+        parts.append(f"{t['language']} (L = {L}): the optimal decoder reaches SER 0 in {first} call"
+                     f"{'s' if first != 1 else ''} (SER floor at one call {floor[0]:.3g}, KL floor {t['kl_floor'][0]:.3g} "
+                     f"nats); the families reach SER 0 at expected calls {fams or 'never on this grid'}")
+    return "The floor no decoder can beat (exact optimal decoder, tiny L): " + "; ".join(parts) + "."
+
+
+def plot(result: ExperimentResult) -> list[Plot]:
+    from ._style import legend, new_figure
+
+    plots = []
+    settings = result.tables.get("settings", [])
+    bounds = result.tables.get("bounds", [])
+    langs = list(dict.fromkeys(r["language"] for r in settings))
+    for metric, ylabel in (("ser", "SER"), ("ter", "TER / TER(q) - 1")):
+        rows = [r for r in settings if r["metric"] == metric]
+        if not rows:
+            continue
+        fig, axes = new_figure(ncols=len(langs), width=3.6, height=3.2)
+        for ax, lang in zip(axes[0], langs):
+            pr = [r for r in rows if r["language"] == lang]
+            for fam in dict.fromkeys(r["family"] for r in pr):
+                pts = sorted((r["calls"], r["y"]) for r in pr if r["family"] == fam and r["y"] is not None)
+                ax.plot(*zip(*pts), marker="o", markersize=3, linestyle="", color=COLORS.get(fam, "k"), label=fam)
+            front = sorted((r["calls"], r["y"]) for r in pr if r["front"] and r["y"] is not None)
+            if front:
+                ax.step(*zip(*front), where="post", color="k", linewidth=0.8, label="Pareto front")
+            br = sorted((b for b in bounds if b["language"] == lang), key=lambda b: b["K"])
+            if br:
+                L = br[0]["length"]
+                if metric == "ser":
+                    ax.plot([b["K"] for b in br], [b["ser_certificate_dp"] for b in br], color="#bcbd22",
+                            linestyle="--", linewidth=1, label="1-exp(-KL*_K), DP")
+                else:
+                    ax.plot([b["K"] for b in br], [math.expm1(b["kl_dp"] / L) for b in br], color="#bcbd22",
+                            linestyle="--", linewidth=1, label="DP K blocks")
+                    ax.plot([b["K"] for b in br], [math.expm1(b["tc_over_k"] / L) for b in br], color="#e377c2",
+                            linestyle=":", linewidth=1, label="TC/K")
+            ax.set_xscale("log", base=2)
+            if metric == "ter":  # symlog: an exact sampler's excess is 0 up to round-off
+                ax.set_yscale("symlog", linthresh=1e-3)
+                ax.set_ylim(bottom=0.0)  # an excess is >= 0
+            ax.set_xlabel("expected calls")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{lang}, L = {pr[0]['length']}")
+            legend(ax, fontsize=6)
+        plots.append(Plot(f"front_{metric}", fig, f"{ylabel} against expected network calls: every setting each "
+                          "family's search visited (calibrate; exact, Monte Carlo estimates, or for the random order's "
+                          "TER at this L the Jensen upper bound), the Pareto front over all families, and where the "
+                          "information curve is exact the best K-block random-order schedule with K calls (DP), its "
+                          "SER certificate and Zhao-Cai's TC/K with constant 1."))
+    floor = result.tables.get("floor", [])
+    points = result.tables.get("floor_points", [])
+    flangs = list(dict.fromkeys(r["language"] for r in floor))
+    if flangs:
+        fig, axes = new_figure(ncols=len(flangs), nrows=2, width=3.6, height=2.9)
+        for col, lang in enumerate(flangs):
+            fr = [r for r in floor if r["language"] == lang]
+            pr = [p for p in points if p["language"] == lang]
+            for row, (key, ylabel) in enumerate((("ser", "SER"), ("kl", "KL(q || p), nats"))):
+                ax = axes[row, col]
+                ax.step([0.5] + [r["T"] for r in fr], [fr[0][f"{key}_floor"]] + [r[f"{key}_floor"] for r in fr],
+                        where="pre", color="k", linewidth=1.2, label="optimal decoder")
+                for fam in dict.fromkeys(p["family"] for p in pr):
+                    pts = sorted((p["calls"], p[key]) for p in pr if p["family"] == fam and p[key] is not None)
+                    ax.plot(*zip(*pts), marker="o", markersize=3, linestyle="", color=COLORS.get(fam, "k"), label=fam)
+                ax.set_xlabel("expected calls")
+                ax.set_ylabel(ylabel)
+                ax.set_title(f"{lang}, L = {fr[0]['length']}")
+                legend(ax, fontsize=6)
+        plots.append(Plot("floor", fig, "The floor no decoder can beat (exact optimal decoder, tiny L): the smallest SER "
+                          "and forward KL in at most T calls, drawn over (T-1, T], with every family's exact points at "
+                          "their expected calls. A step family with N steps is never below the SER floor at N; the "
+                          "random order's KL can be below the KL floor (its law is a mixture and KL is convex)."))
+    return plots
