@@ -49,7 +49,9 @@ def calibration_record(c) -> dict:
 @click.option("--relative", is_flag=True,
               help="--metric ter: TARGET is the excess over the data's TER(q), e.g. 0.01 = within 1%.")
 @click.option("--sampler", "samplers", default="random", show_default=True,
-              help="Comma-separated families: random, topk (steps searched), threshold, entropy-sum (gamma searched).")
+              help="Comma-separated families: random, topk, llada, llada-b8, llada-b32, remdm (steps searched), "
+                   "threshold, entropy-sum, eb (gamma searched), fast-dllm (threshold searched), fast-dllm-factor "
+                   "(factor searched).")
 @schedule_option
 @click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
               show_default=True, help="How each setting is computed: auto = the fastest exact method that fits, "
