@@ -26,7 +26,7 @@ CASES = [
     ("remasking", ["--sampler", "llada", "--remasking", "lowest"], r"'lowest' is not one of 'low-confidence', 'random'",
      ("exact", "sweep", "steps-needed")),
     ("eta", ["--sampler", "remdm", "--eta", "2"], r"eta must be in \[0, 1\]", ("exact", "sweep", "steps-needed")),
-    ("option of another sampler", ["--sampler", "topk", "--block-length", "2"], r"--block-length apply to the decoders",
+    ("option of another sampler", ["--sampler", "random", "--remasking", "random"], r"--remasking apply to the decoders",
      ("exact", "sweep", "steps-needed")),
 ]
 
