@@ -27,6 +27,9 @@ from numerics.schedules import make_schedule
 from tests.oracles import ngram_law, posterior_by_enumeration
 from tests.tolerances import ATOL_PROB, RTOL_EXACT
 
+# one xdist worker compiles these numba kernels once for the group (pytest runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("sparse-chain-kernels")
+
 MIXING = random_sparse_ngram(2, 80, 300, seed=1)  # 306 non-zeros of 6400 (sparse layout); cut-off D = 28
 CYCLE = NGram(2, np.full(60, 1 / 60), np.roll(np.eye(60), 1, axis=1))  # periodic: P^d never mixes
 

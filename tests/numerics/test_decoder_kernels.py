@@ -31,6 +31,9 @@ from numerics.schedules import cosine, linear
 from tests.gof import assert_gof
 from tests.tolerances import ATOL_LOG, RTOL_EXACT
 
+# one xdist worker compiles these numba kernels once for the group (pytest runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("decoder-kernels")
+
 
 def _languages():
     rng = np.random.default_rng(11)

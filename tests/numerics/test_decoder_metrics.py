@@ -31,6 +31,9 @@ from numerics.schedules import make_schedule
 from tests.gof import within_z
 from tests.tolerances import RTOL_EXACT
 
+# one xdist worker compiles these numba kernels once for the group (pytest runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("decoder-kernels")
+
 PRUNED = NGram(2, [0.6, 0.4], [[0.7, 0.3], [0.0, 1.0]])  # x = 1 0 impossible: SER > 0, reverse KL inf
 FULL = NGram(2, [0.5, 0.3, 0.2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
 

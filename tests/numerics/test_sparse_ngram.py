@@ -21,6 +21,9 @@ from numerics.schedules import make_schedule
 from tests.oracles import ngram_law, posterior_by_enumeration
 from tests.tolerances import ATOL_LOG, ATOL_PROB, RTOL_EXACT
 
+# one xdist worker compiles these numba kernels once for the group (pytest runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("sparse-chain-kernels")
+
 SPARSE = {  # mostly zeros (the bigram below SPARSE_DENSITY: its automatic layout is sparse)
     "bigram": random_sparse_ngram(2, 40, 45, seed=1),
     "trigram": random_sparse_ngram(3, 5, 30, seed=2),

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from validation.cli import main
+
+# one xdist worker compiles these numba kernels once for the group (pytest runs with --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("sparse-chain-kernels")
 
 
 def test_bench_sparse_ngram_tiny():
