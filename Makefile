@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # The default report also trains cpu-small MDMs and AR baselines on 2gram, 2gram-pruned and interval
-# (about 5 of its 9 minutes on 2 idle cores, installation included).
+# (about 10 of its 15 minutes on 2 idle cores, measured 2026-11-25: the learned section 586 of 855 s).
 report: install
 	$(VENV)/bin/mdm-theory report --train
 
