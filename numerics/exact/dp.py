@@ -38,7 +38,7 @@ between threads (the kernel releases the GIL), each adding into its own copy of 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -58,28 +58,44 @@ __all__ = ["MAX_DP_WORDS", "dp_output_law", "dp_metrics"]
 MAX_DP_WORDS = 1 << 24  # (V+1)^L words; three float64 arrays of this size are 384 MiB
 
 
-@njit(cache=True, nogil=True)
-def _dp_step_sources(  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
-    f: np.ndarray,
-    Q: np.ndarray,
-    L: int,
-    V: int,
-    p: float,
-    wait_before: float,
-    wait_after: float,
-    final: bool,
-    start: int,
-    stride: int,
-    g: np.ndarray,
-    spill: np.ndarray,
-) -> float:
-    """One step of the recursion for the source words ``start, start + stride, ..`` (module docstring).
+class DPTables(NamedTuple):
+    """The tables one step reads: ``f = f_{i-1}`` and ``Q`` (flat, ``(V+1)^L`` words), ``L`` and ``V``."""
 
-    Adds their contributions to ``g`` (the next ``f``), adds the undefined part of each impossible
-    source ``w`` to ``spill[w]`` and returns its total. ``wait_before = 1 - u_{i-1}``,
-    ``wait_after = 1 - u_i``; ``final``: the last step with ``pi_i > 0`` (nobody may stay masked).
-    Sources are disjoint between calls, so calls on different ``g`` may run concurrently.
+    f: np.ndarray
+    Q: np.ndarray
+    L: int
+    V: int
+
+
+class DPStep(NamedTuple):
+    """Step ``i`` of the recursion: ``p = pi_i``, ``wait_before = 1 - u_{i-1}``, ``wait_after = 1 - u_i``,
+    and ``final``: the last step with ``pi_i > 0`` (nobody may stay masked)."""
+
+    p: float
+    wait_before: float
+    wait_after: float
+    final: bool
+
+
+class DPShare(NamedTuple):
+    """One worker's share: the source words ``start, start + stride, ..``, added into its own ``g``
+    (the next ``f``); the undefined part of each impossible source ``w`` is added to ``spill[w]``."""
+
+    start: int
+    stride: int
+    g: np.ndarray
+    spill: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def _dp_step_sources(tables: DPTables, step: DPStep, share: DPShare) -> float:
+    """One step of the recursion for one worker's source words (module docstring); returns the undefined mass.
+
+    Sources are disjoint between shares, so shares with different ``g`` may run concurrently.
     """
+    f, Q, L, V = tables
+    p, wait_before, wait_after, final = step
+    start, stride, g, spill = share
     B = V + 1
     n = f.shape[0]
     pw = np.empty(L, np.int64)
@@ -178,9 +194,10 @@ def _run_dp(Q: np.ndarray, schedule: Schedule, L: int, V: int, threads: int, com
     undefined = 0.0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for i in positive:
-            args = (f, Q, L, V, float(pi[i]), 1.0 - u[i], 1.0 - u[i + 1], bool(i == positive[-1]))
+            tables = DPTables(f, Q, L, V)
+            step = DPStep(float(pi[i]), 1.0 - u[i], 1.0 - u[i + 1], bool(i == positive[-1]))
             gs = np.zeros((threads, n))
-            jobs = [pool.submit(kernel, *args, c, threads, gs[c], spill) for c in range(threads)]
+            jobs = [pool.submit(kernel, tables, step, DPShare(c, threads, gs[c], spill)) for c in range(threads)]
             undefined += sum(job.result() for job in jobs)
             f = gs.sum(axis=0)
     return f, undefined, spill
