@@ -47,8 +47,12 @@ from numerics.sampling.oracle.messages import (
     Messages,
     Scratch,
     advance,
+    alpha_between,
     alpha_query,
     beta_query,
+    invalidate,
+    invalidate_alpha,
+    invalidate_beta,
     new_messages,
     new_scratch,
 )
@@ -205,10 +209,9 @@ def reveal_sequence(lang, powers, mode, seq, work):
         end = ptr
         while end < L and reveal_steps[order_idx[end]] == i:
             end += 1
+        new = Evidence(reveal_steps, x, i + 1, -1)  # the evidence after this step (its observed positions)
         if skip_single and end - ptr == 1:  # contributes exactly 0 to the Jensen term: only invalidate
-            j = order_idx[ptr]
-            aval[j:] = False
-            bval[:j] = False
+            invalidate(lang, new, msgs, order_idx[ptr])
             ptr = end
             continue
         if dead:  # uniform draws (the samplers' convention for an undefined posterior)
@@ -225,7 +228,8 @@ def reveal_sequence(lang, powers, mode, seq, work):
             beta_query(lang, powers, old, msgs, scratch, order_idx[r])
         j1 = order_idx[ptr]
         alpha_query(lang, powers, old, msgs, scratch, va, j1)
-        aval[j1:] = False
+        for r in range(ptr, end):  # the alphas the new tokens change (the betas after the draws)
+            invalidate_alpha(lang, new, msgs, order_idx[r])
         prev = -1
         step_dead = False
         for r in range(ptr, end):
@@ -234,9 +238,12 @@ def reveal_sequence(lang, powers, mode, seq, work):
                 if chain:
                     vn[:] = va
             else:
-                advance(lang, powers, old, msgs, scratch, va, prev, j, False)
+                shielded = alpha_between(lang, powers, old, msgs, scratch, va, prev, j)
                 if chain and not step_dead:
-                    advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
+                    if shielded:  # a known window between prev and j: the new tokens to the left do not matter
+                        vn[:] = va
+                    else:
+                        advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
             prev = j
             tot_old = token_marginal(lang, va, msgs.beta[j], m)  # q(x_j = . | x_{tau_<i}), unnormalized
             if sample:
@@ -259,8 +266,8 @@ def reveal_sequence(lang, powers, mode, seq, work):
             observe(lang, vn, xj)
             msgs.alpha[j, :] = vn
             aval[j] = True
-        jl = order_idx[end - 1]
-        bval[:jl] = False
+        for r in range(ptr, end):
+            invalidate_beta(lang, new, msgs, order_idx[r])
         if step_dead:  # the revealed tokens are jointly impossible: outside supp q from here on
             dead = True
             log_q = -np.inf

@@ -70,7 +70,14 @@ def language_powers(language: Language, length: int) -> Powers:
     """``P^m`` for ``m = 0..M``, ``M = min(length, memory cap)``, cached per language object (languages are immutable).
 
     The cap: ``M + 1`` matrices in each layout fit in :data:`POWERS_BYTES` (at least ``M = 1``).
+    A language that is neither an :class:`~numerics.languages.hmm.HMM` nor an n-gram (the interval
+    language) is read through its ``kernel_language()``, as :func:`~numerics.languages.arrays.kernel_arrays` does.
     """
+    resolve = getattr(language, "kernel_language", None)
+    if resolve is None:
+        raise TypeError(f"language_powers needs a language (HMM, NGram or one with kernel_language()), "
+                        f"got {type(language).__name__}")
+    language = resolve()
     if isinstance(language, NGram):
         S, V = language.n_states, language.vocab_size
         P = np.zeros((S, S))
