@@ -251,7 +251,14 @@ def reveal_sequence(lang, powers, mode, seq, work):
             xj = x[j]
             lo = np.log(m[xj] / tot_old) if m[xj] > 0.0 else -np.inf
             log_p_tau += lo
-            if step_dead or not chain:
+            if not chain:
+                if r == ptr:  # alpha at j1 under the new evidence (no new token to its left): kept for the next steps
+                    vn[:] = va
+                    observe(lang, vn, xj)
+                    msgs.alpha[j, :] = vn
+                    aval[j] = True
+                continue
+            if step_dead:
                 continue
             if r > ptr:  # chain-rule factor q(x_j | x_{tau_<i}, new tokens to the left)
                 tot_new = token_marginal(lang, vn, msgs.beta[j], m)
