@@ -269,3 +269,54 @@ def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
         ll = masked_forward_backward(LANGS[name], x, np.zeros(x.shape, bool)).loglik
         np.testing.assert_allclose(reveal_score(LANGS[name], steps, x, chain=True).log_q, ll, rtol=RTOL_EXACT)
     assert jumps.language_powers(LANGS[name], L).max_power == 2
+
+
+def _full_support_languages():
+    rng = np.random.default_rng(17)
+    return {
+        "2gram": NGram(2, random_rows(rng, (3,)), random_rows(rng, (3, 3))),
+        "4gram": NGram(4, random_rows(rng, (8,)), random_rows(rng, (8, 2))),
+        "hmm": HMM(random_rows(rng, (3,)), random_rows(rng, (3, 3), zero_fraction=0.3), random_rows(rng, (3, 3))),
+    }
+
+
+FULL = _full_support_languages()
+
+
+@pytest.mark.parametrize("name", sorted(FULL))
+@pytest.mark.parametrize("N", [3, 40])
+def test_full_support_sampling_without_chain_rule_equals_generic(name, N):
+    """A language with q(x) > 0 everywhere samples without alpha_new and the chain rule; same samples as the generic path.
+
+    L = 16 with a 4-gram at 3 and 40 steps: separators (3 observed in a row) come and go, so the
+    messages kept across them (invalidation up to a separator) are exercised too.
+    """
+    from numerics.languages.arrays import kernel_arrays
+    from numerics.sampling.oracle.driver import full_support
+
+    lang = FULL[name]
+    assert full_support(kernel_arrays(lang)) and not full_support(kernel_arrays(LANGS[name]))
+    den = OracleDenoiser(lang)
+    a = sample_factorized(den, linear(N), 150, 16, np.random.default_rng(23), path="generic", batch_size=50)
+    b = sample_factorized(den, linear(N), 150, 16, np.random.default_rng(23), batch_size=50)
+    assert b.path.startswith("oracle")
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+
+
+def test_reveal_sample_reads_the_interval_language_as_its_hmm():
+    """The interval language samples as its dense HMM (kernel_language); a non-language is a TypeError naming it."""
+    from numerics.languages.interval import IntervalLanguage
+    from numerics.sampling.oracle import reveal_sample
+
+    lang = IntervalLanguage(3)
+    rng = np.random.default_rng(29)
+    steps = linear(3).sample_steps(rng, (40, 7))
+    U = rng.random((40, 7))
+    x = reveal_sample(lang, steps, U)
+    np.testing.assert_array_equal(x, reveal_sample(lang.kernel_language(), steps, U))
+    den = OracleDenoiser(lang.kernel_language(), strict=False)
+    a = sample_factorized(den, linear(3), 60, 7, np.random.default_rng(31), path="generic")
+    b = sample_oracle(lang, linear(3), 60, 7, np.random.default_rng(31))
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    with pytest.raises(TypeError, match="dict"):
+        reveal_sample({"transition": np.eye(2)}, steps, U)

@@ -18,9 +18,14 @@ callers recompile.
 """
 
 from numerics.sampling.oracle.driver import (
+    RevealBatch,
+    RevealMode,
     RevealScores,
     RevealVectors,
+    SequenceArrays,
     SequenceScore,
+    Workspace,
+    new_workspace,
     reveal_sample,
     reveal_score,
     reveal_sequence,
@@ -49,6 +54,7 @@ from numerics.sampling.oracle.steps import (
 
 __all__ = [
     "RevealScores", "RevealVectors", "SequenceScore", "reveal_sample", "reveal_score", "reveal_sequence",
+    "RevealMode", "SequenceArrays", "RevealBatch", "Workspace", "new_workspace",
     "Powers", "POWERS_BYTES", "language_powers",
     "Messages", "Scratch", "new_messages", "new_scratch", "advance", "alpha_query", "beta_query",
     "Evidence", "observed", "normalize", "forward_step", "backward_step", "token_marginal", "apply_evidence",

@@ -20,6 +20,13 @@ A sampled step whose new tokens are jointly impossible (a chain-rule factor 0) l
 sequence outside ``supp q``; from the next step on it draws uniformly, the convention of
 :mod:`numerics.sampling.samplers`.
 
+A sampling pass (:func:`reveal_sample`) draws from the marginals under the old evidence only;
+``alpha_new`` and the chain rule serve it just to find jointly impossible tokens. For a language
+of full support (:func:`full_support`: ``q(x) > 0`` for every ``x``) there are none, so its
+sampling pass skips them (:attr:`RevealMode.chain_rule`; the same tokens). The store's messages
+restart at n-gram separators, so an impossible step cannot be found later from the old evidence
+alone: a language with zeros keeps the chain rule.
+
 The plain reference is the generic sampler with the NumPy masked forward-backward; the tests
 compare the two sample by sample. Sequences run in parallel chunks (:mod:`numerics._threads`).
 """
@@ -33,19 +40,28 @@ import numpy as np
 
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
-from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
+from numerics.languages.arrays import HMMArrays, KernelArrays, NGramArrays, SparseNGramArrays, kernel_arrays
 from numerics.languages.hmm import Language
 from numerics.sampling.oracle.jumps import language_powers, no_powers
 from numerics.sampling.oracle.messages import (
+    Messages,
+    Scratch,
     advance,
+    alpha_between,
     alpha_query,
     beta_query,
+    invalidate,
+    invalidate_alpha,
+    invalidate_beta,
     new_messages,
     new_scratch,
 )
 from numerics.sampling.oracle.steps import Evidence, observe, token_marginal
 
-__all__ = ["RevealScores", "reveal_sample", "reveal_score"]
+__all__ = [
+    "RevealScores", "SequenceScore", "RevealVectors", "RevealMode", "SequenceArrays", "RevealBatch", "Workspace",
+    "new_workspace", "reveal_sequence", "reveal_sample", "reveal_score", "full_support",
+]
 
 
 class RevealScores(NamedTuple):
@@ -94,16 +110,89 @@ class RevealVectors(NamedTuple):
     uniform: np.ndarray
 
 
-@nb.njit(cache=True)
-def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, x, U, msgs, scratch, vectors):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
-    """Run the reveal steps of one sequence; returns its :class:`SequenceScore`.
+class RevealMode(NamedTuple):
+    """What a reveal pass does (the same for every sequence of a batch).
 
-    ``order_idx`` lists the positions by (step, position); ``x`` is written when ``sample`` (the
-    token at ``j`` is the inverse CDF at ``U[j]`` of its marginal), else read. With
-    ``skip_single`` a step revealing one position only invalidates messages (its Jensen term is
-    exactly 0) and ``log_p``, ``log_q`` are NaN. ``msgs`` and ``scratch`` as in
-    :mod:`~numerics.sampling.oracle.messages`; ``vectors`` are the loop's own :class:`RevealVectors`.
+    Attributes
+    ----------
+    sample : bool
+        Draw the tokens (``x[j]`` is the inverse CDF at ``U[j]`` of its marginal) instead of reading them.
+    chain_rule : bool
+        Run ``alpha_new`` and the chain rule (``log q``, the Jensen term, finding jointly impossible
+        tokens); without it ``log_q`` and ``jensen`` are NaN. Only a sampling pass on a language of
+        :func:`full_support` may leave it out (module docstring).
+    skip_single : bool
+        Scoring: a step revealing one position only invalidates messages (its Jensen term is
+        exactly 0); ``log_p`` and ``log_q`` are then NaN.
+    vocab_size : int
+        ``V``.
     """
+
+    sample: bool
+    chain_rule: bool
+    skip_single: bool
+    vocab_size: int
+
+
+class SequenceArrays(NamedTuple):
+    """One sequence of a batch.
+
+    Attributes
+    ----------
+    reveal_steps : (L,) int64
+        ``tau``: the step revealing each position.
+    order_idx : (L,) int64
+        The positions sorted by (step, position).
+    tokens : (L,) int64
+        ``x``: written when sampling, else read.
+    uniforms : (L,) float64
+        The token draws' uniforms (read only when sampling).
+    """
+
+    reveal_steps: np.ndarray
+    order_idx: np.ndarray
+    tokens: np.ndarray
+    uniforms: np.ndarray
+
+
+class RevealBatch(NamedTuple):
+    """A batch of sequences: ``reveal_steps``, ``tokens`` and ``uniforms``, each ``(B, L)`` (as in :class:`SequenceArrays`)."""
+
+    reveal_steps: np.ndarray
+    tokens: np.ndarray
+    uniforms: np.ndarray
+
+
+class Workspace(NamedTuple):
+    """The reused memory of one thread: :class:`~numerics.sampling.oracle.messages.Messages`,
+    :class:`~numerics.sampling.oracle.messages.Scratch` and :class:`RevealVectors`."""
+
+    msgs: Messages
+    scratch: Scratch
+    vectors: RevealVectors
+
+
+@nb.njit(cache=True)
+def new_workspace(length, n_states, vocab_size):
+    """A :class:`Workspace` for sequences of ``length`` positions (inside or outside numba)."""
+    uniform = np.empty(vocab_size)
+    for v in range(vocab_size):
+        uniform[v] = 1.0 / vocab_size
+    vectors = RevealVectors(np.empty(n_states), np.empty(n_states), np.empty(vocab_size), uniform)
+    return Workspace(new_messages(length, n_states), new_scratch(n_states), vectors)
+
+
+@nb.njit(cache=True)
+def reveal_sequence(lang, powers, mode, seq, work):
+    """Run the reveal steps of one sequence ``seq`` (:class:`SequenceArrays`); returns its :class:`SequenceScore`.
+
+    ``mode`` (:class:`RevealMode`) says whether the tokens are drawn or read; ``work`` is a
+    :class:`Workspace` (its messages as in :mod:`~numerics.sampling.oracle.messages`).
+    """
+    reveal_steps, order_idx, x, U = seq.reveal_steps, seq.order_idx, seq.tokens, seq.uniforms
+    msgs, scratch, vectors = work.msgs, work.scratch, work.vectors
+    sample, skip_single = mode.sample, mode.skip_single
+    chain = mode.chain_rule
     L = reveal_steps.shape[0]
     V = vectors.marginal.shape[0]
     va, vn, m = vectors.alpha_old, vectors.alpha_new, vectors.marginal
@@ -112,18 +201,17 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
     bval[:] = False
     dead = False
     log_p_tau = np.nan if skip_single else 0.0
-    log_q = np.nan if skip_single else 0.0
-    jensen = 0.0
+    log_q = 0.0 if chain and not skip_single else np.nan
+    jensen = 0.0 if chain else np.nan
     ptr = 0
     while ptr < L:
         i = reveal_steps[order_idx[ptr]]
         end = ptr
         while end < L and reveal_steps[order_idx[end]] == i:
             end += 1
+        new = Evidence(reveal_steps, x, i + 1, -1)  # the evidence after this step (its observed positions)
         if skip_single and end - ptr == 1:  # contributes exactly 0 to the Jensen term: only invalidate
-            j = order_idx[ptr]
-            aval[j:] = False
-            bval[:j] = False
+            invalidate(lang, new, msgs, order_idx[ptr])
             ptr = end
             continue
         if dead:  # uniform draws (the samplers' convention for an undefined posterior)
@@ -140,17 +228,22 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
             beta_query(lang, powers, old, msgs, scratch, order_idx[r])
         j1 = order_idx[ptr]
         alpha_query(lang, powers, old, msgs, scratch, va, j1)
-        aval[j1:] = False
+        for r in range(ptr, end):  # the alphas the new tokens change (the betas after the draws)
+            invalidate_alpha(lang, new, msgs, order_idx[r])
         prev = -1
         step_dead = False
         for r in range(ptr, end):
             j = order_idx[r]
             if r == ptr:
-                vn[:] = va
+                if chain:
+                    vn[:] = va
             else:
-                advance(lang, powers, old, msgs, scratch, va, prev, j, False)
-                if not step_dead:
-                    advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
+                shielded = alpha_between(lang, powers, old, msgs, scratch, va, prev, j)
+                if chain and not step_dead:
+                    if shielded:  # a known window between prev and j: the new tokens to the left do not matter
+                        vn[:] = va
+                    else:
+                        advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
             prev = j
             tot_old = token_marginal(lang, va, msgs.beta[j], m)  # q(x_j = . | x_{tau_<i}), unnormalized
             if sample:
@@ -158,6 +251,13 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
             xj = x[j]
             lo = np.log(m[xj] / tot_old) if m[xj] > 0.0 else -np.inf
             log_p_tau += lo
+            if not chain:
+                if r == ptr:  # alpha at j1 under the new evidence (no new token to its left): kept for the next steps
+                    vn[:] = va
+                    observe(lang, vn, xj)
+                    msgs.alpha[j, :] = vn
+                    aval[j] = True
+                continue
             if step_dead:
                 continue
             if r > ptr:  # chain-rule factor q(x_j | x_{tau_<i}, new tokens to the left)
@@ -173,8 +273,8 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
             observe(lang, vn, xj)
             msgs.alpha[j, :] = vn
             aval[j] = True
-        jl = order_idx[end - 1]
-        bval[:jl] = False
+        for r in range(ptr, end):
+            invalidate_beta(lang, new, msgs, order_idx[r])
         if step_dead:  # the revealed tokens are jointly impossible: outside supp q from here on
             dead = True
             log_q = -np.inf
@@ -185,19 +285,14 @@ def reveal_sequence(lang, powers, sample, skip_single, reveal_steps, order_idx, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _reveal_chunk(lang, powers, sample, skip_single, reveal_steps, x, U, scores, vocab_size, lo, hi):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
-    """Sequences ``lo..hi-1`` of the batch into ``scores``; releases the GIL so threads run chunks in parallel."""
-    L = reveal_steps.shape[1]
-    S = lang.initial.shape[0]
-    msgs = new_messages(L, S)
-    scratch = new_scratch(S)
-    uniform = np.empty(vocab_size)
-    for v in range(vocab_size):
-        uniform[v] = 1.0 / vocab_size
-    vectors = RevealVectors(np.empty(S), np.empty(S), np.empty(vocab_size), uniform)
+def _reveal_chunk(lang, powers, mode, batch, scores, lo, hi):
+    """Sequences ``lo..hi-1`` of ``batch`` (:class:`RevealBatch`) into ``scores``; releases the GIL so threads run chunks in parallel."""
+    L = batch.reveal_steps.shape[1]
+    work = new_workspace(L, lang.initial.shape[0], mode.vocab_size)
     for b in range(lo, hi):
-        order_idx = np.argsort(reveal_steps[b] * L + np.arange(L))
-        out = reveal_sequence(lang, powers, sample, skip_single, reveal_steps[b], order_idx, x[b], U[b], msgs, scratch, vectors)
+        steps = batch.reveal_steps[b]
+        seq = SequenceArrays(steps, np.argsort(steps * L + np.arange(L)), batch.tokens[b], batch.uniforms[b])
+        out = reveal_sequence(lang, powers, mode, seq, work)
         scores.log_p[b] = out.log_p
         scores.log_q[b] = out.log_q
         scores.jensen[b] = out.jensen
@@ -209,9 +304,24 @@ def _run(language: Language, sample: bool, skip_single: bool, reveal_steps: np.n
     scores = RevealScores(np.empty(B), np.empty(B), np.empty(B))
     lang = kernel_arrays(language, layout)
     powers = no_powers() if isinstance(lang, SparseNGramArrays) else language_powers(language, reveal_steps.shape[1])
-    args = (lang, powers, sample, skip_single, reveal_steps, x, U, scores, language.vocab_size)
-    run_chunks(_reveal_chunk, B, args)
+    mode = RevealMode(sample, not (sample and full_support(lang)), skip_single, language.vocab_size)
+    run_chunks(_reveal_chunk, B, (lang, powers, mode, RevealBatch(reveal_steps, x, U), scores))
     return scores
+
+
+def full_support(lang: KernelArrays) -> bool:
+    """Whether ``q(x) > 0`` for every sequence ``x`` (sufficient conditions, from the kernel arrays).
+
+    Dense HMM: every emission positive (some state path has positive probability). n-gram: every
+    conditional positive and every token the newest of some window of positive initial mass. A
+    sparse n-gram has zeros by construction: False.
+    """
+    if isinstance(lang, HMMArrays):
+        return bool(np.all(lang.emission_t > 0.0))
+    if isinstance(lang, NGramArrays):
+        V = lang.conditional.shape[1]
+        return bool(np.all(lang.conditional > 0.0) and np.all(lang.initial.reshape(-1, V).sum(axis=0) > 0.0))
+    return False
 
 
 def _check_steps(reveal_steps: np.ndarray) -> np.ndarray:

@@ -70,7 +70,14 @@ def language_powers(language: Language, length: int) -> Powers:
     """``P^m`` for ``m = 0..M``, ``M = min(length, memory cap)``, cached per language object (languages are immutable).
 
     The cap: ``M + 1`` matrices in each layout fit in :data:`POWERS_BYTES` (at least ``M = 1``).
+    A language that is neither an :class:`~numerics.languages.hmm.HMM` nor an n-gram (the interval
+    language) is read through its ``kernel_language()``, as :func:`~numerics.languages.arrays.kernel_arrays` does.
     """
+    resolve = getattr(language, "kernel_language", None)
+    if resolve is None:
+        raise TypeError(f"language_powers needs a language (HMM, NGram or one with kernel_language()), "
+                        f"got {type(language).__name__}")
+    language = resolve()
     if isinstance(language, NGram):
         S, V = language.n_states, language.vocab_size
         P = np.zeros((S, S))
@@ -192,24 +199,39 @@ jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_s
 
 
 @nb.njit(cache=True)
-def _rows_times(P, w, out, s2):
-    """``out[s2] = sum_t P[s2, t] w[t]``."""
-    acc = 0.0
-    for t in range(w.shape[0]):
-        acc += P[s2, t] * w[t]
-    out[s2] = acc
+def _rows_dot(M, w, out, r0, rstep, nrows, w0, wstep):
+    """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows``.
 
-
-@nb.njit(cache=True)
-def _rows_times_token(by_token, m, wfix, w, out, s2):
-    """``out[s2] = sum_c P^m[s2, c V + wfix] w[c V + wfix]``: :func:`_rows_times` where ``w`` is non-zero
-    only on the windows ending in ``wfix``, the same terms added in the same order (the skipped ones are
-    exact zeros), so the same float64 result from ``V`` times fewer products."""
-    V = w.shape[0] // by_token.shape[3]
-    acc = 0.0
-    for c in range(by_token.shape[3]):
-        acc += by_token[m, wfix, s2, c] * w[c * V + wfix]
-    out[s2] = acc
+    Each row's terms are added one by one in ascending ``c`` (the plain dot product's order, so
+    the same float64 result), four rows at a time: four independent sums keep the adder busy
+    where one sum waits on its previous addition (about 3x faster, measured at ``S = 512``).
+    """
+    ncols = M.shape[1]
+    k = 0
+    while k + 4 <= nrows:
+        r = r0 + k * rstep
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        for c in range(ncols):
+            wc = w[w0 + c * wstep]
+            a0 += M[r, c] * wc
+            a1 += M[r + rstep, c] * wc
+            a2 += M[r + 2 * rstep, c] * wc
+            a3 += M[r + 3 * rstep, c] * wc
+        out[r] = a0
+        out[r + rstep] = a1
+        out[r + 2 * rstep] = a2
+        out[r + 3 * rstep] = a3
+        k += 4
+    while k < nrows:
+        r = r0 + k * rstep
+        acc = 0.0
+        for c in range(ncols):
+            acc += M[r, c] * w[w0 + c * wstep]
+        out[r] = acc
+        k += 1
 
 
 @nb.njit(cache=True)
@@ -217,8 +239,7 @@ def _chain_backward(Pm, tmp, out, m):
     """``tmp <- P^(m - m') tmp`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
     M = Pm.shape[0] - 1
     while m > M:
-        for s2 in range(out.shape[0]):
-            _rows_times(Pm[M], tmp, out, s2)
+        _rows_dot(Pm[M], tmp, out, 0, 1, out.shape[0], 0, 1)
         normalize(out)
         tmp[:] = out
         m -= M
@@ -239,8 +260,7 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
         tmp[t] = w[t]
     if m > Pm.shape[0] - 1:
         m = _chain_backward(Pm, tmp, out, m)
-    for s2 in range(S):
-        _rows_times(Pm[m], tmp, out, s2)
+    _rows_dot(Pm[m], tmp, out, 0, 1, S, 0, 1)
     normalize(out)
 
 
@@ -255,22 +275,18 @@ def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     if m > Pm.shape[0] - 1:
         m = _chain_backward(Pm, tmp, out, m)
     if rowfix < 0:
-        if wfix >= 0:  # every row, but only the columns where w can be non-zero
-            for s2 in range(S):
-                _rows_times_token(by_token, m, wfix, tmp, out, s2)
+        if wfix >= 0:  # every row, but only the columns where w can be non-zero (the skipped terms are exact
+            _rows_dot(by_token[m, wfix], tmp, out, 0, 1, S, wfix, V)  # zeros: the same float64 sums)
         else:
-            for s2 in range(S):
-                _rows_times(Pm[m], tmp, out, s2)
+            _rows_dot(Pm[m], tmp, out, 0, 1, S, 0, 1)
         normalize(out)
         return
     for s2 in range(S):
         out[s2] = 0.0
     if wfix >= 0:  # w lives on the windows ending in wfix: by_token[m, wfix, s, c] = P^m[s, c V + wfix]
-        for c in range(C):
-            _rows_times_token(by_token, m, wfix, tmp, out, c * V + rowfix)
+        _rows_dot(by_token[m, wfix], tmp, out, rowfix, V, C, wfix, V)
     else:
-        for c in range(C):
-            _rows_times(Pm[m], tmp, out, c * V + rowfix)
+        _rows_dot(Pm[m], tmp, out, rowfix, V, C, 0, 1)
     normalize(out)
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "apply_evidence",
     "observe",
     "window_known",
+    "window_span",
     "restart_at_separator",
 ]
 
@@ -434,6 +435,20 @@ def _window_known_ngram(lang, ev, p, after):
 
 
 window_known = by_kind(_window_known_dense, _window_known_ngram)
+
+
+@nb.njit(cache=True)
+def _window_span_dense(lang):
+    """The number of observed positions that make a separator: ``n - 1`` for an n-gram, 0 for a dense HMM (none)."""
+    return 0
+
+
+@nb.njit(cache=True)
+def _window_span_ngram(lang):
+    return lang.order - 1
+
+
+window_span = by_kind(_window_span_dense, _window_span_ngram)
 
 
 @nb.njit(cache=True)
