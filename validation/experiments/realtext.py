@@ -14,6 +14,11 @@ meaningful; :mod:`numerics.languages.fit`). For each language and length ``L``:
   ``KL(q || p) / L`` by Monte Carlo through the chain-rule identity (I1) and its SER by Monte
   Carlo (``validation.sweep.evaluate_point``).
 
+With ``train`` (``report --train``), a small MDM and AR trained on sequences of ``Config.learned``
+(the character bigram and the word bigram capped at 64 words) run through the same samplers at
+their trained length, beside the oracle with the same seeds (:mod:`.realtext_learned`; tables
+``learned_models`` and ``learned``, each model's validation gap to the exact perplexity stated).
+
 The paper's sentence is then checked with numbers at two lengths: the steps needed for the
 exact TER bound to come within ``gap`` nats per token of the data (searched exactly over ``N``)
 should not grow with ``L``, while the steps needed for ``SER <= ser_target`` (grid, 95% range)
