@@ -76,5 +76,5 @@ def test_untrained_learned_models_are_listed_as_missing_not_trained(tmp_path):
     cfg = dataclasses.replace(realtext.Config.tiny(), languages=(), train=False)
     out = realtext.run(cfg, cache=ResultCache(tmp_path), strict=True)
     assert out.status == "partial" and "learned" not in out.tables
-    assert any("lee-char-2gram MDM" in m and "lee-char-2gram AR" in m and "--train" in m for m in out.missing)
+    assert any("2gram-pruned MDM" in m and "2gram-pruned AR" in m and "--train" in m for m in out.missing)
     assert not (tmp_path / "train").exists()  # nothing trained
