@@ -24,6 +24,19 @@ Every learned row states its model's validation gap to the exact perplexity
 (:class:`.learned_runs.TrainedRun`); the section's notes say whether it met the learned section's
 target. The generative perplexity is ``inf`` as soon as one sample is outside the support (the
 unsmoothed fit gives those probability 0); ``gen_ppl_valid`` is the same over the valid samples.
+
+Tables. ``learned_models``, one row per model: ``language``, ``kind`` (MDM / AR), ``length``,
+``train_steps``, ``val_ratio`` with ``val_ratio_lo`` / ``val_ratio_hi`` (validation
+(NELBO-)perplexity over the exact perplexity of the same sequences, 95% paired interval), ``target``
+and ``meets_target`` (the learned section's 3% / 1%), ``eps_learning_mean`` (MDM: mean per-position
+``KL(q || p_theta)`` at random masks), ``cpu_seconds`` (of the optimizer steps), ``checkpoint_sha256``.
+``learned``, one row per (language, ``model`` oracle / MDM / AR, ``sampler`` random / topk / ar,
+``steps``): ``log_ter_gap`` (nats per token; ``None`` for the adaptive rule) with
+``log_ter_gap_stderr`` and ``log_ter_gap_kind`` (what it is), ``ter_bound`` = ``ter_data *
+exp(log_ter_gap)`` with ``ter_data`` the exact ``TER(q)`` at the trained length, ``val_ratio`` (the
+learned row's model), ``gen_ppl`` with ``gen_ppl_lo`` / ``gen_ppl_hi`` and ``gen_ppl_valid``,
+``ser`` with ``ser_lo`` / ``ser_hi`` (Clopper-Pearson 95%), ``samples``, ``nfe`` (mean calls per
+sequence or batch, as the sampler reports them).
 """
 
 from __future__ import annotations
