@@ -9,11 +9,12 @@ from __future__ import annotations
 
 __all__ = ["MAKE_REPORT_MINUTES", "run_time_sentence", "setup_sentences"]
 
-MAKE_REPORT_MINUTES = 15
+MAKE_REPORT_MINUTES = 16
 """Wall-clock minutes of ``make report`` (``mdm-theory report --train`` from an empty cache) on an
 idle 2-core CPU: the one place the run time is stated (measured 2026-11-25 in a fresh clone after its
 installation, numba kernels already compiled by the test suite: 855 s, of which the learned section
-586 s; 2026-11-23: 528 s with installation). Set it from a measurement on an idle
+586 s; 2026-11-23: 528 s with installation; plus the real-text section's learned models, one to two
+minutes estimated from a loaded machine, not re-timed). Set it from a measurement on an idle
 machine, then run ``mdm-theory docs`` to refresh docs/getting-started.md."""
 
 

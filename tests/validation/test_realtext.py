@@ -32,3 +32,49 @@ def test_the_sentence_reading_is_computed_from_the_numbers():
     assert ser["as_paper_says"] is None and "undecided" in ser["reading"]
     needed[3].update(steps_needed=None, lo=None, hi=None)  # not met on the grid at the longer length: grows
     assert realtext._sentence(cfg, needed)[1]["as_paper_says"] is True
+
+
+def test_learned_and_oracle_rows_share_the_adaptive_rule_and_its_random_stream():
+    """The learned MDM runs the topk rule through ``AsDecoder`` on the generic path, the oracle on the
+    fast kernel. With the oracle's marginals behind both (a plain function is not recognized as an
+    oracle), the two draw the same tokens at the same calls, so a learned-vs-oracle row pair differs
+    only by the denoiser."""
+    import numpy as np
+
+    from numerics.languages.fit import fit_text
+    from numerics.sampling.adaptive import make_sampler
+    from numerics.sampling.denoiser import OracleDenoiser
+    from validation.experiments.realtext_learned import AsDecoder
+
+    lang = fit_text("the cat sat on the mat; the dog sat on the cat", level="char", order=2).language  # zeros too
+    oracle = OracleDenoiser(lang, strict=False)  # past an impossible reveal: undefined marginals, as the kernels
+
+    class Plain:  # the oracle's marginals behind a type the adaptive sampler does not recognize
+        vocab_size = oracle.vocab_size
+
+        def __call__(self, tokens, mask):
+            return oracle(tokens, mask)
+
+    plain = Plain()
+
+    dec = AsDecoder(make_sampler("topk", schedule=eng.schedule_for("linear", 3)))
+    assert dec.name == "topk" and dec.parameters()["n_steps"] == 3
+    fast = dec.sample(oracle, 24, 7, np.random.default_rng(5), batch_size=24)
+    generic = dec.sample(plain, 24, 7, np.random.default_rng(5), batch_size=24)
+    np.testing.assert_array_equal(fast.tokens, generic.tokens)
+    np.testing.assert_array_equal(fast.calls, generic.calls)
+    assert np.all(fast.calls == 3)  # L = 7 over N = 3 linear steps: 2, 3, 2 positions, one call each
+
+
+def test_untrained_learned_models_are_listed_as_missing_not_trained(tmp_path):
+    """Without ``train`` (a report run without --train) the section trains nothing: the models absent
+    from the cache are a missing part that names them and the flag that trains them."""
+    import dataclasses
+
+    from validation.cache import ResultCache
+
+    cfg = dataclasses.replace(realtext.Config.tiny(), languages=(), train=False)
+    out = realtext.run(cfg, cache=ResultCache(tmp_path), strict=True)
+    assert out.status == "partial" and "learned" not in out.tables
+    assert any("2gram-pruned MDM" in m and "2gram-pruned AR" in m and "--train" in m for m in out.missing)
+    assert not (tmp_path / "train").exists()  # nothing trained

@@ -37,7 +37,8 @@ same and shows the traceback).
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
 @click.option("--train", type=click.Choice(["default", "all"]), is_flag=False, flag_value="default", default=None,
               help="Train MDMs and AR baselines first (cached): --train for 2gram, 2gram-pruned and interval, "
-                   "--train all for every paper language.")
+                   "--train all for every paper language; either also trains the real-text section's models "
+                   "(lee-char-2gram, lee-word-v64-2gram).")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
 @progress_option
 @json_option
@@ -55,6 +56,8 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
     if checkpoints or train:
         paths = tuple(str(Path(c).resolve()) for c in checkpoints)
         overrides["learned"] = {"checkpoints": paths, "train": train or ""}
+        if train:  # the real-text section's small MDM and AR models (validation/experiments/realtext_learned.py)
+            overrides["realtext"] = {"train": True}
         if paths:
             from validation.experiments._engine import checkpoint_kind
 

@@ -11,7 +11,8 @@
 ``schedules`` exact expected KL vs steps for every schedule (DP optimum, optimized i.i.d., LZ
             reading, B.12, linear, cosine) with Li-Cai's and the TC/DTC bounds
 ``realtext`` TER and SER vs steps on n-grams fitted to the Lee news corpus (characters, words):
-            exact TER bounds, Monte Carlo SER, the paper's sentence checked at two lengths
+            exact TER bounds, Monte Carlo SER, the paper's sentence checked at two lengths; with
+            --train a small learned MDM and AR beside the oracle through the same samplers
 ``decoders`` the decoders people run (LLaDA blocks/remasking, Fast-dLLM, EB-Sampler, ReMDM):
             error vs calls, calls needed vs L on the interval language, exact bias at N = L
 ``calls``   how many calls, at best: each family's Pareto front (calibrate), the cheapest setting for

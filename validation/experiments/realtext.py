@@ -14,6 +14,11 @@ meaningful; :mod:`numerics.languages.fit`). For each language and length ``L``:
   ``KL(q || p) / L`` by Monte Carlo through the chain-rule identity (I1) and its SER by Monte
   Carlo (``validation.sweep.evaluate_point``).
 
+With ``train`` (``report --train``), a small MDM and AR trained on sequences of ``Config.learned``
+(the character bigram and the word bigram capped at 64 words) run through the same samplers at
+their trained length, beside the oracle with the same seeds (:mod:`.realtext_learned`; tables
+``learned_models`` and ``learned``, each model's validation gap to the exact perplexity stated).
+
 The paper's sentence is then checked with numbers at two lengths: the steps needed for the
 exact TER bound to come within ``gap`` nats per token of the data (searched exactly over ``N``)
 should not grow with ``L``, while the steps needed for ``SER <= ser_target`` (grid, 95% range)
@@ -26,8 +31,11 @@ import math
 import time
 from dataclasses import dataclass
 
+from numerics.languages.corpus import LEE_NAME_RE
+
 from ..cache import ResultCache
 from . import _engine as eng
+from . import realtext_learned as rl
 from ._base import (
     ExperimentResult,
     Parts,
@@ -59,6 +67,17 @@ class Config:
     ser_targets : SER levels for the steps needed on the grid.
     schedule : schedule family.
     seed : seed of every random draw.
+    learned : languages on which a small MDM and AR are trained and evaluated beside the oracle
+        (:mod:`.realtext_learned`; ``()``: none).
+    learned_preset : their ``neural`` size preset (``cpu-small`` with the real-text recipe of
+        :data:`.learned_runs.TEXT_RECIPE`; ``tiny`` for tests).
+    learned_steps : ``N`` of their random-order curves (at the trained length); the adaptive rules
+        run at ``adaptive_steps``.
+    learned_samples : sequences per learned (and same-stream oracle) point, and true sequences of
+        the learning part and ``eps_learning``.
+    learned_workers : training processes (one torch thread each).
+    train : train the learned models that are not in the cache (``report --train`` sets it, as it
+        does for the learned section); ``False``: use the cached ones, else list them as missing.
     """
 
     languages: tuple[str, ...] = ("lee-char-2gram", "lee-word-2gram")
@@ -72,17 +91,27 @@ class Config:
     ser_targets: tuple[float, ...] = (0.5,)
     schedule: str = "linear"
     seed: int = 0
+    learned: tuple[str, ...] = ("lee-char-2gram", "lee-word-v64-2gram")
+    learned_preset: str = "cpu-small"
+    learned_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    learned_samples: int = 128
+    learned_workers: int = 2
+    train: bool = False
 
     @classmethod
     def tiny(cls) -> Config:
+        # The learned part on the learned section's tiny 2gram-pruned models (same run config, same
+        # checkpoint): a tiny report (tests) trains no model twice; the plumbing is the language's kind's.
         return cls(languages=("lee-char-2gram",), lengths=(8, 16), n_steps=(1, 4, 16), samples=8,
-                   adaptive_steps=(2,), adaptive_samples=4)
+                   adaptive_steps=(2,), adaptive_samples=4, learned=("2gram-pruned",), learned_preset="tiny",
+                   learned_steps=(1, 4), learned_samples=4, learned_workers=1, train=True)
 
     @classmethod
     def full(cls) -> Config:
         return cls(languages=("lee-char-2gram", "lee-word-2gram", "lee-word-v512-2gram"), lengths=(64, 256, 1024),
                    n_steps=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), samples=1000,
-                   adaptive_steps=(4, 16, 64, 256), adaptive_samples=200, ser_targets=(0.5, 0.1))
+                   adaptive_steps=(4, 16, 64, 256), adaptive_samples=200, ser_targets=(0.5, 0.1),
+                   learned_samples=1000)
 
 
 def _seed(cfg: Config, *parts: int | str) -> list[int]:
@@ -131,7 +160,8 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     attempt = parts.attempt
 
     summaries = []
-    for lang in cfg.languages:
+    fitted = tuple(lang for lang in cfg.learned if LEE_NAME_RE.fullmatch(lang))  # tiny() trains a paper language
+    for lang in dict.fromkeys(cfg.languages + fitted):
         s = attempt(f"fit {lang}", lambda: eng.fitted_summary(lang))
         if s is not None:
             summaries.append({"language": lang, **s})
@@ -211,6 +241,8 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         out.tables["paper_sentence"] = _sentence(cfg, needed)
         for r in out.tables["paper_sentence"]:
             out.notes.append(r["reading"])
+    if cfg.learned:
+        _learned(cfg, cache, progress, out, attempt)
     for s in summaries:
         out.notes.append(
             f"{s['language']}: V = {s['vocab_size']}, {s['tokens']} tokens of the Lee corpus "
@@ -219,6 +251,25 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             + (f", {s['unk_tokens']} tokens mapped to <unk>" if s.get("unk_tokens") else "") + ".")
     parts.record(out)
     return out.finish(started)
+
+
+def _learned(cfg: Config, cache: ResultCache, progress: bool, out: ExperimentResult, attempt) -> None:
+    """Train (or find) the learned MDM and AR of each ``cfg.learned`` language and evaluate them beside the
+    oracle at their trained length (:mod:`.realtext_learned`): tables ``learned_models`` and ``learned``."""
+    runs = attempt("training the learned models", lambda: rl.train(cfg, cache, progress))
+    if runs is None:
+        return
+    evals, rows = {}, []
+    for lang in progress_iter(cfg.learned, progress, "realtext: learned models"):
+        ev = attempt(f"evaluating the learned models on {lang}",
+                     lambda lang=lang: rl.evaluate_language(cfg, lang, runs, cache))
+        if ev is not None:
+            evals[lang] = ev
+            rows += rl.learned_rows(lang, ev, runs)
+    out.tables["learned_models"] = rl.model_rows(runs, evals)
+    if rows:
+        out.tables["learned"] = rows
+    out.notes.extend(rl.notes(out.tables["learned_models"], rows))
 
 
 def _sentence(cfg: Config, needed: list[dict]) -> list[dict]:
@@ -266,10 +317,9 @@ def _sentence(cfg: Config, needed: list[dict]) -> list[dict]:
 
 def plot(result: ExperimentResult) -> list[Plot]:
     rows = result.tables.get("curves") or []
-    if not rows:
-        return []
-    return [_plot_curves(rows, "log_ter_gap", "per-token TER gap (nats)", True),
-            _plot_curves(rows, "ser", "SER", False)]
+    plots = [] if not rows else [_plot_curves(rows, "log_ter_gap", "per-token TER gap (nats)", True),
+                                 _plot_curves(rows, "ser", "SER", False)]
+    return plots + rl.plot(result.tables.get("learned") or [])
 
 
 def _plot_curves(rows: list[dict], key: str, ylabel: str, log_y: bool) -> Plot:
