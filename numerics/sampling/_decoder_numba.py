@@ -25,7 +25,14 @@ samplers' convention when that set is jointly impossible (every row uniform).
 
 Scoring (``sample=False``, path-deterministic decoders only): the rule replayed along given
 sequences, ``log p(x) = sum_t sum_{j in D_t} log r_j(x_j | x_{S_t})``
-(:meth:`numerics.sampling.decoders.BlockDecoder.path_log_prob`).
+(:meth:`numerics.sampling.decoders.BlockDecoder.path_log_prob`). A sampling run sums the same
+terms along its own samples, so it carries ``log p(x)`` of a path-deterministic decoder's outputs
+without a replay. Both return the adaptive kernels' run type,
+:class:`~numerics.sampling._adaptive_numba.AdaptiveRun`.
+
+Cost: each step scans only the span of its block from the first to the last masked position
+(:func:`~numerics.sampling._adaptive_numba.masked_span`); a step that reveals one position (EB with
+``H_(1) > gamma``, Fast-dLLM with at most one score at its bound) picks it in one pass.
 """
 
 from __future__ import annotations
