@@ -43,7 +43,7 @@ from numerics.sampling._adaptive_paths import (
 )
 
 __all__ = ["RULE_CODES", "CONFIDENCE_CODES", "GRID_SCALE", "Rule", "AdaptiveRun", "make_rule", "adaptive_run",
-           "end_step", "first_masked", "masked_span", "new_run"]
+           "SequenceResult", "end_step", "first_masked", "masked_span", "new_run", "start", "store"]
 
 RULE_CODES = {"topk": 0, "threshold": 1, "entropy-sum": 2}
 _TOPK, _THRESHOLD, _ENTROPY = 0, 1, 2
@@ -336,6 +336,14 @@ def masked_span(rev, first, last):
 
 
 @nb.njit(cache=True, inline="always")
+def start(lang, conf, x, post, work):
+    """A new sequence: nothing revealed, the all-masked marginals (``initial``)."""
+    post.revealed[:] = False
+    post.new[:] = False
+    initial(lang, conf, x, post, work)
+
+
+@nb.njit(cache=True, inline="always")
 def end_step(lang, conf, x, sel, post, work, term, dead):
     """After a step set the values of its positions ``sel`` (sorted): add the chain-rule factors to
     ``term`` and update the marginals (``refresh``), mark the positions revealed; once outside
@@ -361,9 +369,7 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
     sizes, conf, code = rule.sizes, rule.confidence, rule.code
     sel = scratch.chosen
     L = x.shape[0]
-    rev[:] = False
-    newf[:] = False
-    initial(lang, conf, x, post, work)
+    start(lang, conf, x, post, work)
     dead = False
     calls = 0
     term = 0.0
@@ -407,6 +413,15 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
     return SequenceResult(calls, term, dead, logp)
 
 
+@nb.njit(cache=True, inline="always")
+def store(run, b, out):
+    """Sequence ``b``'s :class:`SequenceResult` ``out`` into the run (an :class:`AdaptiveRun`)."""
+    run.calls[b] = out.calls
+    run.chain_rule[b] = out.chain_rule
+    run.outside_support[b] = out.outside_support
+    run.log_p[b] = out.log_p
+
+
 @nb.njit(cache=True, nogil=True)
 def _kernel(lang, rule, sample, uniforms, run, vocab_size, lo, hi):
     """Sequences ``lo..hi-1`` of ``run`` (an :class:`AdaptiveRun`); releases the GIL so threads run chunks in parallel."""
@@ -416,11 +431,8 @@ def _kernel(lang, rule, sample, uniforms, run, vocab_size, lo, hi):
     scratch = Selection(np.empty(L, dtype=np.int64), np.empty(L, dtype=np.int64), np.empty(L, dtype=np.int64),
                         np.empty(_PARTIAL, dtype=np.int64), np.empty(_PARTIAL, dtype=np.int64))
     for b in range(lo, hi):
-        out = _sequence(lang, rule, sample, Sequence(run.tokens[b], uniforms[b], run.steps[b]), post, work, scratch)
-        run.calls[b] = out.calls
-        run.chain_rule[b] = out.chain_rule
-        run.outside_support[b] = out.outside_support
-        run.log_p[b] = out.log_p
+        store(run, b, _sequence(lang, rule, sample, Sequence(run.tokens[b], uniforms[b], run.steps[b]), post, work,
+                                scratch))
 
 
 def adaptive_run(language, rule: Rule, tokens: np.ndarray, uniforms: np.ndarray, *, sample: bool,

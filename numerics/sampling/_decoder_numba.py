@@ -44,7 +44,17 @@ import numpy as np
 
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
-from numerics.sampling._adaptive_numba import AdaptiveRun, _smallest, end_step, first_masked, masked_span, new_run
+from numerics.sampling._adaptive_numba import (
+    AdaptiveRun,
+    SequenceResult,
+    _smallest,
+    end_step,
+    first_masked,
+    masked_span,
+    new_run,
+    start,
+    store,
+)
 from numerics.sampling._adaptive_paths import (
     Confidence,
     _chain_row,
@@ -55,7 +65,6 @@ from numerics.sampling._adaptive_paths import (
     _push,
     _token_at,
     by_path,
-    initial,
     new_posterior,
     new_workspace,
     path_arrays,
@@ -406,8 +415,8 @@ def _entropy_single(rule, step, post, rank):
 
 @nb.njit(cache=True)
 def _score_bounded(lang, rule, x, step, post, work, rank):
-    """Fast-dLLM's candidates and scores in one pass over the span, drawing only where a draw can matter;
-    returns their number (only the first when the step reveals one).
+    """Fast-dLLM's candidates and scores, drawing only where a draw can matter; returns their number
+    (only the first when the step reveals one).
 
     A score ``p_j(x0_j)`` is at most ``max_v p_j(v)`` (the posterior's grid ``maxprob``). Beyond the
     first, a revealed candidate needs a score ``>= g`` (``tau``, or the factor's bound at the second,
@@ -415,7 +424,8 @@ def _score_bounded(lang, rule, x, step, post, work, rank):
     when its ``maxprob`` is below a score already drawn. Such a candidate is not drawn: it gets a
     score below ``g`` and a key after every drawn one (the prefix stops before it either way), the
     same selection as drawing it. When at most one score is ``>= g`` the second in the order fails
-    the test, so the step reveals the first alone: it is handed on as the only candidate.
+    the test, so the step reveals the first alone: it is handed on as the only candidate, after one
+    pass over the span that writes only the draws. Else a second pass ranks every candidate.
     """
     lo, hi, call_key, dead = step.lo, step.hi, step.call_key, step.dead
     marg, rev, cand, prio = post.marginals, post.revealed, rank.candidates, rule.priority
@@ -426,38 +436,45 @@ def _score_bounded(lang, rule, x, step, post, work, rank):
         g = rule.factor[1]
     else:
         g = np.iinfo(np.int64).max
-    best = -1
-    top = 0  # index of the smallest key
+    best = -1  # the largest score drawn so far
+    top = -1  # the position of the smallest key: a drawn one (the first candidate is always drawn)
+    top_key = 0
     above = 0  # scores >= g
-    nm = 0
     for j in range(lo, hi):
         if rev[j]:
             continue
-        i = nm
-        nm += 1
-        cand[i] = j
         rank.drawn[j - lo] = -1
         m = post.confidence[j]
         if m < best and m < g:
-            rank.scores[i] = -1
-            rank.keys[i] = L + prio[j]
-        else:
-            if not dead:
-                selected_rows(lang, x, cand[i:i + 1], 1, post, work)
-            v = _draw(marg, j, rule.temperature, _uniform(call_key, j, _DRAW), rank.row)
-            rank.drawn[j - lo] = v
-            c = _grid(marg[j, v])
-            rank.scores[i] = c
-            rank.keys[i] = -c * L + prio[j]
-            if c > best:
-                best = c
-            if c >= g:
-                above += 1
-        if rank.keys[i] < rank.keys[top]:
-            top = i
-    if above <= 1 and nm > 1:  # one reveal: the first in the order, alone
-        cand[0], rank.scores[0], rank.keys[0] = cand[top], rank.scores[top], rank.keys[top]
+            continue
+        if not dead:
+            cand[0] = j
+            selected_rows(lang, x, cand, 1, post, work)
+        v = _draw(marg, j, rule.temperature, _uniform(call_key, j, _DRAW), rank.row)
+        rank.drawn[j - lo] = v
+        c = _grid(marg[j, v])
+        key = -c * L + prio[j]
+        if top < 0 or key < top_key:
+            top, top_key = j, key
+        best = max(best, c)
+        above += c >= g
+    if above <= 1:  # one reveal: the first in the order, alone
+        cand[0], rank.scores[0], rank.keys[0] = top, _grid(marg[top, rank.drawn[top - lo]]), top_key
         return 1
+    nm = 0  # more than one may be revealed: every candidate ranked, the undrawn after every drawn one
+    for j in range(lo, hi):
+        if rev[j]:
+            continue
+        cand[nm] = j
+        v = rank.drawn[j - lo]
+        if v < 0:
+            rank.scores[nm] = -1
+            rank.keys[nm] = L + prio[j]
+        else:  # the row selected_rows made current for the draw is still there
+            c = _grid(marg[j, v])
+            rank.scores[nm] = c
+            rank.keys[nm] = -c * L + prio[j]
+        nm += 1
     return nm
 
 
@@ -481,18 +498,10 @@ class SequenceIO(NamedTuple):
     key: np.uint64
 
 
-class Decoded(NamedTuple):
-    """One sequence's outcome (fields as in :class:`~numerics.sampling._adaptive_numba.AdaptiveRun`)."""
-
-    calls: int
-    chain_rule: float
-    outside_support: bool
-    log_p: float
-
-
 @nb.njit(cache=True)
 def _decode(lang, rule, sample, seq, post, work, rank):
-    """Run one sequence through every block (sampling or scoring); returns its :class:`Decoded`.
+    """Run one sequence through every block (sampling or scoring); returns its
+    :class:`~numerics.sampling._adaptive_numba.SequenceResult`.
 
     ``log_p`` adds ``log r_j(x_j | x_{S_t})`` of every revealed value, ``chain_rule`` the joint
     factors ``log q(x_{D_t} | x_{S_t})`` (``refresh``) minus the same; both in sampling and scoring,
@@ -504,9 +513,7 @@ def _decode(lang, rule, sample, seq, post, work, rank):
     sel = rank.chosen
     L = x.shape[0]
     B = rule.block
-    rev[:] = False
-    newf[:] = False
-    initial(lang, conf, x, post, work)
+    start(lang, conf, x, post, work)
     dead = False
     calls = 0
     logp = 0.0
@@ -547,7 +554,7 @@ def _decode(lang, rule, sample, seq, post, work, rank):
                 newf[j] = True
             term, dead = end_step(lang, conf, x, sel[:r], post, work, term, dead)
             left -= r
-    return Decoded(calls, term, dead, logp)
+    return SequenceResult(calls, term, dead, logp)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -562,11 +569,7 @@ def _kernel(lang, rule, sample, keys, run, vocab_size, lo, hi):
                    np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64), np.empty(_PARTIAL, dtype=np.int64),
                    np.empty(_PARTIAL, dtype=np.int64), np.empty(vocab_size))
     for b in range(lo, hi):
-        out = _decode(lang, rule, sample, SequenceIO(run.tokens[b], run.steps[b], keys[b]), post, work, rank)
-        run.calls[b] = out.calls
-        run.chain_rule[b] = out.chain_rule
-        run.outside_support[b] = out.outside_support
-        run.log_p[b] = out.log_p
+        store(run, b, _decode(lang, rule, sample, SequenceIO(run.tokens[b], run.steps[b], keys[b]), post, work, rank))
 
 
 def decoder_run(language, rule: DecoderRule, keys: np.ndarray, tokens: np.ndarray, *, sample: bool,
