@@ -568,7 +568,8 @@ def _decoder(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
 
         loglik = log_q(point.language, run.tokens)
         if np.all(np.isfinite(loglik)):
-            lp = decoder.path_log_prob(oracle, run.tokens).log_p
+            # the compiled path scores log p(x) while it samples; else the rule is replayed along the samples
+            lp = run.log_p if run.log_p is not None else decoder.path_log_prob(oracle, run.tokens).log_p
             out["reverse_kl"] = _nonnegative_mc(mean_estimate(
                 lp - loglik, "mc (x ~ p, exact log p(x) along the one reveal path)",
                 scale=float(np.max(np.abs(loglik)))), loglik)

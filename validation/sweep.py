@@ -36,6 +36,7 @@ from numerics.provenance import (
     to_jsonable,
 )
 from numerics.schedules import Schedule, make_schedule
+from validation.commands._decoders import DECODER_FIELDS
 from validation.executors import EXECUTORS, run_dask, run_local
 from validation.guards import guard_output
 
@@ -59,8 +60,9 @@ __all__ = [
 #: point is what it was before the field existed (tables stay resumable).
 _HASH_DEFAULTS = {"tie_seed": 0, "block_length": None}
 
-#: The decoders' options (:func:`numerics.sampling.decoders.make_decoder`): in a config's hash only when set.
-_DECODER_FIELDS = ("block_length", "remasking", "temperature", "threshold", "factor", "remdm_variant", "eta")
+#: The decoders' options (:func:`numerics.sampling.decoders.make_decoder`) are the fields named by
+#: :data:`validation.commands._decoders.DECODER_FIELDS` (one tuple, the CLI's and this config's):
+#: in a config's hash only when set.
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ class PointConfig:
             key += f"|{self.sampler}|{self.gamma}|{self.confidence}"
             if self.tie_seed != _HASH_DEFAULTS["tie_seed"]:
                 key += f"|tie{self.tie_seed}"
-            for name in _DECODER_FIELDS:  # a decoder's options, only when set (the other samplers' keys unchanged)
+            for name in DECODER_FIELDS:  # a decoder's options, only when set (the other samplers' keys unchanged)
                 if getattr(self, name) is not None:
                     key += f"|{name}={getattr(self, name)}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
@@ -168,7 +170,7 @@ class PointConfig:
         for name, default in _HASH_DEFAULTS.items():
             if d.get(name, default) == default:
                 d.pop(name, None)
-        for name in _DECODER_FIELDS:
+        for name in DECODER_FIELDS:
             if d.get(name) is None:
                 d.pop(name, None)
         return d
@@ -187,7 +189,7 @@ class PointConfig:
         from numerics.sampling.decoders import DECODER_NAMES
 
         own = ("block_length",) if self.sampler in RULES else ()  # the adaptive rules take blocks too
-        given = [f"--{k.replace('_', '-')}" for k in _DECODER_FIELDS if k not in own and getattr(self, k) is not None]
+        given = [f"--{k.replace('_', '-')}" for k in DECODER_FIELDS if k not in own and getattr(self, k) is not None]
         if self.sampler in DECODER_NAMES:
             return self._make_decoder()
         if given:

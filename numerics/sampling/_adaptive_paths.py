@@ -134,7 +134,8 @@ class Posterior(NamedTuple):
     confidence : (L,) int64
         The :class:`Confidence` of ``marginals[j]`` on the grid.
     entropy : (L,) int64
-        ``H(marginals[j])`` (nats) on the grid; 0 unless ``need_entropy``.
+        ``H(marginals[j])`` (nats) on the grid, kept only with ``need_entropy`` (else not read, and
+        not kept current).
     revealed : (L,) bool
         ``S``: positions revealed at earlier steps.
     new : (L,) bool
@@ -356,16 +357,18 @@ def _gap_values(lang, conf, x, lb, rb, post, work):
         for d in range(1, n + 1):
             _chain_row(lang, a, c, d, g - d if c < V else 0, work.row, 0)
             pool_c[off + d - 1], pool_h[off + d - 1] = grid_values(work.row, 0, conf)
-    conf_int, ent_int, left, right = post.confidence, post.entropy, work.left, work.right
-    for j in range(lb + 1, rb):
-        if off >= 0:
-            conf_int[j] = pool_c[off + j - lb - 1]
-            ent_int[j] = pool_h[off + j - lb - 1]
-        else:  # the pools are full: computed in place
+    conf_int, ent_int = post.confidence, post.entropy
+    m = rb - lb - 1
+    if off >= 0:  # slice copies (a loop of scalar copies costs twice as much at L = 512)
+        conf_int[lb + 1:rb] = pool_c[off:off + m]
+        if conf.need_entropy:  # else not read (Posterior.entropy)
+            ent_int[lb + 1:rb] = pool_h[off:off + m]
+    else:  # the pools are full: computed in place
+        for j in range(lb + 1, rb):
             _chain_row(lang, a, c, j - lb, rb - j, work.row, 0)
             conf_int[j], ent_int[j] = grid_values(work.row, 0, conf)
-        left[j] = lb
-        right[j] = rb
+    work.left[lb + 1:rb] = lb
+    work.right[lb + 1:rb] = rb
 
 
 @nb.njit(cache=True)

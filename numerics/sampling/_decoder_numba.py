@@ -25,7 +25,14 @@ samplers' convention when that set is jointly impossible (every row uniform).
 
 Scoring (``sample=False``, path-deterministic decoders only): the rule replayed along given
 sequences, ``log p(x) = sum_t sum_{j in D_t} log r_j(x_j | x_{S_t})``
-(:meth:`numerics.sampling.decoders.BlockDecoder.path_log_prob`).
+(:meth:`numerics.sampling.decoders.BlockDecoder.path_log_prob`). A sampling run sums the same
+terms along its own samples, so it carries ``log p(x)`` of a path-deterministic decoder's outputs
+without a replay. Both return the adaptive kernels' run type,
+:class:`~numerics.sampling._adaptive_numba.AdaptiveRun`.
+
+Cost: each step scans only the span of its block from the first to the last masked position
+(:func:`~numerics.sampling._adaptive_numba.masked_span`); a step that reveals one position (EB with
+``H_(1) > gamma``, Fast-dLLM with at most one score at its bound) picks it in one pass.
 """
 
 from __future__ import annotations
@@ -37,7 +44,17 @@ import numpy as np
 
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
-from numerics.sampling._adaptive_numba import _smallest
+from numerics.sampling._adaptive_numba import (
+    AdaptiveRun,
+    SequenceResult,
+    _smallest,
+    end_step,
+    first_masked,
+    masked_span,
+    new_run,
+    start,
+    store,
+)
 from numerics.sampling._adaptive_paths import (
     Confidence,
     _chain_row,
@@ -48,19 +65,15 @@ from numerics.sampling._adaptive_paths import (
     _push,
     _token_at,
     by_path,
-    initial,
     new_posterior,
     new_workspace,
     path_arrays,
-    refresh,
     selected_rows,
-    uniform_all,
 )
 from numerics.sampling.oracle.steps import apply_evidence
 from numerics.sampling.oracle.steps import normalize as _normalize
 
-__all__ = ["COUNT_CODES", "SCORE_CODES", "DecoderRule", "RemdmRule", "DecoderRun", "decoder_run", "remdm_run",
-           "stream_u"]
+__all__ = ["COUNT_CODES", "SCORE_CODES", "DecoderRule", "RemdmRule", "decoder_run", "remdm_run", "stream_u"]
 
 COUNT_CODES = {"fixed": 0, "threshold": 1, "factor": 2, "entropy": 3}
 SCORE_CODES = {"low-confidence": 0, "random": 1, "entropy": 2}
@@ -121,30 +134,6 @@ class RemdmRule(NamedTuple):
     confidence: Confidence
 
 
-class DecoderRun(NamedTuple):
-    """A decoder run on ``n`` sequences (:func:`decoder_run`, :func:`remdm_run`).
-
-    Attributes
-    ----------
-    tokens : (n, L) int64
-        The sequences: drawn (sampling) or the given ones (scoring).
-    steps : (n, L) int64
-        The call (1-based) that revealed each position (last reveal for ReMDM).
-    calls : (n,) int64
-        Network calls of each sequence.
-    log_p : (n,) float64
-        Scoring: ``log p(x)`` along the one reveal path (``-inf`` outside the sampler's support); 0 when sampling.
-    masked_left : (n,) bool
-        ReMDM: positions still masked after the last step (a schedule error); False else.
-    """
-
-    tokens: np.ndarray
-    steps: np.ndarray
-    calls: np.ndarray
-    log_p: np.ndarray
-    masked_left: np.ndarray
-
-
 class Ranking(NamedTuple):
     """Scratch of one step's selection over the candidates (masked positions of the block).
 
@@ -154,7 +143,7 @@ class Ranking(NamedTuple):
         Positions, their distinct sort keys ``-score L + priority`` (lower first; ``random``:
         ``-bits L + priority`` with the score's 53-bit integer, exact for ``L <= 1024``) and grid scores.
     drawn : (B,) int64
-        The drawn value of the block's position ``lo + i`` at ``drawn[i]`` (``-1``: not drawn yet).
+        The drawn value of the block's position ``j`` at ``drawn[j % B]`` (``-1``: not drawn yet).
     chosen : (B,) int64
         The step's positions, sorted by position (the first ``r``).
     best_keys, best_index : (_PARTIAL,) int64
@@ -365,24 +354,24 @@ def _choose(rule, rank, nm, step):
 
 @nb.njit(cache=True)
 def _score_block(lang, rule, x, step, post, work, rank):
-    """Candidates of the block ``step.lo..step.hi-1`` with their keys, grid scores and (where the score
-    needs them) draws; returns their number."""
+    """Candidates of the span ``step.lo..step.hi-1`` of the block with their keys, grid scores and (where
+    the score needs them) draws; returns their number (EB: only the first when it reveals one)."""
     lo, hi, call_key, sample, dead = step.lo, step.hi, step.call_key, step.sample, step.dead
     rev, marg = post.revealed, post.marginals
     prio, T = rule.priority, rule.temperature
     L = rev.shape[0]
     cand = rank.candidates
+    if rule.score == _NEGENT and _entropy_single(rule, step, post, rank):
+        return 1
+    draw_all = rule.score == _LOWCONF and T > 0.0
+    if draw_all and sample and rule.count != _FIXED:
+        return _score_bounded(lang, rule, x, step, post, work, rank)
     nm = 0
     for j in range(lo, hi):
         if not rev[j]:
             cand[nm] = j
             rank.drawn[j - lo] = -1
             nm += 1
-    if nm == 0:
-        return 0
-    draw_all = rule.score == _LOWCONF and T > 0.0
-    if draw_all and sample and rule.count != _FIXED:
-        return _score_bounded(lang, rule, x, step, nm, post, work, rank)
     if draw_all and sample and not dead:
         selected_rows(lang, x, cand, nm, post, work)
     for i in range(nm):
@@ -404,18 +393,42 @@ def _score_block(lang, rule, x, step, post, work, rank):
 
 
 @nb.njit(cache=True)
-def _score_bounded(lang, rule, x, step, nm, post, work, rank):
-    """Fast-dLLM's scores, drawing only where a draw can matter; returns ``nm``.
+def _entropy_single(rule, step, post, rank):
+    """EB's step in one pass when it reveals one position: the first in the order ``(entropy, priority)``
+    as the only candidate, returns True; False (nothing written) when it reveals more.
+
+    EB reveals a second position iff ``H_(1) <= gamma`` (:func:`_prefix`), so one pass for the first
+    decides it (:func:`~numerics.sampling._adaptive_numba.first_masked`; the span's two ends are
+    masked, so it holds more than one candidate iff ``hi - lo > 1``); the step that reveals more
+    ranks every candidate (:func:`_score_block`).
+    """
+    ent = post.entropy
+    best, key = first_masked(ent, 1, post.revealed, rule.priority, step.lo, step.hi)
+    if step.hi - step.lo > 1 and ent[best] <= rule.gamma:
+        return False
+    rank.candidates[0] = best
+    rank.drawn[best - step.lo] = -1
+    rank.scores[0] = -ent[best]
+    rank.keys[0] = key
+    return True
+
+
+@nb.njit(cache=True)
+def _score_bounded(lang, rule, x, step, post, work, rank):
+    """Fast-dLLM's candidates and scores, drawing only where a draw can matter; returns their number
+    (only the first when the step reveals one).
 
     A score ``p_j(x0_j)`` is at most ``max_v p_j(v)`` (the posterior's grid ``maxprob``). Beyond the
-    first, a revealed candidate needs a score ``>= g`` (``tau``, or the factor's smallest bound
+    first, a revealed candidate needs a score ``>= g`` (``tau``, or the factor's bound at the second,
     ``1 - f/3``), so a candidate with ``maxprob < g`` can only be revealed as the best one, and not
     when its ``maxprob`` is below a score already drawn. Such a candidate is not drawn: it gets a
     score below ``g`` and a key after every drawn one (the prefix stops before it either way), the
-    same selection as drawing it.
+    same selection as drawing it. When at most one score is ``>= g`` the second in the order fails
+    the test, so the step reveals the first alone: it is handed on as the only candidate, after one
+    pass over the span that writes only the draws. Else a second pass ranks every candidate.
     """
-    lo, call_key, dead = step.lo, step.call_key, step.dead
-    marg, cand, prio = post.marginals, rank.candidates, rule.priority
+    lo, hi, call_key, dead = step.lo, step.hi, step.call_key, step.dead
+    marg, rev, cand, prio = post.marginals, post.revealed, rank.candidates, rule.priority
     L = x.shape[0]
     if rule.count == _THRESHOLD:
         g = rule.gamma
@@ -423,29 +436,52 @@ def _score_bounded(lang, rule, x, step, nm, post, work, rank):
         g = rule.factor[1]
     else:
         g = np.iinfo(np.int64).max
-    best = -1
-    for i in range(nm):
-        j = cand[i]
+    best = -1  # the largest score drawn so far
+    top = -1  # the position of the smallest key: a drawn one (the first candidate is always drawn)
+    top_key = 0
+    above = 0  # scores >= g
+    for j in range(lo, hi):
+        if rev[j]:
+            continue
+        rank.drawn[j - lo] = -1
         m = post.confidence[j]
         if m < best and m < g:
-            rank.scores[i] = -1
-            rank.keys[i] = L + prio[j]
             continue
         if not dead:
-            selected_rows(lang, x, cand[i:i + 1], 1, post, work)
+            cand[0] = j
+            selected_rows(lang, x, cand, 1, post, work)
         v = _draw(marg, j, rule.temperature, _uniform(call_key, j, _DRAW), rank.row)
         rank.drawn[j - lo] = v
         c = _grid(marg[j, v])
-        rank.scores[i] = c
-        rank.keys[i] = -c * L + prio[j]
-        if c > best:
-            best = c
+        key = -c * L + prio[j]
+        if top < 0 or key < top_key:
+            top, top_key = j, key
+        best = max(best, c)
+        above += c >= g
+    if above <= 1:  # one reveal: the first in the order, alone
+        cand[0], rank.scores[0], rank.keys[0] = top, _grid(marg[top, rank.drawn[top - lo]]), top_key
+        return 1
+    nm = 0  # more than one may be revealed: every candidate ranked, the undrawn after every drawn one
+    for j in range(lo, hi):
+        if rev[j]:
+            continue
+        cand[nm] = j
+        v = rank.drawn[j - lo]
+        if v < 0:
+            rank.scores[nm] = -1
+            rank.keys[nm] = L + prio[j]
+        else:  # the row selected_rows made current for the draw is still there
+            c = _grid(marg[j, v])
+            rank.scores[nm] = c
+            rank.keys[nm] = -c * L + prio[j]
+        nm += 1
     return nm
 
 
 class Step(NamedTuple):
-    """One step of one sequence: the block ``lo..hi-1``, the stream's ``call_key``, ``sample`` (else
-    scoring) and ``dead`` (the sequence left ``supp q``: rows uniform, not recomputed)."""
+    """One step of one sequence: ``lo..hi-1`` the span of the block from its first to its last masked
+    position (:func:`~numerics.sampling._adaptive_numba.masked_span`), the stream's ``call_key``,
+    ``sample`` (else scoring) and ``dead`` (the sequence left ``supp q``: rows uniform, not recomputed)."""
 
     lo: int
     hi: int
@@ -464,68 +500,67 @@ class SequenceIO(NamedTuple):
 
 @nb.njit(cache=True)
 def _decode(lang, rule, sample, seq, post, work, rank):
-    """Run one sequence through every block; returns ``(calls, log p(x) when scoring)``."""
+    """Run one sequence through every block (sampling or scoring); returns its
+    :class:`~numerics.sampling._adaptive_numba.SequenceResult`.
+
+    ``log_p`` adds ``log r_j(x_j | x_{S_t})`` of every revealed value, ``chain_rule`` the joint
+    factors ``log q(x_{D_t} | x_{S_t})`` (``refresh``) minus the same; both in sampling and scoring,
+    so a sampling run carries ``log p(x)`` of a path-deterministic decoder without a second pass.
+    """
     x, step_of, key = seq.tokens, seq.steps, seq.key
     marg, rev, newf = post.marginals, post.revealed, post.new
     conf, T = rule.confidence, rule.temperature
     sel = rank.chosen
     L = x.shape[0]
     B = rule.block
-    rev[:] = False
-    newf[:] = False
-    initial(lang, conf, x, post, work)
+    start(lang, conf, x, post, work)
     dead = False
     calls = 0
     logp = 0.0
+    term = 0.0
     for blk in range(L // B):
-        lo, hi = blk * B, blk * B + B
+        first, last = blk * B, blk * B + B - 1
+        left = B  # masked positions of the block
         step = 0
         while True:
             if rule.count == _FIXED:
                 if step >= rule.counts.shape[0]:
                     break
-            else:
-                empty = True
-                for j in range(lo, hi):
-                    if not rev[j]:
-                        empty = False
-                        break
-                if empty:
-                    break
+            elif left == 0:
+                break
             calls += 1
             ck = _call_key(key, calls)
-            nm = _score_block(lang, rule, x, Step(lo, hi, ck, sample, dead), post, work, rank)
             step += 1
-            if nm == 0:
+            if left == 0:  # a fixed-count step on an empty block still costs its call
                 continue
+            first, last = masked_span(rev, first, last)
+            nm = _score_block(lang, rule, x, Step(first, last + 1, ck, sample, dead), post, work, rank)
             r = _choose(rule, rank, nm, step - 1)
+            if r == 0:
+                continue
             if not dead:
                 selected_rows(lang, x, sel, r, post, work)
             for i in range(r):
                 j = sel[i]
                 if sample:
-                    v = rank.drawn[j - lo]  # a draw made while scoring, or -1
+                    v = rank.drawn[j - first]  # a draw made while scoring, or -1
                     if v < 0:
                         v = _draw(marg, j, T, _uniform(ck, j, _DRAW), rank.row)
                     x[j] = v
-                else:
-                    logp += _log_r(marg, j, T, x[j], rank.row)
+                lr = _log_r(marg, j, T, x[j], rank.row)
+                logp += lr
+                term -= lr
                 step_of[j] = calls
                 newf[j] = True
-            if not dead:
-                _, ok = refresh(lang, conf, x, sel, r, post, work, 0.0)
-                dead = not ok
-            for i in range(r):
-                rev[sel[i]] = True
-                newf[sel[i]] = False
-            if dead:
-                uniform_all(post, conf)
-    return calls, logp
+            term, dead = end_step(lang, conf, x, sel[:r], post, work, term, dead)
+            left -= r
+    return SequenceResult(calls, term, dead, logp)
 
 
 @nb.njit(cache=True, nogil=True)
 def _kernel(lang, rule, sample, keys, run, vocab_size, lo, hi):
-    """Sequences ``lo..hi-1`` of ``run`` (a :class:`DecoderRun`); releases the GIL for the chunk threads."""
+    """Sequences ``lo..hi-1`` of ``run`` (an :class:`~numerics.sampling._adaptive_numba.AdaptiveRun`);
+    releases the GIL for the chunk threads."""
     L = run.tokens.shape[1]
     B = rule.block
     post = new_posterior(L, vocab_size)
@@ -534,30 +569,23 @@ def _kernel(lang, rule, sample, keys, run, vocab_size, lo, hi):
                    np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64), np.empty(_PARTIAL, dtype=np.int64),
                    np.empty(_PARTIAL, dtype=np.int64), np.empty(vocab_size))
     for b in range(lo, hi):
-        calls, logp = _decode(lang, rule, sample, SequenceIO(run.tokens[b], run.steps[b], keys[b]), post, work, rank)
-        run.calls[b] = calls
-        run.log_p[b] = logp
-
-
-def _new_run(tokens: np.ndarray) -> DecoderRun:
-    n, L = tokens.shape
-    return DecoderRun(tokens, np.zeros((n, L), dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n),
-                      np.zeros(n, dtype=np.bool_))
+        store(run, b, _decode(lang, rule, sample, SequenceIO(run.tokens[b], run.steps[b], keys[b]), post, work, rank))
 
 
 def decoder_run(language, rule: DecoderRule, keys: np.ndarray, tokens: np.ndarray, *, sample: bool,
-                path: str = "auto") -> DecoderRun:
+                path: str = "auto") -> AdaptiveRun:
     """Run the monotone decoder ``rule`` on ``n`` sequences with stream ``keys`` ``(n,)`` uint64.
 
     ``sample=True`` draws the tokens into ``tokens`` (``(n, L)`` int64, C-contiguous, held by the
-    result); ``sample=False`` replays the rule along the given ``tokens`` and scores ``log p(x)``
-    (a path-deterministic rule only: the caller checks). ``path`` as in
+    result); ``sample=False`` replays the rule along the given ``tokens``. Either way the run's
+    ``log_p`` is ``log p(x)`` along the one reveal path of a path-deterministic rule (the caller
+    checks it is one before reading it as ``log p(x)``). ``path`` as in
     :func:`~numerics.sampling._adaptive_paths.path_arrays`.
     """
     if tokens.ndim != 2 or tokens.dtype != np.int64 or not tokens.flags.c_contiguous:
         raise ValueError("tokens must be a C-contiguous (n, L) int64 array (the kernel writes into it)")
     lang = path_arrays(language, tokens.shape[1], path)
-    run = _new_run(tokens)
+    run = new_run(tokens)
     args = (lang, rule, bool(sample), np.ascontiguousarray(keys, np.uint64), run, int(language.vocab_size))
     run_chunks(_kernel, tokens.shape[0], args)
     return run
@@ -639,7 +667,7 @@ condition = by_path(_condition_chain, _condition_interval, _condition_segment)
 
 @nb.njit(cache=True)
 def _remdm(lang, rule, seq, post, work, want):
-    """One ReMDM sequence; returns True when positions are still masked after the last step."""
+    """One ReMDM sequence (a position masked after the last step keeps ``steps`` 0)."""
     x, step_of, key = seq.tokens, seq.steps, seq.key
     marg, rev = post.marginals, post.revealed
     T = rule.temperature
@@ -674,10 +702,6 @@ def _remdm(lang, rule, seq, post, work, want):
         for j in range(L):
             if want[j]:
                 rev[j] = True
-    for j in range(L):
-        if not rev[j]:
-            return True
-    return False
 
 
 @nb.njit(cache=True, nogil=True)
@@ -687,14 +711,17 @@ def _remdm_kernel(lang, rule, keys, run, vocab_size, lo, hi):
     work = new_workspace(lang, L, vocab_size)
     want = np.zeros(L, dtype=np.bool_)
     for b in range(lo, hi):
-        run.masked_left[b] = _remdm(lang, rule, SequenceIO(run.tokens[b], run.steps[b], keys[b]), post, work, want)
+        _remdm(lang, rule, SequenceIO(run.tokens[b], run.steps[b], keys[b]), post, work, want)
         run.calls[b] = rule.sigma.shape[0]
+        run.chain_rule[b] = np.nan
+        run.log_p[b] = np.nan
 
 
-def remdm_run(language, rule: RemdmRule, keys: np.ndarray, length: int) -> DecoderRun:
-    """Sample ``n = keys.size`` sequences of ReMDM ``rule`` (:class:`RemdmRule`) with stream ``keys``."""
+def remdm_run(language, rule: RemdmRule, keys: np.ndarray, length: int) -> AdaptiveRun:
+    """Sample ``n = keys.size`` sequences of ReMDM ``rule`` (:class:`RemdmRule`) with stream ``keys``;
+    a position still masked after the last step (a schedule error) has ``steps`` 0."""
     lang = path_arrays(language, int(length))
-    run = _new_run(np.zeros((keys.size, int(length)), dtype=np.int64))
+    run = new_run(np.zeros((keys.size, int(length)), dtype=np.int64))
     args = (lang, rule, np.ascontiguousarray(keys, np.uint64), run, int(language.vocab_size))
     run_chunks(_remdm_kernel, keys.size, args)
     return run

@@ -19,9 +19,9 @@ from scipy.special import entr
 from numerics.draws import draw_inverse_cdf
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
+from numerics.sampling._adaptive_numba import AdaptiveRun
 from numerics.sampling._adaptive_paths import CONFIDENCE_CODES, Confidence
 from numerics.sampling._decoder_numba import COUNT_CODES, SCORE_CODES, DecoderRule, RemdmRule, decoder_run, remdm_run
-from numerics.sampling._decoder_numba import DecoderRun as _DecoderRun
 from numerics.sampling.adaptive import on_grid, oracle_language, tie_priority
 from numerics.sampling.blocks import block_of, check_int, check_run, llada_counts, steps_per_block
 from numerics.sampling.denoiser import Denoiser
@@ -220,7 +220,7 @@ class BlockDecoder(Sampler):
             return self.variant in REMDM_COMPILED
         return not (self.random_scores and length > 1024)
 
-    def _compiled_run(self, language, keys: np.ndarray, length: int) -> _DecoderRun:
+    def _compiled_run(self, language, keys: np.ndarray, length: int) -> AdaptiveRun:
         if self.name == "remdm":  # per-step sigma and reveal (``probabilities``), the remasking kernel
             sigma, reveal = self.probabilities()
             rule = RemdmRule(np.ascontiguousarray(sigma, np.float64), np.ascontiguousarray(reveal, np.float64),
@@ -246,9 +246,10 @@ class BlockDecoder(Sampler):
         edges = np.cumsum([0] + sizes)
         if fast and path != "generic":
             run = self._compiled_run(language, keys, length)
-            if np.any(run.masked_left):
+            if np.any(run.steps == 0):  # ReMDM: a position still masked after the last step
                 raise FloatingPointError(f"{self.name} left positions masked after the last step (u_N must be 1)")
             tokens, steps, calls = run.tokens, run.steps, run.calls
+            log_p = run.log_p if self.path_deterministic else None  # log p(x) along the one reveal path
             where = "oracle-" + _kind(language)
         else:
             prio = tie_priority(length, self.tie_seed)
@@ -256,10 +257,11 @@ class BlockDecoder(Sampler):
             tokens = np.concatenate([r[0] for r in runs])
             steps = np.concatenate([r[1] for r in runs])
             calls = np.concatenate([r[2] for r in runs])
+            log_p = None
             where = "generic"
         nfe = np.asarray([int(calls[a:b].max()) for a, b in zip(edges[:-1], edges[1:])], dtype=np.int64)
         return SampleResult(tokens, steps, nfe, np.asarray(sizes, dtype=np.int64), int(calls.max()), False, "float64",
-                            f"{self.name}-{where}", calls)
+                            f"{self.name}-{where}", calls, log_p)
 
     def _run(self, denoiser: Denoiser, keys: np.ndarray, L: int, prio: np.ndarray):
         """One batch: ``(tokens, reveal call of each position, calls per sequence)``, all sequences at once."""

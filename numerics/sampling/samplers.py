@@ -97,6 +97,10 @@ class SampleResult:
     nfe_sequence : (n,) int64 or None
         Denoiser calls each sequence needed on its own (adaptive samplers, whose sequences stop
         at different steps); ``None`` for the i.i.d.-schedule samplers, whose calls a batch shares.
+    log_p : (n,) float64 or None
+        ``log p(x)`` of each output along its one reveal path, where the sampler computed it while
+        sampling (a path-deterministic decoder on its compiled path, :mod:`numerics.sampling.decoders`);
+        ``None`` else.
     """
 
     tokens: np.ndarray
@@ -108,6 +112,7 @@ class SampleResult:
     draw: str
     path: str
     nfe_sequence: np.ndarray | None = None
+    log_p: np.ndarray | None = None
 
     @property
     def n(self) -> int:

@@ -109,6 +109,47 @@ def test_compiled_path_log_prob_equals_the_generic_replay(name):
         np.testing.assert_array_equal(fast.calls, slow.calls)
 
 
+@pytest.mark.parametrize("name", ["2gram", "3gram", "interval"])
+def test_sampling_run_carries_log_p_of_its_samples(name):
+    """The compiled sampling run's ``log_p`` is the replay's ``log p(x)`` along its own samples (the
+    reverse KL of a Monte Carlo point takes it instead of a second kernel run); ``None`` where the
+    decoder is not path-deterministic or the path is generic. The run's (I1) term is ``log q(x) - log p(x)``."""
+    from numerics.sampling._decoder_numba import decoder_run
+
+    lang = LANGS[name]
+    den = _oracle(lang)
+    for d in (Llada(steps=4, temperature=0, tie_seed=3), FastDllm(factor=0.5, temperature=0),
+              EntropyBound(gamma=0.7, block_length=6), EntropyBound(gamma=0.3, temperature=2.0)):
+        run = d.sample(den, 30, L, np.random.default_rng(5))
+        replay = d.path_log_prob(den, run.tokens)
+        np.testing.assert_array_equal(run.log_p, replay.log_p)  # the same kernel, the same sums
+        slow = d.path_log_prob(den, run.tokens, path="generic").log_p
+        np.testing.assert_allclose(run.log_p, slow, rtol=RTOL_EXACT, atol=ATOL_LOG)
+        assert d.sample(den, 5, L, np.random.default_rng(5), path="generic").log_p is None
+        x = lang.sample(30, L, np.random.default_rng(6))
+        scored = decoder_run(lang, d.kernel_rule(L), np.zeros(30, dtype=np.uint64), x.copy(), sample=False)
+        finite = np.isfinite(scored.log_p)
+        np.testing.assert_allclose(scored.chain_rule[finite], (log_q(lang, x) - scored.log_p)[finite],
+                                   rtol=RTOL_EXACT, atol=ATOL_LOG)
+        assert np.all(np.isposinf(scored.chain_rule[~finite]))  # p(x) = 0 < q(x)
+    for d in (Llada(steps=6), FastDllm(factor=1.0), Llada(steps=6, remasking="random")):
+        assert d.sample(den, 5, L, np.random.default_rng(5)).log_p is None
+
+
+@pytest.mark.parametrize("name", ["2gram", "3gram", "interval"])
+def test_adaptive_run_log_p_is_log_q_minus_the_chain_rule_term(name):
+    """The adaptive kernel's ``log_p`` (``sum log q(x_j | x_S)`` over the reveals) and its (I1) term add
+    up to ``log q(x)`` along true sequences, with blocks and without."""
+    from numerics.sampling._adaptive_numba import adaptive_run
+
+    lang = LANGS[name]
+    x = lang.sample(40, L, np.random.default_rng(8))
+    for sampler in (AdaptiveSampler("threshold", gamma=0.6), AdaptiveSampler("entropy-sum", gamma=0.8, block_length=6),
+                    AdaptiveSampler("topk", schedule=linear(4))):
+        run = adaptive_run(lang, sampler.kernel_rule(L), x.copy(), np.zeros(x.shape), sample=False)
+        np.testing.assert_allclose(run.chain_rule + run.log_p, log_q(lang, x), rtol=RTOL_EXACT, atol=ATOL_LOG)
+
+
 def test_numba_stream_is_the_numpy_stream_bit_for_bit():
     rng = np.random.default_rng(0)
     keys = rng.integers(0, np.iinfo(np.uint64).max, size=50, dtype=np.uint64, endpoint=True)

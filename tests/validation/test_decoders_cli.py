@@ -166,3 +166,19 @@ def test_steps_needed_llada_searches_multiples_of_the_blocks(pruned_file):
         assert out[key]["n_steps"] == N
         assert out[key]["estimate"]["value"] == pytest.approx(ref.value, rel=RTOL_EXACT, abs=1e-15)
     assert out["at_n_minus_1"]["estimate"]["value"] > 0.2
+
+
+def test_bench_decoders_times_every_decoder_by_default():
+    """``bench decoders`` with no ``--decoders``: the full table (every decoder of BENCH_DECODERS), wall
+    and CPU ratios; an unknown decoder is named, exit code 2."""
+    from validation.commands.bench_decoders import BENCH_DECODERS
+
+    r = invoke(["bench", "decoders", "-L", "16", "-N", "4", "--samples", "8", "--json"])
+    assert r.exit_code == 0, r.output
+    row = strict_json(r.stdout)
+    names = [n for n, _ in BENCH_DECODERS]
+    assert list(row["ratio_to_random"]) == names and list(row["cpu_ratio_to_random"]) == names
+    assert set(row["decoders"]) == set(names) and row["threads"] >= 1
+    assert all(row["seconds"][n] > 0 for n in ["random", *names])
+    error = refused(["bench", "decoders", "--decoders", "llada,greedy"], r"unknown decoder\(s\) \['greedy'\]")
+    assert error["exit_code"] == 2

@@ -14,7 +14,7 @@ refuses a method no decoder has (``closed-form``) on the command line.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import click
 
@@ -22,7 +22,8 @@ from numerics.sampling.decoders import DECODER_NAMES, REMASKINGS, REMDM_VARIANTS
 
 BLOCK_RULES = ("topk", "threshold", "entropy-sum")  # the adaptive rules that take --block-length too
 
-__all__ = ["BLOCK_RULES", "DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method", "decoder_options"]
+__all__ = ["BLOCK_RULES", "DECODER_FIELDS", "DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method",
+           "decoder_options"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class DecoderOptions:
     def fields(self) -> dict:
         """The options as :class:`validation.sweep.PointConfig` fields (the same names; ``None`` = not given)."""
         return dict(self.__dict__)
+
+
+#: The decoder option names, one place: :class:`DecoderOptions`' fields, which are also
+#: :class:`validation.sweep.PointConfig`'s decoder fields (sweep imports this tuple).
+DECODER_FIELDS = tuple(f.name for f in fields(DecoderOptions))
 
 
 def check_decoder_method(sampler: str, method: str) -> None:

@@ -4,9 +4,12 @@ The random point is :func:`validation.sweep.evaluate_point` (``method="mc"``, fa
 each decoder point is :func:`validation.decoders_point.decoder_point` (``method="mc"``, the compiled
 oracle path of :mod:`numerics.sampling._decoder_numba`), on the same language, ``L``, ``N`` and sample count (default
 ``2gram``, ``L = 512``, ``N = 64``, 1000 samples), measured in one run, best of ``--repeats``,
-after a warm-up point of each. The issue-20 target is ``decoder / random <= 3`` (the generic
+after a warm-up point of each; ``--decoders`` defaults to every decoder of :data:`BENCH_DECODERS`
+(the full table in one command). The issue-20 target is ``decoder / random <= 3`` (the generic
 path, kept as the reference and for learned denoisers, is 40-90x). On a shared machine
-the ratio is the figure; the load average is printed next to it.
+the ratio is the figure; the load average and numba's thread count are printed next to it
+(``NUMBA_NUM_THREADS=1`` gives the 1-thread figures), and beside wall seconds the process's CPU
+seconds (all threads), which vary less than the wall clock on a loaded machine.
 """
 
 from __future__ import annotations
@@ -18,57 +21,80 @@ import click
 
 from ._common import emit, json_option
 
-__all__ = ["BENCH_COMMANDS", "RATIO_TARGET", "run_decoder_benchmark"]
+__all__ = ["BENCH_COMMANDS", "BENCH_DECODERS", "RATIO_TARGET", "run_decoder_benchmark"]
 
 RATIO_TARGET = 3.0  # issue 20: a decoder's MC point costs at most 3x the random sampler's point
 
 
-def _decoders(names: tuple[str, ...], steps: int):
-    from numerics.sampling.decoders import make_decoder
+def _schedule(steps: int):
     from numerics.schedules import make_schedule
 
-    make = {"llada": lambda: make_decoder("llada", steps=steps),
-            "llada-random": lambda: make_decoder("llada", steps=steps, remasking="random"),
-            "fast-dllm": lambda: make_decoder("fast-dllm", threshold=0.9),
-            "fast-dllm-factor": lambda: make_decoder("fast-dllm", factor=1.0),
-            "eb": lambda: make_decoder("eb", gamma=1.0),
-            "remdm": lambda: make_decoder("remdm", schedule=make_schedule("linear", steps), eta=0.05)}
-    unknown = [n for n in names if n not in make]
-    if unknown:
-        raise ValueError(f"unknown decoder(s) {unknown}; choose from {sorted(make)}")
-    return {n: make[n]() for n in names}
+    return make_schedule("linear", steps)
+
+
+#: The decoders the benchmark times (``--decoders`` picks among them; the default is all of them): each
+#: ``(name, its make_decoder keywords given N)``.
+BENCH_DECODERS = (
+    ("llada", lambda N: {"name": "llada", "steps": N}),
+    ("llada-random", lambda N: {"name": "llada", "steps": N, "remasking": "random"}),
+    ("fast-dllm", lambda N: {"name": "fast-dllm", "threshold": 0.9}),
+    ("fast-dllm-factor", lambda N: {"name": "fast-dllm", "factor": 1.0}),
+    ("eb", lambda N: {"name": "eb", "gamma": 1.0}),
+    ("remdm", lambda N: {"name": "remdm", "schedule": _schedule(N), "eta": 0.05}),
+)
+
+
+def _decoders(names: tuple[str, ...], steps: int):
+    from numerics.sampling.decoders import make_decoder
+
+    known = dict(BENCH_DECODERS)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"unknown decoder(s) {unknown or names}; choose from {list(known)}")
+    return {n: make_decoder(**known[n](steps)) for n in names}
 
 
 def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, samples: int = 1000,
-                          names: tuple[str, ...] = ("llada", "remdm"), repeats: int = 1) -> dict:
-    """Seconds of the random point and of each decoder point (best of ``repeats``) and their ratios."""
+                          names: tuple[str, ...] | None = None, repeats: int = 1) -> dict:
+    """Seconds of the random point and of each decoder point (best of ``repeats``) and their ratios.
+
+    ``names``: from :data:`BENCH_DECODERS` (``None``: all of them).
+    """
+    from numerics._threads import kernel_threads
     from validation.decoders_point import decoder_point
     from validation.sweep import PointConfig, evaluate_point
 
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
+    names = tuple(n for n, _ in BENCH_DECODERS) if names is None else tuple(names)
     decoders = _decoders(names, steps)
 
-    def point(name: str, L: int, n: int) -> float:
-        t0 = time.perf_counter()
+    def point(name: str, L: int, n: int) -> tuple[float, float]:
+        """``(wall seconds, CPU seconds of the process (all threads))`` of one point."""
+        t0, c0 = time.perf_counter(), time.process_time()
         if name == "random":
             evaluate_point(PointConfig(language, L, steps, method="mc", samples=n))
         else:
             decoder_point(language, L, decoders[name], method="mc", samples=n)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
     every = ("random",) + tuple(names)
     for name in every:  # warm-up: compile or load every kernel first
         point(name, steps, 4)
     load_before = os.getloadavg()
     best = {name: float("inf") for name in every}
+    best_cpu = dict(best)
     for _ in range(repeats):
         for name in every:
-            best[name] = min(best[name], point(name, length, samples))
+            wall, cpu = point(name, length, samples)
+            best[name], best_cpu[name] = min(best[name], wall), min(best_cpu[name], cpu)
     ratios = {name: best[name] / best["random"] for name in names}
     return {"language": language, "length": length, "steps": steps, "samples": samples, "repeats": repeats,
             "decoders": {n: d.label for n, d in decoders.items()}, "seconds": best, "ratio_to_random": ratios,
+            "cpu_seconds": best_cpu,
+            "cpu_ratio_to_random": {name: best_cpu[name] / best_cpu["random"] for name in names},
             "target_ratio": RATIO_TARGET, "within_target": {n: r <= RATIO_TARGET for n, r in ratios.items()},
+            "threads": kernel_threads(),
             "cpu_count": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
 
 
@@ -77,9 +103,9 @@ def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int
 @click.option("--length", "-L", type=int, default=512, show_default=True)
 @click.option("--steps", "-N", type=int, default=64, show_default=True, help="N of random, llada and remdm.")
 @click.option("--samples", type=int, default=1000, show_default=True)
-@click.option("--decoders", "names", default="llada,remdm", show_default=True,
+@click.option("--decoders", "names", default=",".join(n for n, _ in BENCH_DECODERS), show_default=True,
               help="Comma-separated: llada, llada-random, fast-dllm (tau 0.9), fast-dllm-factor (f 1), eb (gamma 1), "
-                   "remdm (cap, eta 0.05).")
+                   "remdm (cap, eta 0.05); the default is all of them (the full table in one command).")
 @click.option("--repeats", type=int, default=1, show_default=True, help="Best of this many timings per point.")
 @json_option
 def bench_decoders_command(language, length, steps, samples, names, repeats, as_json):
@@ -89,11 +115,13 @@ def bench_decoders_command(language, length, steps, samples, names, repeats, as_
         result = run_decoder_benchmark(language, length, steps, samples, chosen, repeats)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    lines = [f"random: {result['seconds']['random']:.2f} s"]
+    lines = [f"random: {result['seconds']['random']:.2f} s ({result['cpu_seconds']['random']:.2f} s CPU)"]
     lines += [f"{n}: {result['seconds'][n]:.2f} s, {result['ratio_to_random'][n]:.2f}x random "
-              f"({'within' if result['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target)" for n in chosen]
+              f"({'within' if result['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target); "
+              f"CPU {result['cpu_ratio_to_random'][n]:.2f}x" for n in chosen]
     lines.append(f"load {result['loadavg_before'][0]:.1f} -> {result['loadavg_after'][0]:.1f} on "
-                 f"{result['cpu_count']} CPUs (a shared machine: the ratio, measured in one run, is the figure)")
+                 f"{result['cpu_count']} CPUs, {result['threads']} numba threads (a shared machine: the ratio, "
+                 "measured in one run, is the figure)")
     emit(result, as_json, "\n".join(lines))
 
 
