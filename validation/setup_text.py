@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["MAKE_REPORT_MINUTES", "run_time_sentence", "setup_sentences"]
 
-MAKE_REPORT_MINUTES = 16
+MAKE_REPORT_MINUTES = 14
 """Wall-clock minutes of ``make report`` (``mdm-theory report --train`` from an empty cache) on an
 idle 2-core CPU: the one place the run time is stated (measured 2026-11-25 in a fresh clone after its
 installation, numba kernels already compiled by the test suite: 855 s, of which the learned section
