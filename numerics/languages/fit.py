@@ -60,6 +60,7 @@ import json
 import re
 import zipfile
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import entr
@@ -67,6 +68,7 @@ from scipy.special import entr
 from numerics.languages.hmm import NGram
 
 __all__ = [
+    "Corpus",
     "LEVELS",
     "MAX_CONDITIONAL_BYTES",
     "MAX_ORDER",
@@ -362,13 +364,25 @@ def _check_args(level: str, order: int, smoothing: str, k: float | None) -> floa
     return float(k)
 
 
+class Corpus(NamedTuple):
+    """Where a text came from, as its provenance records it (:class:`FitProvenance`'s ``corpus_*`` and ``encoding``)."""
+
+    sha256: str
+    n_bytes: int
+    name: str
+    encoding: str
+
+    @classmethod
+    def of_bytes(cls, data: bytes, name: str, encoding: str) -> Corpus:
+        """The corpus of the bytes ``data`` (decoded with ``encoding``)."""
+        return cls(hashlib.sha256(data).hexdigest(), len(data), name, encoding)
+
+
 def fit_text(text: str, *, level: str, order: int, smoothing: str = "none", k: float | None = None,
-             vocab_cap: int | None = None, lowercase: bool = False, corpus_sha256: str | None = None,
-             corpus_bytes: int | None = None, corpus_name: str = "<text>", encoding: str = "utf-8",
-             ) -> FittedLanguage:
+             vocab_cap: int | None = None, lowercase: bool = False, corpus: Corpus | None = None) -> FittedLanguage:
     """Fit the order-``order`` n-gram language of ``text`` (module docstring for every rule).
 
-    ``corpus_sha256`` / ``corpus_bytes`` default to those of ``text`` encoded with ``encoding``.
+    ``corpus`` defaults to ``text`` encoded as UTF-8, named ``<text>``.
     Raises :class:`EmptyCorpusError` (no token), :class:`CorpusTooSmallError` (fewer than
     ``order`` tokens -- the message says how many n-grams were seen -- or one distinct symbol),
     ``ValueError`` for a bad argument or a conditional too large to allocate.
@@ -389,11 +403,10 @@ def fit_text(text: str, *, level: str, order: int, smoothing: str = "none", k: f
     if V < 2:
         raise CorpusTooSmallError(f"the corpus has one distinct {level} token ({vocabulary[0]!r}): a constant text")
     _check_size(V, n)
-    if corpus_sha256 is None or corpus_bytes is None:
-        raw = text.encode(encoding)
-        corpus_sha256, corpus_bytes = hashlib.sha256(raw).hexdigest(), len(raw)
+    if corpus is None:
+        corpus = Corpus.of_bytes(text.encode("utf-8"), "<text>", "utf-8")
     language, distinct, observed = _fit_ids(ids, n, V, smoothing, k)
-    provenance = FitProvenance(corpus_sha256, int(corpus_bytes), corpus_name, encoding, level, n, smoothing, k,
+    provenance = FitProvenance(corpus.sha256, int(corpus.n_bytes), corpus.name, corpus.encoding, level, n, smoothing, k,
                                bool(lowercase), None if vocab_cap is None else int(vocab_cap), vocabulary, T,
                                unk_tokens)
     return FittedLanguage(language, provenance, _summarize(language, T - n + 1, distinct, observed, smoothing))
@@ -402,8 +415,7 @@ def fit_text(text: str, *, level: str, order: int, smoothing: str = "none", k: f
 def fit_bytes(data: bytes, *, encoding: str = "utf-8", corpus_name: str = "<bytes>", **kwargs) -> FittedLanguage:
     """:func:`fit_text` of ``data`` decoded by :func:`decode_corpus` (its errors name the problem)."""
     text = decode_corpus(data, encoding)
-    return fit_text(text, corpus_sha256=hashlib.sha256(data).hexdigest(), corpus_bytes=len(data),
-                    corpus_name=corpus_name, encoding=encoding, **kwargs)
+    return fit_text(text, corpus=Corpus.of_bytes(data, corpus_name, encoding), **kwargs)
 
 
 def _fit_ids(ids: np.ndarray, n: int, V: int, smoothing: str, k: float | None) -> tuple[NGram, int, int]:
