@@ -236,27 +236,33 @@ class Remdm(BlockDecoder):
         return tokens, steps, np.full(Bn, self.schedule.n_steps, dtype=np.int64)
 
 
-def make_decoder(name: str, *, steps: int | None = None, schedule: Schedule | None = None,
-                 block_length: int | None = None, remasking: str | None = None,
-                 temperature: float | None = None, threshold: float | None = None,
-                 factor: float | None = None, gamma: float | None = None, variant: str | None = None,
-                 eta: float | None = None, tie_seed: int | None = 0) -> BlockDecoder:
+_RULE_OPTIONS = {"llada": ("remasking",), "fast-dllm": ("threshold", "factor"), "eb": ("gamma",),
+                 "remdm": ("variant", "eta")}  # each decoder's own options; block_length and temperature are everyone's
+
+
+def make_decoder(name: str, *, steps: int | None = None, schedule: Schedule | None = None, tie_seed: int | None = 0,
+                 **options: float | int | str | None) -> BlockDecoder:
     """The decoder called ``name`` (:data:`DECODER_NAMES`) from options that may be unset (``None``).
 
-    ``llada`` takes ``steps`` (and ``remasking``, default ``low-confidence``); ``fast-dllm`` one
-    of ``threshold`` / ``factor``; ``eb`` ``gamma``; ``remdm`` a ``schedule`` with ``variant``
-    (default ``cap``) and ``eta``. ``temperature`` defaults to 1, ``block_length`` to ``L``. An
-    option the decoder does not use is a ``ValueError`` naming it, so a typo never runs silently.
+    ``options`` are ``block_length`` and ``temperature`` (every decoder; default ``L`` and 1) and the
+    decoder's own: ``llada`` ``remasking`` (default ``low-confidence``, and it needs ``steps``);
+    ``fast-dllm`` one of ``threshold`` / ``factor``; ``eb`` ``gamma``; ``remdm`` ``variant`` (default
+    ``cap``) and ``eta`` (and a ``schedule``). An option that no decoder or not this one takes is a
+    ``ValueError`` naming it, so a typo never runs silently.
     """
-    given = {k: v for k, v in dict(remasking=remasking, threshold=threshold, factor=factor, gamma=gamma,
-                                   variant=variant, eta=eta).items() if v is not None}
-    uses = {"llada": {"remasking"}, "fast-dllm": {"threshold", "factor"}, "eb": {"gamma"},
-            "remdm": {"variant", "eta"}}
-    if name not in uses:
+    if name not in _RULE_OPTIONS:
         raise ValueError(f"unknown decoder {name!r}; choose one of {DECODER_NAMES}")
-    extra = sorted(set(given) - uses[name])
+    known = {"block_length", "temperature"}.union(*_RULE_OPTIONS.values())
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"unknown decoder option(s) {', '.join(unknown)}; choose from {sorted(known)}")
+    given = {k for k, v in options.items() if v is not None and k not in ("block_length", "temperature")}
+    extra = sorted(given - set(_RULE_OPTIONS[name]))
     if extra:
         raise ValueError(f"the {name} decoder does not take {', '.join(extra)}")
+    opt = dict.fromkeys(known) | options
+    block_length, temperature, remasking = opt["block_length"], opt["temperature"], opt["remasking"]
+    threshold, factor, gamma, variant, eta = opt["threshold"], opt["factor"], opt["gamma"], opt["variant"], opt["eta"]
     common = dict(block_length=block_length, temperature=1.0 if temperature is None else temperature,
                   tie_seed=tie_seed)
     if name == "llada":

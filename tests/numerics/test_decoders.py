@@ -31,6 +31,7 @@ from numerics.sampling.decoders import (
     Llada,
     Remdm,
     llada_counts,
+    make_decoder,
     splitmix64,
     stream_uniform,
 )
@@ -318,3 +319,15 @@ def test_bigram_oracle_equals_the_forward_backward_oracle():
         a, b = BigramOracle(lang)(x, mask), OracleDenoiser(lang, strict=False)(x, mask)
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-12, atol=1e-15)
+
+
+def test_make_decoder_names_a_misplaced_or_unknown_option():
+    """Options are checked by name: each decoder builds from its own, another's or an unknown one is named."""
+    assert make_decoder("eb", gamma=0.5, block_length=4, temperature=0.0).gamma == 0.5
+    assert make_decoder("llada", steps=4).remasking == "low-confidence"
+    with pytest.raises(ValueError, match="the eb decoder does not take threshold"):
+        make_decoder("eb", gamma=0.5, threshold=0.9)
+    with pytest.raises(ValueError, match=r"unknown decoder option\(s\) treshold"):
+        make_decoder("fast-dllm", treshold=0.9)
+    with pytest.raises(ValueError, match="unknown decoder 'greedy'"):
+        make_decoder("greedy")
