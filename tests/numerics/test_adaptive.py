@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 import pytest
@@ -74,12 +75,18 @@ def test_fast_kernel_equals_generic_path_sample_by_sample(name, sampler):
     assert np.all(fast.nfe_sequence == fast.reveal_steps.max(axis=1))
 
 
-# Regression pin against the kernels *before* their refactor onto NamedTuples (issue 18): the
-# sha256 (first 32 hex digits) of the bytes of tokens, reveal steps and calls of 24 sampled
-# sequences and of the (I1) terms and calls of 24 scored sequences ``x ~ q``, per (language,
-# sampler), computed with main's code at commit 95f339f (the 9-tuple / ``out (B, 3)`` kernels).
-# Bit for bit: any change of a sample, a step or the last bit of a term changes the hash.
-# The comment after each hash shows the first two terms in float.hex, for a reader.
+# Regression pin against the kernels *before* their refactor onto NamedTuples (issue 18), per
+# (language, sampler): 24 sampled sequences (tokens, reveal steps, calls) and the (I1) terms and
+# calls of 24 scored sequences ``x ~ q``. The integers (and which terms are finite) are pinned bit
+# for bit by their sha256 (first 32 hex digits); the float terms by their sum and absolute sum to
+# RTOL_EXACT, since the last bits of a float term are not reproducible across machines and
+# library builds. First pinned bit for bit with main's code at commit 95f339f (the 9-tuple /
+# ``out (B, 3)`` kernels). On a fresh machine (numpy 2.4.6, numba 0.68.1, llvmlite 0.50.0, an
+# AVX-512 Xeon) the unchanged code at 94ad86f failed 4 of those 30 whole-bytes hashes: one
+# scored term was 64 ulp off (about 1e-16 absolute) while the first two terms printed in the
+# old comments were equal; neither NPY_DISABLE_CPU_FEATURES=AVX512... nor NUMBA_CPU_NAME=haswell
+# brought the old bytes back, so it lies in the libraries or libm, not in our code. The pins
+# below were recomputed there with 94ad86f; the 26 cases that had matched are the same numbers.
 PIN_SAMPLERS = [
     AdaptiveSampler("topk", schedule=cosine(4), confidence="margin"),
     AdaptiveSampler("threshold", gamma=0.6, tie_seed=3),
@@ -88,37 +95,37 @@ PIN_SAMPLERS = [
     AdaptiveSampler("threshold", gamma=0.3),
     AdaptiveSampler("entropy-sum", gamma=3.0),
 ]
-PINS = {
-    ("2gram", 0): "9a24dc112d1824680681b2d2d7bca6f4",  # terms[:2] = ['0x1.3293e07784d06p-2', '-0x1.d9cc2e4354ac8p-2']
-    ("2gram", 1): "84ade6670853c66e7e82e28285bf1b2e",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("2gram", 2): "ff66148a8306844248309ee1bc4f4491",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("2gram", 3): "ff66148a8306844248309ee1bc4f4491",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("2gram", 4): "3e0f85642af47a1c0bd078fb97c65794",  # terms[:2] = ['0x1.b934860459240p-3', '0x1.3721085e3b098p+1']
-    ("2gram", 5): "ed397c52bf23bbe9a1b37e900143a3c1",  # terms[:2] = ['0x1.1647f4e1512f8p-4', '0x1.db92e5947f5c8p-1']
-    ("3gram", 0): "e18708eb1ccb9635fa5643e701a87dbf",  # terms[:2] = ['0x1.5500dd2efda2dp-1', '-0x1.b6be50e058840p-3']
-    ("3gram", 1): "98904439a00b9a0310c9d090685989cc",  # terms[:2] = ['-0x1.db30f178a18e0p-4', '-0x1.b96f7d2eb2d5ep-2']
-    ("3gram", 2): "e2775ae6fbc97336a444e4d216815cee",  # terms[:2] = ['0x1.8000000000000p-52', '0x1.0000000000000p-52']
-    ("3gram", 3): "3fc38a23dacc94fbf8767dc26312c2ef",  # terms[:2] = ['0x1.8000000000000p-52', '0x1.0000000000000p-52']
-    ("3gram", 4): "59a439ddeedca9c9c95ca8dd87e5b2fa",  # terms[:2] = ['0x1.4452026f8c6d7p+2', '0x1.38d82937b6edap+2']
-    ("3gram", 5): "dd47d00eee36b96e3fb1d9d68a32c694",  # terms[:2] = ['0x1.7128256d9f569p+0', '-0x1.847da41466a90p-3']
-    ("hmm", 0): "5b540b565b8fa6623cf1ad7d7510d528",  # terms[:2] = ['0x1.8dab8604d4960p-1', '-0x1.5e00cdf0361bcp-2']
-    ("hmm", 1): "39cd049dc6137c130bb091a0c0abd75b",  # terms[:2] = ['0x1.686b6735368c0p-1', '-0x1.b555935dec108p-3']
-    ("hmm", 2): "8f31b43e2e4987f2c514c72e356caad0",  # terms[:2] = ['0x1.8000000000000p-50', '0x1.0000000000000p-51']
-    ("hmm", 3): "8f31b43e2e4987f2c514c72e356caad0",  # terms[:2] = ['0x1.8000000000000p-50', '0x1.0000000000000p-51']
-    ("hmm", 4): "08ecf9548a6c6305d7e6f78c32d41426",  # terms[:2] = ['0x1.c2892dbfe23f0p-1', '-0x1.207a4998c2740p-3']
-    ("hmm", 5): "adaf9681c23d014bdec81e5fc78ff460",  # terms[:2] = ['0x1.307aa13abc7d0p-2', '-0x1.9626ae04322d8p-3']
-    ("interval", 0): "b84bec02b60f274019e76b99ac71ca93",  # terms[:2] = ['0x1.62e42fefa39f5p-1', '0x1.62e42fefa39f5p-1']
-    ("interval", 1): "4a70fd4c425559db3645dd05c6eb3f2e",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("interval", 2): "8f380e7251adf0614e1bc159368a019a",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("interval", 3): "9454e6f4965078ca4a0df60871c638f2",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("interval", 4): "42b971283dcb4bb39190dd1e6bd02dc5",  # terms[:2] = ['0x1.62e42fefa39eep+1', '0x1.62e42fefa39eep+1']
-    ("interval", 5): "0dfaadafe7c78acd593a569db7b2d6a8",  # terms[:2] = ['0x1.62e42fefa39eep+1', '0x1.62e42fefa39eep+1']
-    ("preset-2gram", 0): "4ee9b72a9fb0547d1e0fba2b76f620ae",  # terms[:2] = ['0x1.368f679d7e55fp+3', '0x1.3195dd5b5f462p+4']
-    ("preset-2gram", 1): "88f7be5d2f0a32a21f37144b9ebcf9b6",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("preset-2gram", 2): "88f7be5d2f0a32a21f37144b9ebcf9b6",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("preset-2gram", 3): "88f7be5d2f0a32a21f37144b9ebcf9b6",  # terms[:2] = ['0x0.0p+0', '0x0.0p+0']
-    ("preset-2gram", 4): "9b0c20ffffa894ab87a9fcac9492f65b",  # terms[:2] = ['0x1.cb435e641cdf9p+2', '0x1.e17b27f4a06b0p+2']
-    ("preset-2gram", 5): "7d44a81da8fd56c470f91f2a4050545c",  # terms[:2] = ['0x1.a53f4bbe9befcp+1', '0x1.d22871ae6a307p+1']
+PINS = {  # (sha256 of the integers, float.hex of sum(terms), float.hex of sum(|terms|)), finite terms
+    ('2gram', 0): ("5a1b3b4eff42af6419ae35938d5297f9", '0x1.39542711e7accp+4', '0x1.80ea027898de4p+4'),
+    ('2gram', 1): ("ac909370a7c979213f28858946d4cc72", '-0x1.8000000000000p-51', '0x1.8000000000000p-51'),
+    ('2gram', 2): ("04e35186ec43057a88ca201af086c2fb", '0x0.0p+0', '0x0.0p+0'),
+    ('2gram', 3): ("04e35186ec43057a88ca201af086c2fb", '0x0.0p+0', '0x0.0p+0'),
+    ('2gram', 4): ("b56fdfa8349739ea018012310cc449d6", '0x1.023f91520c2dap+6', '0x1.16d37bacff4fap+6'),
+    ('2gram', 5): ("ffce03081fe2d43ce2f9c2b09ed1d771", '0x1.2ff7120eea26fp+3', '0x1.1fc63b547d3dcp+4'),
+    ('3gram', 0): ("d03cbef137d05ddb648f68c3b903c690", '0x1.0b9a087414cccp+3', '0x1.c385d2265094fp+3'),
+    ('3gram', 1): ("7b57b0daedc5966550955bbfd8f06102", '0x1.63fa3e7b0207fp+4', '0x1.b6de510673de2p+4'),
+    ('3gram', 2): ("d2c541209746279cd7452776fbe23dc6", '0x1.b800000000000p-48', '0x1.b800000000000p-48'),
+    ('3gram', 3): ("4e1f746a02300ec70ea188c1a05900ae", '0x1.8000000000000p-48', '0x1.8000000000000p-48'),
+    ('3gram', 4): ("70beed8fb33eae5117434b9522577ea9", '0x1.aeff829b6f210p+6', '0x1.aeff829b6f210p+6'),
+    ('3gram', 5): ("547c23e755caa6738dc9c84e0857f7d4", '0x1.192489ec8b29ap+5', '0x1.237f1f6e17166p+5'),
+    ('hmm', 0): ("6d880a4f839e1cf4794693c7de019156", '0x1.30a10a64099aap-2', '0x1.adae48970e664p+2'),
+    ('hmm', 1): ("6db9ee3fcec34cb507a627f2da6e5a63", '-0x1.6cf75d407d6bdp-1', '0x1.f467eb5ccd9bdp+2'),
+    ('hmm', 2): ("02aa109548b2a65cdca997d79d725946", '0x1.8c00000000000p-47', '0x1.cc00000000000p-47'),
+    ('hmm', 3): ("02aa109548b2a65cdca997d79d725946", '0x1.8c00000000000p-47', '0x1.cc00000000000p-47'),
+    ('hmm', 4): ("7e41afdc6a23141fd4b36f1021985862", '0x1.ef3b0fe19d580p-2', '0x1.f6785a18c4180p+2'),
+    ('hmm', 5): ("14918f4b2e7dd1cd942aa351de1e9284", '-0x1.84390e8fcce4fp-1', '0x1.9cbfabc9e4f56p+2'),
+    ('interval', 0): ("ee5aa760f4c35b9c861bd303b75eeca8", '0x1.0a2b23f3bab78p+4', '0x1.0a2b23f3bab78p+4'),
+    ('interval', 1): ("41792e336903fb821c9846510f165812", '0x0.0p+0', '0x0.0p+0'),
+    ('interval', 2): ("f75abbe2ff5099104bdfdde157fecb37", '0x0.0p+0', '0x0.0p+0'),
+    ('interval', 3): ("0595c1bb8cba6b37109343dde072e1b4", '0x0.0p+0', '0x0.0p+0'),
+    ('interval', 4): ("8f8747cde4eba12f1b0b40e1a5da4ddf", '0x1.0a2b23f3bab72p+6', '0x1.0a2b23f3bab72p+6'),
+    ('interval', 5): ("74e7417b07c1e82b4fda3924e771f132", '0x1.0a2b23f3bab72p+6', '0x1.0a2b23f3bab72p+6'),
+    ('preset-2gram', 0): ("a37cfb854efba90525b6b46bdf5d1f01", '0x1.3133594eaa4aap+8', '0x1.3133594eaa4aap+8'),
+    ('preset-2gram', 1): ("2e5d1f71fb1435ab6a99424076d4f23d", '0x0.0p+0', '0x0.0p+0'),
+    ('preset-2gram', 2): ("2e5d1f71fb1435ab6a99424076d4f23d", '0x0.0p+0', '0x0.0p+0'),
+    ('preset-2gram', 3): ("2e5d1f71fb1435ab6a99424076d4f23d", '0x0.0p+0', '0x0.0p+0'),
+    ('preset-2gram', 4): ("483336bed201b5af51452362d35fb020", '0x1.3baa34ece8bbep+7', '0x1.3baa34ece8bbep+7'),
+    ('preset-2gram', 5): ("487483512379fb42a80fbf43020b69a5", '0x1.3028c70b7f3adp+6', '0x1.4cb832b569108p+6'),
 }
 
 
@@ -132,9 +139,13 @@ def test_kernels_reproduce_the_pre_refactor_numbers_bit_for_bit(case):
     run = s.sample(den, 24, L, np.random.default_rng(7))
     score = chain_rule_terms(s, lang, lang.sample(24, L, np.random.default_rng(8)))
     h = hashlib.sha256()
-    for a in (run.tokens, run.reveal_steps, run.nfe_sequence, score.terms, score.calls):
+    for a in (run.tokens, run.reveal_steps, run.nfe_sequence, score.calls, np.isfinite(score.terms)):
         h.update(np.ascontiguousarray(a).tobytes())
-    assert h.hexdigest()[:32] == PINS[case]
+    digest, total, magnitude = PINS[case]
+    assert h.hexdigest()[:32] == digest
+    finite = score.terms[np.isfinite(score.terms)]
+    for value, pin in ((np.sum(finite), total), (np.sum(np.abs(finite)), magnitude)):
+        assert math.isclose(value, float.fromhex(pin), rel_tol=RTOL_EXACT, abs_tol=RTOL_EXACT)
 
 
 @pytest.mark.parametrize("sampler", [AdaptiveSampler("topk", schedule=linear(1)), AdaptiveSampler("topk", schedule=from_u([0.0, 0.85, 1.0])),
