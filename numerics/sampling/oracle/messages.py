@@ -114,6 +114,27 @@ def new_scratch(n_states):
 
 
 @nb.njit(cache=True)
+def _crosses_by_windows_dense(lang):
+    """Whether :func:`advance` and :func:`beta_query` call :func:`cross_forward` / :func:`cross_backward`
+    (the n-gram crossings, dense layout) rather than the generic crossing written out in place.
+    A compile-time constant per kind."""
+    return False
+
+
+@nb.njit(cache=True)
+def _crosses_by_windows_ngram(lang):
+    return True
+
+
+@nb.njit(cache=True)
+def _crosses_by_windows_sparse(lang):
+    return False
+
+
+crosses_by_windows = by_kind(_crosses_by_windows_dense, _crosses_by_windows_ngram, _crosses_by_windows_sparse)
+
+
+@nb.njit(cache=True)
 def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     """Bring ``vec`` (= ``alpha`` at ``cur >= 0`` under ``ev``) to ``alpha`` at ``q > cur``; the positions in between are masked.
 
@@ -301,7 +322,8 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR
     cheaper than single steps. With ``store`` the messages at the positions ``< p`` where the
     walk stops (observed positions, separators) are written to ``msgs`` and flagged valid.
     """
-    tmp = scratch.tmp
+    tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
+    tokens = ev.tokens
     alpha, valid = msgs.alpha, msgs.alpha_valid  # unpacked once: a tuple field read inside a branch costs numba a reference count every time
     lo = restart_at_separator(lang, ev, vec, start, p)
     if store and lo != start:
@@ -319,7 +341,18 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR
         q = cur + 1
         while q < p and not observed(ev, q):
             q += 1
-        cross_forward(lang, powers, ev, vec, scratch, cur, q)
+        if crosses_by_windows(lang):
+            cross_forward(lang, powers, ev, vec, scratch, cur, q)
+        else:  # the generic crossing written out: a call per run costs a small dense HMM ~1.5x
+            m = q - cur
+            landing = observed(ev, q)
+            if m > 1 and forward_jump_pays(lang, vec, m, landing):
+                jump_forward(lang, powers, vec, tmp, m, tokens[q] if landing else -1, tmp2, acc)
+                copy_into(tmp, vec)
+            else:
+                for r in range(cur + 1, q + 1):
+                    forward_step(lang, ev, vec, tmp, r)
+                    copy_into(tmp, vec)
         cur = q
         if store and cur < p:
             copy_into(vec, alpha[cur])
@@ -413,6 +446,9 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
     Runs of masked positions are crossed by a jump when cheaper (as in :func:`advance`).
     """
     beta, valid = msgs.beta, msgs.beta_valid
+    tmp, tmp2 = scratch.tmp, scratch.tmp2
+    tokens = ev.tokens
+    M = powers.matrices.shape[0] - 1
     L = beta.shape[0]
     if valid[p]:
         return
@@ -432,6 +468,21 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
         k = cur - 1
         while k > p and not observed(ev, k):
             k -= 1
-        cross_backward(lang, powers, ev, beta, scratch, cur, k)
+        if crosses_by_windows(lang):
+            cross_backward(lang, powers, ev, beta, scratch, cur, k)
+        else:  # the generic crossing written out (as in advance)
+            m = cur - k
+            rows_observed = observed(ev, k)
+            landing = observed(ev, cur)
+            if m > 1 and backward_jump_pays(lang, m, rows_observed, landing):
+                copy_into(beta[cur], tmp)  # evidence at cur times beta_cur
+                if landing:
+                    apply_evidence(lang, tmp, tokens[cur])
+                rowfix = tokens[k] if rows_observed else -1
+                wfix = tokens[cur] if (m <= M and landing) else -1
+                jump_backward(lang, powers, tmp, beta[k], m, rowfix, wfix, tmp2)
+            else:
+                for r in range(cur - 1, k - 1, -1):
+                    backward_step(lang, ev, beta[r + 1], beta[r], r, tmp)
         cur = k
         valid[cur] = True
