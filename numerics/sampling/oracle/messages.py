@@ -22,7 +22,9 @@ separator) between two new positions; then the new token on the left does not ma
 driver's chain-rule vector is the old one.
 
 A run of masked positions between two stops of a walk is crossed by :func:`cross_forward` /
-:func:`cross_backward`. For an n-gram they read and write only the windows the evidence allows
+:func:`cross_backward`. For an n-gram of at least :data:`CROSS_MIN_STATES` windows (smaller
+ones, a dense HMM and a sparse n-gram take the generic crossing written out in place, see
+:func:`crosses_by_windows`) they read and write only the windows the evidence allows
 (those ending in an observed token; the others hold exact zeros, so sums and normalizations over
 the rest give the same floats), cross runs of at most :data:`STEP_RUNS` positions by single steps
 (a jump reads a ``64 x 64`` block of the 256 MB power table, slower than the steps' few thousand
@@ -68,7 +70,7 @@ STEP_RUNS = 3  # n-gram: runs of at most this many positions are crossed by sing
 
 __all__ = [
     "Messages", "Scratch", "new_messages", "new_scratch", "advance", "alpha_query", "alpha_between", "beta_query",
-    "invalidate", "invalidate_alpha", "invalidate_beta", "cross_forward", "cross_backward",
+    "invalidate", "invalidate_alpha", "invalidate_beta", "cross_forward", "cross_backward", "crosses_by_windows",
 ]
 
 
