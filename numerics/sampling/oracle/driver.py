@@ -56,7 +56,7 @@ from numerics.sampling.oracle.messages import (
     new_messages,
     new_scratch,
 )
-from numerics.sampling.oracle.steps import Evidence, observe, token_marginal
+from numerics.sampling.oracle.steps import Evidence, copy_into, observe, token_marginal
 
 __all__ = [
     "RevealScores", "SequenceScore", "RevealVectors", "RevealMode", "SequenceArrays", "RevealBatch", "Workspace",
@@ -236,12 +236,12 @@ def reveal_sequence(lang, powers, mode, seq, work):
             j = order_idx[r]
             if r == ptr:
                 if chain:
-                    vn[:] = va
+                    copy_into(va, vn)
             else:
                 shielded = alpha_between(lang, powers, old, msgs, scratch, va, prev, j)
                 if chain and not step_dead:
                     if shielded:  # a known window between prev and j: the new tokens to the left do not matter
-                        vn[:] = va
+                        copy_into(va, vn)
                     else:
                         advance(lang, powers, Evidence(reveal_steps, x, i + 1, j), msgs, scratch, vn, prev, j, True)
             prev = j
@@ -253,9 +253,9 @@ def reveal_sequence(lang, powers, mode, seq, work):
             log_p_tau += lo
             if not chain:
                 if r == ptr:  # alpha at j1 under the new evidence (no new token to its left): kept for the next steps
-                    vn[:] = va
+                    copy_into(va, vn)
                     observe(lang, vn, xj)
-                    msgs.alpha[j, :] = vn
+                    copy_into(vn, msgs.alpha[j])
                     aval[j] = True
                 continue
             if step_dead:
@@ -271,7 +271,7 @@ def reveal_sequence(lang, powers, mode, seq, work):
             log_q += ln
             jensen += ln - lo
             observe(lang, vn, xj)
-            msgs.alpha[j, :] = vn
+            copy_into(vn, msgs.alpha[j])
             aval[j] = True
         for r in range(ptr, end):
             invalidate_beta(lang, new, msgs, order_idx[r])

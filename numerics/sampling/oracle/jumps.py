@@ -10,7 +10,9 @@ after each chunk.
 
 A jump costs ``S^2`` per vector where ``m`` single steps cost ``m`` times a step (``S^2`` dense,
 about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jumps only when
-:func:`forward_jump_pays` / :func:`backward_jump_pays` say so. For an n-gram the product is
+:func:`forward_jump_pays` / :func:`backward_jump_pays` say so and it is longer than
+:data:`~numerics.sampling.oracle.messages.STEP_RUNS` (the n-gram crossings of
+:mod:`~numerics.sampling.oracle.messages` compute the same products in place, restricted further). For an n-gram the product is
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, whose columns of ``P^m`` are stored contiguously (``Powers.by_token``).
 

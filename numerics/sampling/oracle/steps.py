@@ -25,8 +25,9 @@ non-zeros of the rows (or the column) it visits plus ``O(S)``.
 
 The n-gram steps never form the dense ``S x S`` product: a forward step pushes only from windows
 of non-zero ``alpha`` along their ``V`` successors, a backward step visits ``V`` successors per
-window (only the windows ending in the observed token when there is one): ``O(V^n)`` per
-position.
+window (only the windows consistent with the observed run ending at its position when there is
+one): ``O(V^n)`` per position. Sums over a vector that is zero outside the windows ending in one
+token read only those (:func:`normalize_class`: the same floats).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ __all__ = [
     "Evidence",
     "observed",
     "normalize",
+    "normalize_class",
+    "copy_into",
     "forward_step",
     "backward_step",
     "token_marginal",
@@ -49,6 +52,7 @@ __all__ = [
     "observe",
     "window_known",
     "window_span",
+    "consistent_windows",
     "restart_at_separator",
 ]
 
@@ -93,6 +97,27 @@ def normalize(vec):
         for s in range(vec.shape[0]):
             vec[s] *= inv
     return total
+
+
+@nb.njit(cache=True)
+def normalize_class(vec, off, stride, count):
+    """:func:`normalize` of a vector that is zero outside the entries ``off + k stride``, ``k < count``: the same
+    sum (the skipped terms are exact zeros) and the same result, reading only those entries; returns the sum."""
+    total = 0.0
+    for k in range(count):
+        total += vec[off + k * stride]
+    if total > 0.0:
+        inv = 1.0 / total
+        for k in range(count):
+            vec[off + k * stride] *= inv
+    return total
+
+
+@nb.njit(cache=True)
+def copy_into(src, dst):
+    """``dst[:] = src`` for ``(S,)`` vectors by a plain loop (numba's slice assignment costs about 4x more at ``S = 512``)."""
+    for s in range(src.shape[0]):
+        dst[s] = src[s]
 
 
 @nb.njit(cache=True)
@@ -170,15 +195,16 @@ def _forward_step_ngram(lang, ev, prev, out, p):
                 pa = prev[a * W + b]
                 if pa != 0.0:
                     out[b * V + vfix] += pa * cond[a * W + b, vfix]
-    else:
-        for a in range(V):
-            for b in range(W):
-                s = a * W + b
-                pa = prev[s]
-                if pa != 0.0:
-                    o = b * V
-                    for v in range(V):
-                        out[o + v] += pa * cond[s, v]
+        normalize_class(out, vfix, V, S // V)  # the only non-zeros
+        return
+    for a in range(V):
+        for b in range(W):
+            s = a * W + b
+            pa = prev[s]
+            if pa != 0.0:
+                o = b * V
+                for v in range(V):
+                    out[o + v] += pa * cond[s, v]
     normalize(out)
 
 
@@ -226,7 +252,8 @@ def _backward_step_dense(lang, ev, nxt, out, p, tmp):
 
     ``beta_p = A (e_{p+1} * beta_{p+1})``. n-gram: computed for every window when ``x_p`` is
     masked (windows the evidence at ``p-1, ..`` excludes meet ``alpha = 0``), only for the windows
-    ending in ``x_p`` when it is observed (the others are 0). ``tmp`` is an ``(S,)`` scratch vector.
+    consistent with the run of observed positions ending at ``p`` when ``x_p`` is observed
+    (:func:`consistent_windows`; the others are 0: they meet ``alpha = 0`` now and under any later evidence). ``tmp`` is an ``(S,)`` scratch vector.
     ``ev.hidden`` must be ``-1``.
     """
     AT, ET = lang.transition_t, lang.emission_t
@@ -245,6 +272,25 @@ def _backward_step_dense(lang, ev, nxt, out, p, tmp):
 
 
 @nb.njit(cache=True)
+def consistent_windows(lang, ev, k):
+    """n-gram: the windows at an observed position ``k`` consistent with the run of observed positions ending there.
+
+    With ``k, k-1, .., k-d+1`` observed (``1 <= d <= n-1``, ``d`` as large as possible) they are
+    ``r0 + i rstep``, ``i < nrows``: ``rstep = V^d``, ``r0`` the window's ``d`` newest tokens; returns
+    ``(r0, rstep, nrows)``.
+    """
+    S = lang.initial.shape[0]
+    weights = lang.digit_weights
+    r0 = 0
+    d = 0
+    while d < lang.order - 1 and observed(ev, k - d):
+        r0 += ev.tokens[k - d] * weights[d]
+        d += 1
+    rstep = S if d == lang.order - 1 else weights[d]  # V^d
+    return r0, rstep, S // rstep
+
+
+@nb.njit(cache=True)
 def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     S = out.shape[0]
     cond = lang.conditional
@@ -254,19 +300,21 @@ def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     q = p + 1
     x = ev.tokens
     obs = observed(ev, q)
-    if observed(ev, p):  # x_p observed: only windows ending in x_p can meet alpha > 0
-        xp = x[p]
+    if observed(ev, p):  # x_p observed: only the windows consistent with the observed run ending at p
+        r0, rstep, nrows = consistent_windows(lang, ev, p)
         vlo, vhi = (x[q], x[q] + 1) if obs else (0, V)
         for s in range(S):
             out[s] = 0.0
-        for c in range(W):
-            s = c * V + xp
+        for i in range(nrows):
+            s = r0 + i * rstep
             o = (s % W) * V
             acc = 0.0
             for v in range(vlo, vhi):
                 acc += cond[s, v] * nxt[o + v]
             out[s] = acc
-    elif obs:
+        normalize_class(out, r0, rstep, nrows)  # the only non-zeros
+        return
+    if obs:
         v = x[q]
         for a in range(V):
             for b in range(W):
@@ -403,10 +451,29 @@ apply_evidence = by_kind(_apply_evidence_dense, _apply_evidence_ngram, _apply_ev
 
 
 @nb.njit(cache=True)
-def observe(lang, vec, v):
-    """Multiply ``vec`` by the evidence ``x = v`` at its position and normalize; returns the mass kept."""
+def _observe_dense(lang, vec, v):
+    """Multiply ``vec`` by the evidence ``x = v`` at its position and normalize; returns the mass kept.
+
+    n-gram: the sum reads only the windows ending in ``v`` (the others are now 0): the same result.
+    """
     apply_evidence(lang, vec, v)
     return normalize(vec)
+
+
+@nb.njit(cache=True)
+def _observe_ngram(lang, vec, v):
+    apply_evidence(lang, vec, v)
+    V = lang.conditional.shape[1]
+    return normalize_class(vec, v, V, vec.shape[0] // V)
+
+
+@nb.njit(cache=True)
+def _observe_sparse(lang, vec, v):
+    apply_evidence(lang, vec, v)
+    return normalize_class(vec, v, lang.vocab, vec.shape[0] // lang.vocab)
+
+
+observe = by_kind(_observe_dense, _observe_ngram, _observe_sparse)
 
 
 # ----- n-gram separators -------------------------------------------------------------------------
