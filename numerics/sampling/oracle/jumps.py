@@ -14,6 +14,12 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, whose columns of ``P^m`` are stored contiguously (``Powers.by_token``).
 
+A dense HMM's jumps run in axpy form both ways, over contiguous rows: forward ``vec P^m`` over the
+rows of ``P^m``, backward ``P^m w = w (P^m)^T`` over the rows of the stored transpose
+(``Powers.stacked_t``), skipping the zero entries of the vector (the states the evidence
+excludes: most of them in a pruned HMM). Like the dense steps they are compiled without numba's
+reference counts (:func:`~numerics.languages.arrays.by_kind`).
+
 A sparse n-gram (:class:`~numerics.languages.arrays.SparseNGramArrays`) never jumps: ``P^m`` fills
 in (``S^2`` entries, 134 MB per power at ``S = 4096``), while its single steps cost the non-zeros;
 :func:`no_powers` is its placeholder, never read.
@@ -157,6 +163,8 @@ def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
     """``out = alpha`` at ``m`` positions after ``vec``'s: ``(vec P^m) * e``, normalized.
 
     ``e`` is the evidence ``x = vfix`` at the landing position (``vfix = -1``: masked, ``e = 1``).
+    Dense: ``vec P^m`` sums to 1 (``P`` is stochastic), so the evidence follows without a
+    normalization in between, and one normalization ends the jump.
     n-gram with ``vfix >= 0``: only the windows ending in ``vfix`` are computed, the others are 0.
     ``tmp`` ``(S,)`` and ``acc`` ``(S // V,)`` are scratch vectors.
     """
@@ -219,7 +227,7 @@ jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_s
 
 @nb.njit(cache=True)
 def _rows_dot(M, w, out, r0, rstep, nrows, w0, wstep):
-    """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows``.
+    """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows`` (the n-gram backward jumps).
 
     Each row's terms are added one by one in ascending ``c`` (the plain dot product's order, so
     the same float64 result), four rows at a time: four independent sums keep the adder busy

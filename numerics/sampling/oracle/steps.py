@@ -23,6 +23,12 @@ The sparse n-gram steps (:class:`~numerics.languages.arrays.SparseNGramArrays`) 
 terms in the same order as the n-gram steps, skipping the zero conditionals: a step costs the
 non-zeros of the rows (or the column) it visits plus ``O(S)``.
 
+The dense steps are one product with ``A`` (forward) or with ``A^T`` stored C order (backward),
+both in axpy form over contiguous rows, skipping zero entries of the vector
+(:func:`_vecmat_dense`). They and the other dense versions are declared ``_nrt=False``: they
+allocate nothing, and :func:`~numerics.languages.arrays.by_kind` compiles them without numba's
+reference counts, which otherwise take two atomic operations per array read on every call.
+
 The n-gram steps never form the dense ``S x S`` product: a forward step pushes only from windows
 of non-zero ``alpha`` along their ``V`` successors, a backward step visits ``V`` successors per
 window (only the windows ending in the observed token when there is one): ``O(V^n)`` per
@@ -440,7 +446,7 @@ backward_step = by_kind(_backward_step_dense, _backward_step_ngram, _backward_st
 # ----- reading the messages ----------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _token_marginal_dense(lang, alpha, beta, m):
     """``m[v] = sum_s alpha(s) beta(s) P(v | s)`` (unnormalized posterior of the token); returns ``sum_v m[v]``.
 
@@ -478,7 +484,7 @@ def _token_marginal_ngram(lang, alpha, beta, m):
 token_marginal = by_kind(_token_marginal_dense, _token_marginal_ngram)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _apply_evidence_dense(lang, vec, v):
     """Multiply ``vec`` by the evidence of token ``v`` at its position (not normalized).
 
