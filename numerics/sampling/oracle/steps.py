@@ -131,39 +131,14 @@ def _normalize_dense(vec):
 
 @nb.njit(cache=True, inline="always")
 def _evidence_normalize_dense(vec, ET, v):
-    """``vec *= ET[v]`` (the evidence of token ``v``) and normalize, the product and the sum in one
-    pass (four partial sums, as :func:`_normalize_dense`); returns the sum."""
-    S = vec.shape[0]
-    t0 = 0.0
-    t1 = 0.0
-    t2 = 0.0
-    t3 = 0.0
-    s = 0
-    while s + 4 <= S:
-        x0 = vec[s] * ET[v, s]
-        x1 = vec[s + 1] * ET[v, s + 1]
-        x2 = vec[s + 2] * ET[v, s + 2]
-        x3 = vec[s + 3] * ET[v, s + 3]
-        vec[s] = x0
-        vec[s + 1] = x1
-        vec[s + 2] = x2
-        vec[s + 3] = x3
-        t0 += x0
-        t1 += x1
-        t2 += x2
-        t3 += x3
-        s += 4
-    while s < S:
-        x0 = vec[s] * ET[v, s]
-        vec[s] = x0
-        t0 += x0
-        s += 1
-    total = (t0 + t1) + (t2 + t3)
-    if total > 0.0:
-        inv = 1.0 / total
-        for s in range(S):
-            vec[s] *= inv
-    return total
+    """``vec *= ET[v]`` (the evidence of token ``v``) and :func:`_normalize_dense`; returns the sum.
+
+    (The row view ``ET[v]`` takes no reference count in the dense kernels, compiled without them.)
+    """
+    e = ET[v]
+    for s in range(vec.shape[0]):
+        vec[s] *= e[s]
+    return _normalize_dense(vec)
 
 
 @nb.njit(cache=True, inline="always")
@@ -349,9 +324,9 @@ def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     S = out.shape[0]
     q = p + 1
     if observed(ev, q):
-        v = tokens[q]
+        e = ET[tokens[q]]
         for t in range(S):
-            tmp[t] = nxt[t] * ET[v, t]
+            tmp[t] = nxt[t] * e[t]
         _vecmat_dense(tmp, AT, 0, out)  # out = A @ tmp
     else:
         _vecmat_dense(nxt, AT, 0, out)
