@@ -143,18 +143,16 @@ def _evidence_normalize_dense(vec, ET, v):
 
 @nb.njit(cache=True, inline="always")
 def _vecmat_dense(vec, M, r0, out):
-    """``out = vec @ M[r0 : r0 + R]`` (``M`` C order, ``R = len(vec)``) in axpy form over the rows of ``M``, skipping zero entries of ``vec``.
+    """``out = vec @ M[r0 : r0 + R]`` (``M`` C order, ``R = len(vec)``) in axpy form over rows of ``M``, skipping zeros of ``vec``.
 
-    Rows are added four at a time, ``out[t] += a0 M[r0 + s0, t] + .. + a3 M[r0 + s3, t]``, so ``out`` is read
-    and written once per four rows: the crossing of the dense steps and jumps, ``R S`` for a
-    dense ``vec`` and ``nnz(vec) S`` after sparse evidence. With ``R <= 64`` the non-zero rows are
-    marked in a bit mask and taken in order by their trailing zeros (no branch per row, which a
-    random zero pattern would mispredict); a ``vec`` without zeros, or ``R > 64``, takes the rows
-    in consecutive fours. Either way each ``out[t]`` adds the same terms in ascending row order,
-    four per addition, so the result does not depend on the path. The row offset ``r0`` takes a
-    power out of :attr:`~numerics.sampling.oracle.jumps.Powers.stacked` without making a view:
-    a view's reference count, taken and dropped on every crossing, costs numba two atomic
-    operations and keeps it from pruning the other counts of the caller's loop.
+    The crossing of the dense steps and jumps: ``R S`` for a dense ``vec``, ``nnz(vec) S`` after
+    sparse evidence. Rows are added four at a time, ``out[t] += a0 M[r0 + s0, t] + .. + a3 M[r0 + s3, t]``,
+    so ``out`` is read and written once per four rows. With ``R <= 64`` the non-zero rows are
+    marked in a bit mask and taken in ascending order by their trailing zeros (no branch per row,
+    which a random zero pattern would mispredict); a ``vec`` without zeros takes the same fours
+    as consecutive rows (the same sums). With ``R > 64`` the rows go in consecutive fours,
+    skipping the fours that are all zero. The row offset ``r0`` reads a power out of
+    :attr:`~numerics.sampling.oracle.jumps.Powers.stacked` without making a view.
     """
     S = out.shape[0]
     R = vec.shape[0]
