@@ -219,6 +219,17 @@ def _kernel_language(language: Language):
     return resolve()
 
 
+def _implementation(versions: dict, signature: inspect.Signature) -> Callable:
+    """numba's typing of a :func:`by_kind` call: the Python source of the version for the arrays' type
+    (``None``, no match, for a type that ``versions`` lacks)."""
+
+    def implementation(*args):
+        return versions.get(getattr(args[0], "instance_class", None))
+
+    implementation.__signature__ = signature  # numba matches it against the version's parameters
+    return implementation
+
+
 def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) -> Callable:
     """One function that calls ``dense`` on :class:`HMMArrays`, ``ngram`` on :class:`NGramArrays` and
     ``sparse`` on :class:`SparseNGramArrays`.
@@ -230,6 +241,11 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) ->
     so no run-time branch is left, and the chosen version is compiled in place of the call, with
     no wrapper in between); from Python it is made by ``isinstance``. The returned function
     carries ``dense``'s name (without ``_dense``), signature and docstring, which documents all.
+
+    A version declared ``@nb.njit(_nrt=False)`` (it allocates nothing) is compiled without numba's
+    reference counting in place of the call as well: a function that calls others takes and drops
+    a count on each array it reads (two atomic operations each, which numba's pruning leaves when
+    there are calls and branches in between), a cost that dominates a small per-position kernel.
     """
     sparse = ngram if sparse is None else sparse
     signature = inspect.signature(dense.py_func)
@@ -246,13 +262,14 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) ->
             return dense(arrays, *args)
         raise TypeError(f"expected HMMArrays, NGramArrays or SparseNGramArrays, got {type(arrays).__name__}")
 
-    versions = {HMMArrays: dense.py_func, NGramArrays: ngram.py_func, SparseNGramArrays: sparse.py_func}
-
-    def implementation(*args):  # numba's typing: the Python source of the version for this type
-        return versions.get(getattr(args[0], "instance_class", None))
-
-    implementation.__signature__ = signature  # numba matches it against the version's parameters
-    overload(dispatch)(implementation)
+    # one overload per set of versions compiled alike: a version declared ``@nb.njit(_nrt=False)``
+    # is compiled so inside numba functions too (no reference counts; see ``by_kind``'s docstring)
+    groups: dict = {}
+    for kind, version in ((HMMArrays, dense), (NGramArrays, ngram), (SparseNGramArrays, sparse)):
+        nrt = version.targetoptions.get("_nrt", True)
+        groups.setdefault(nrt, {})[kind] = version.py_func
+    for nrt, versions in groups.items():
+        overload(dispatch, jit_options={} if nrt else {"_nrt": False})(_implementation(versions, signature))
     dispatch.__name__ = dispatch.__qualname__ = dense.__name__.removesuffix("_dense").lstrip("_")
     dispatch.__doc__ = dense.__doc__
     dispatch.__signature__ = signature

@@ -255,8 +255,7 @@ def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
     from numerics.sampling.oracle import jumps
 
     S = LANGS[name].n_states
-    layouts = 2 if isinstance(LANGS[name], NGram) else 1
-    monkeypatch.setattr(jumps, "POWERS_BYTES", 3 * layouts * 8 * S * S)  # M = 2
+    monkeypatch.setattr(jumps, "POWERS_BYTES", 3 * 2 * 8 * S * S)  # M = 2 (two layouts of the powers, both kinds)
     monkeypatch.setattr(jumps, "_POWERS_CACHE", {})
     L = 14
     for N in (2, 5, 30):

@@ -16,6 +16,12 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, whose columns of ``P^m`` are stored contiguously (``Powers.by_token``).
 
+A dense HMM's jumps run in axpy form both ways, over contiguous rows: forward ``vec P^m`` over the
+rows of ``P^m``, backward ``P^m w = w (P^m)^T`` over the rows of the stored transpose
+(``Powers.stacked_t``), skipping the zero entries of the vector (the states the evidence
+excludes: most of them in a pruned HMM). Like the dense steps they are compiled without numba's
+reference counts (:func:`~numerics.languages.arrays.by_kind`).
+
 A sparse n-gram (:class:`~numerics.languages.arrays.SparseNGramArrays`) never jumps: ``P^m`` fills
 in (``S^2`` entries, 134 MB per power at ``S = 4096``), while its single steps cost the non-zeros;
 :func:`no_powers` is its placeholder, never read.
@@ -30,7 +36,7 @@ import numpy as np
 
 from numerics.languages.arrays import by_kind
 from numerics.languages.hmm import Language, NGram
-from numerics.sampling.oracle.steps import normalize
+from numerics.sampling.oracle.steps import _evidence_normalize_dense, _normalize_dense, _vecmat_dense, normalize
 
 __all__ = [
     "Powers",
@@ -54,6 +60,13 @@ class Powers(NamedTuple):
     ----------
     matrices : (M + 1, S, S) float64
         ``matrices[m] = P^m`` for ``m = 0..M``.
+    stacked, stacked_t : ((M + 1) S, S) float64
+        dense HMM: ``stacked[m S + s] = P^m[s]`` (``matrices`` as one 2-d array, the same memory)
+        and ``stacked_t[m S + t] = (P^m)^T[t]``, the columns of ``P^m`` as rows, so a backward
+        jump ``P^m w = w (P^m)^T`` runs in axpy form over contiguous rows, like a forward jump.
+        The jumps index them with a row offset instead of taking a view ``matrices[m]``, whose
+        reference count numba would take and drop on every crossing. An n-gram has ``(1, 1)``
+        placeholders (never read).
     by_token : (M + 1, V, S, S // V) float64
         n-gram: ``by_token[m, v, s, c] = P^m[s, c V + v]``, the columns of the windows ending in
         ``v``, contiguous; a dense HMM has a ``(1, 1, 1, 1)`` placeholder (never read).
@@ -61,6 +74,8 @@ class Powers(NamedTuple):
 
     matrices: np.ndarray
     by_token: np.ndarray
+    stacked: np.ndarray
+    stacked_t: np.ndarray
 
     @property
     def max_power(self) -> int:
@@ -88,7 +103,7 @@ def language_powers(language: Language, length: int) -> Powers:
     else:
         P = np.array(language.transition)
         S, V = P.shape[0], 1
-        layouts = 1
+        layouts = 2
     M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
     key = id(language)
     hit = _POWERS_CACHE.get(key)
@@ -98,20 +113,23 @@ def language_powers(language: Language, length: int) -> Powers:
     Pm[0] = np.eye(S)
     for m in range(1, M + 1):
         np.matmul(Pm[m - 1], P, out=Pm[m])
-    if layouts == 2:
+    if V > 1:
         by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
+        stacked = stacked_t = np.zeros((1, 1))
     else:
         by_token = np.zeros((1, 1, 1, 1))
+        stacked = Pm.reshape((M + 1) * S, S)
+        stacked_t = np.ascontiguousarray(Pm.transpose(0, 2, 1)).reshape((M + 1) * S, S)
     if len(_POWERS_CACHE) > 4:
         _POWERS_CACHE.clear()
-    powers = Powers(Pm, by_token)
+    powers = Powers(Pm, by_token, stacked, stacked_t)
     _POWERS_CACHE[key] = (language, powers)
     return powers
 
 
 def no_powers() -> Powers:
     """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)))
+    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 @nb.njit(cache=True)
@@ -142,26 +160,35 @@ def _chain_forward(Pm, tmp, out, m):
     return m
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
     """``out = alpha`` at ``m`` positions after ``vec``'s: ``(vec P^m) * e``, normalized.
 
     ``e`` is the evidence ``x = vfix`` at the landing position (``vfix = -1``: masked, ``e = 1``).
+    Dense: ``vec P^m`` sums to 1 (``P`` is stochastic), so the evidence follows without a
+    normalization in between, and one normalization ends the jump.
     n-gram with ``vfix >= 0``: only the windows ending in ``vfix`` are computed, the others are 0.
     ``tmp`` ``(S,)`` and ``acc`` ``(S // V,)`` are scratch vectors.
     """
-    Pm, ET = powers.matrices, lang.emission_t
+    P, ET = powers.stacked, lang.emission_t
     S = out.shape[0]
-    for t in range(S):
-        tmp[t] = vec[t]
-    if m > Pm.shape[0] - 1:
-        m = _chain_forward(Pm, tmp, out, m)
-    _vecmat(tmp, Pm[m], out)
-    normalize(out)
-    if vfix >= 0:
+    M = P.shape[0] // S - 1
+    if m > M:  # chained in chunks of M, normalized after each (as _chain_forward)
         for t in range(S):
-            out[t] *= ET[vfix, t]
-        normalize(out)
+            tmp[t] = vec[t]
+        while m > M:
+            _vecmat_dense(tmp, P, M * S, out)
+            _normalize_dense(out)
+            for t in range(S):
+                tmp[t] = out[t]
+            m -= M
+        _vecmat_dense(tmp, P, m * S, out)
+    else:
+        _vecmat_dense(vec, P, m * S, out)
+    if vfix >= 0:  # vec P^m sums to 1 (P stochastic): the evidence and one normalization follow directly
+        _evidence_normalize_dense(out, ET, vfix)
+    else:
+        _normalize_dense(out)
 
 
 @nb.njit(cache=True)
@@ -202,7 +229,7 @@ jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_s
 
 @nb.njit(cache=True)
 def _rows_dot(M, w, out, r0, rstep, nrows, w0, wstep):
-    """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows``.
+    """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows`` (the n-gram backward jumps).
 
     Each row's terms are added one by one in ascending ``c`` (the plain dot product's order, so
     the same float64 result), four rows at a time: four independent sums keep the adder busy
@@ -248,7 +275,7 @@ def _chain_backward(Pm, tmp, out, m):
     return m
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     """``out = P^m w`` (chained in chunks of ``M``), normalized; ``w`` already holds the evidence at its position.
 
@@ -256,14 +283,22 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     ending in ``rowfix`` are computed, the others are 0; with ``wfix >= 0`` (and ``m <= M``) ``w``
     is non-zero only on the windows ending in ``wfix``. A dense HMM computes every row and ignores both.
     """
-    Pm = powers.matrices
+    PT = powers.stacked_t
     S = out.shape[0]
-    for t in range(S):
-        tmp[t] = w[t]
-    if m > Pm.shape[0] - 1:
-        m = _chain_backward(Pm, tmp, out, m)
-    _rows_dot(Pm[m], tmp, out, 0, 1, S, 0, 1)
-    normalize(out)
+    M = PT.shape[0] // S - 1
+    if m > M:  # chained in chunks of M, normalized after each (as _chain_backward)
+        for t in range(S):
+            tmp[t] = w[t]
+        while m > M:
+            _vecmat_dense(tmp, PT, M * S, out)
+            _normalize_dense(out)
+            for t in range(S):
+                tmp[t] = out[t]
+            m -= M
+        _vecmat_dense(tmp, PT, m * S, out)
+    else:
+        _vecmat_dense(w, PT, m * S, out)  # P^m w = w (P^m)^T, skipping the zeros the evidence left in w
+    _normalize_dense(out)
 
 
 @nb.njit(cache=True)

@@ -23,6 +23,12 @@ The sparse n-gram steps (:class:`~numerics.languages.arrays.SparseNGramArrays`) 
 terms in the same order as the n-gram steps, skipping the zero conditionals: a step costs the
 non-zeros of the rows (or the column) it visits plus ``O(S)``.
 
+The dense steps are one product with ``A`` (forward) or with ``A^T`` stored C order (backward),
+both in axpy form over contiguous rows, skipping zero entries of the vector
+(:func:`_vecmat_dense`). They and the other dense versions are declared ``_nrt=False``: they
+allocate nothing, and :func:`~numerics.languages.arrays.by_kind` compiles them without numba's
+reference counts, which otherwise take two atomic operations per array read on every call.
+
 The n-gram steps never form the dense ``S x S`` product: a forward step pushes only from windows
 of non-zero ``alpha`` along their ``V`` successors, a backward step visits ``V`` successors per
 window (only the windows consistent with the observed run ending at its position when there is
@@ -36,6 +42,7 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from numerics.languages.arrays import by_kind, sparse_entry
 
@@ -120,29 +127,111 @@ def copy_into(src, dst):
         dst[s] = src[s]
 
 
-@nb.njit(cache=True)
-def _matvec_rows(vec, M, out):
-    """``out = vec @ M`` (``M`` square, C order) in axpy form, four rows per pass over ``out``."""
-    S = out.shape[0]
-    for t in range(S):
-        out[t] = 0.0
+@nb.njit(cache=True, inline="always")
+def _normalize_dense(vec):
+    """:func:`normalize` with the sum in four partial sums (four independent additions per cycle, not one
+    waiting on the last); the dense steps and jumps' version. Returns the sum."""
+    S = vec.shape[0]
+    t0 = 0.0
+    t1 = 0.0
+    t2 = 0.0
+    t3 = 0.0
     s = 0
     while s + 4 <= S:
-        a0, a1, a2, a3 = vec[s], vec[s + 1], vec[s + 2], vec[s + 3]
-        for t in range(S):
-            out[t] += a0 * M[s, t] + a1 * M[s + 1, t] + a2 * M[s + 2, t] + a3 * M[s + 3, t]
+        t0 += vec[s]
+        t1 += vec[s + 1]
+        t2 += vec[s + 2]
+        t3 += vec[s + 3]
         s += 4
     while s < S:
+        t0 += vec[s]
+        s += 1
+    total = (t0 + t1) + (t2 + t3)
+    if total > 0.0:
+        inv = 1.0 / total
+        for s in range(S):
+            vec[s] *= inv
+    return total
+
+
+@nb.njit(cache=True, inline="always")
+def _evidence_normalize_dense(vec, ET, v):
+    """``vec *= ET[v]`` (the evidence of token ``v``) and :func:`_normalize_dense`; returns the sum.
+
+    (The row view ``ET[v]`` takes no reference count in the dense kernels, compiled without them.)
+    """
+    e = ET[v]
+    for s in range(vec.shape[0]):
+        vec[s] *= e[s]
+    return _normalize_dense(vec)
+
+
+@nb.njit(cache=True, inline="always")
+def _vecmat_dense(vec, M, r0, out):
+    """``out = vec @ M[r0 : r0 + R]`` (``M`` C order, ``R = len(vec)``) in axpy form over rows of ``M``, skipping zeros of ``vec``.
+
+    The crossing of the dense steps and jumps: ``R S`` for a dense ``vec``, ``nnz(vec) S`` after
+    sparse evidence. Rows are added four at a time, ``out[t] += a0 M[r0 + s0, t] + .. + a3 M[r0 + s3, t]``,
+    so ``out`` is read and written once per four rows. With ``R <= 64`` the non-zero rows are
+    marked in a bit mask and taken in ascending order by their trailing zeros (no branch per row,
+    which a random zero pattern would mispredict); a ``vec`` without zeros takes the same fours
+    as consecutive rows (the same sums). With ``R > 64`` the rows go in consecutive fours,
+    skipping the fours that are all zero. The row offset ``r0`` reads a power out of
+    :attr:`~numerics.sampling.oracle.jumps.Powers.stacked` without making a view.
+    """
+    S = out.shape[0]
+    R = vec.shape[0]
+    for t in range(S):
+        out[t] = 0.0
+    one = np.uint64(1)
+    if R <= 64:
+        mask = np.uint64(0)
+        n = 0
+        for s in range(R):
+            nz = vec[s] != 0.0
+            mask |= np.uint64(nz) << np.uint64(s)
+            n += nz
+        if n < R:
+            while n >= 4:
+                s0 = int(trailing_zeros(mask))
+                mask &= mask - one
+                s1 = int(trailing_zeros(mask))
+                mask &= mask - one
+                s2 = int(trailing_zeros(mask))
+                mask &= mask - one
+                s3 = int(trailing_zeros(mask))
+                mask &= mask - one
+                a0, a1, a2, a3 = vec[s0], vec[s1], vec[s2], vec[s3]
+                for t in range(S):
+                    out[t] += a0 * M[r0 + s0, t] + a1 * M[r0 + s1, t] + a2 * M[r0 + s2, t] + a3 * M[r0 + s3, t]
+                n -= 4
+            while n > 0:
+                s0 = int(trailing_zeros(mask))
+                mask &= mask - one
+                a0 = vec[s0]
+                for t in range(S):
+                    out[t] += a0 * M[r0 + s0, t]
+                n -= 1
+            return
+    s = 0
+    while s + 4 <= R:
+        a0, a1, a2, a3 = vec[s], vec[s + 1], vec[s + 2], vec[s + 3]
+        if a0 != 0.0 or a1 != 0.0 or a2 != 0.0 or a3 != 0.0:
+            for t in range(S):
+                out[t] += a0 * M[r0 + s, t] + a1 * M[r0 + s + 1, t] + a2 * M[r0 + s + 2, t] + a3 * M[r0 + s + 3, t]
+        s += 4
+    while s < R:
         a0 = vec[s]
-        for t in range(S):
-            out[t] += a0 * M[s, t]
+        if a0 != 0.0:
+            for t in range(S):
+                out[t] += a0 * M[r0 + s, t]
         s += 1
 
 
 # ----- forward step ------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _forward_step_dense(lang, ev, prev, out, p):
     """``out = alpha_p`` from ``prev = alpha_{p-1}`` (ignored at ``p = 0``) under the evidence ``ev``, normalized.
 
@@ -158,12 +247,11 @@ def _forward_step_dense(lang, ev, prev, out, p):
         for t in range(S):
             out[t] = initial[t]
     else:
-        _matvec_rows(prev, A, out)
+        _vecmat_dense(prev, A, 0, out)
     if observed(ev, p):
-        v = tokens[p]
-        for t in range(S):
-            out[t] *= ET[v, t]
-    normalize(out)
+        _evidence_normalize_dense(out, ET, tokens[p])
+    else:
+        _normalize_dense(out)
 
 
 @nb.njit(cache=True)
@@ -246,7 +334,7 @@ forward_step = by_kind(_forward_step_dense, _forward_step_ngram, _forward_step_s
 # ----- backward step -----------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     """``out = beta_p`` from ``nxt = beta_{p+1}`` under ``ev`` (position ``p + 1`` exists), normalized.
 
@@ -261,14 +349,13 @@ def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     S = out.shape[0]
     q = p + 1
     if observed(ev, q):
-        v = tokens[q]
+        e = ET[tokens[q]]
         for t in range(S):
-            tmp[t] = nxt[t] * ET[v, t]
+            tmp[t] = nxt[t] * e[t]
+        _vecmat_dense(tmp, AT, 0, out)  # out = A @ tmp
     else:
-        for t in range(S):
-            tmp[t] = nxt[t]
-    _matvec_rows(tmp, AT, out)  # out = A @ tmp
-    normalize(out)
+        _vecmat_dense(nxt, AT, 0, out)
+    _normalize_dense(out)
 
 
 @nb.njit(cache=True)
@@ -380,7 +467,7 @@ backward_step = by_kind(_backward_step_dense, _backward_step_ngram, _backward_st
 # ----- reading the messages ----------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _token_marginal_dense(lang, alpha, beta, m):
     """``m[v] = sum_s alpha(s) beta(s) P(v | s)`` (unnormalized posterior of the token); returns ``sum_v m[v]``.
 
@@ -418,7 +505,7 @@ def _token_marginal_ngram(lang, alpha, beta, m):
 token_marginal = by_kind(_token_marginal_dense, _token_marginal_ngram)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _apply_evidence_dense(lang, vec, v):
     """Multiply ``vec`` by the evidence of token ``v`` at its position (not normalized).
 
