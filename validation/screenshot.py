@@ -15,6 +15,7 @@ when no Chromium is installed (``apt-get install chromium``; the test suite inst
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import re
 import shutil
@@ -42,7 +43,10 @@ def install_chromium(timeout: float = 900) -> str | None:
     """Install Debian's ``chromium`` with apt-get when none is found (needs root, as in CI).
 
     Returns the browser's path, or ``None`` when it cannot be had (not root, no apt-get, the
-    install failed or ran past ``timeout`` seconds); the reason is printed to stderr.
+    install failed or ran past ``timeout`` seconds); the reason is printed to stderr. Processes
+    that call it at once (pytest-xdist workers) install one after another under a file lock, and
+    apt-get waits for dpkg's lock held by any other apt process: on a machine without Chromium
+    the two workers of ``pytest -n 2`` used to race, and the loser failed on dpkg's lock.
     """
     found = find_chromium()
     if found is not None:
@@ -51,15 +55,23 @@ def install_chromium(timeout: float = 900) -> str | None:
         print("install_chromium: needs apt-get and root", file=sys.stderr)
         return None
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    try:
-        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-            if proc.returncode != 0:
-                print(f"install_chromium: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
-                return None
-    except subprocess.TimeoutExpired:
-        print(f"install_chromium: apt-get ran past {timeout} s", file=sys.stderr)
-        return None
+    wait = f"DPkg::Lock::Timeout={int(timeout)}"
+    lock_path = Path(tempfile.gettempdir()) / "mdm-theory-install-chromium.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        found = find_chromium()  # another process may have installed it meanwhile
+        if found is not None:
+            return found
+        try:
+            for cmd in (["apt-get", "-o", wait, "update"],
+                        ["apt-get", "-o", wait, "install", "-y", "--no-install-recommends", "chromium"]):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+                if proc.returncode != 0:
+                    print(f"install_chromium: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+                    return None
+        except subprocess.TimeoutExpired:
+            print(f"install_chromium: apt-get ran past {timeout} s", file=sys.stderr)
+            return None
     return find_chromium()
 
 
