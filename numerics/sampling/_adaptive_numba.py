@@ -252,19 +252,30 @@ def _entropy_single(ent_int, rev, prio, lo, hi, gamma_int):
     """The entropy-sum rule's first position when it reveals only one, else ``-1``.
 
     The two masked positions of the block ``lo..hi-1`` first in the order ``(entropy, priority)``
-    (two passes of :func:`first_masked`, the first one hidden for the second); the step reveals only
-    the first when there is no second or when the two entropies sum to more than ``gamma``.
-    Inlined into :func:`_sequence` on plain arrays: a call with the step's tuples costs more than
-    the passes (each array of a tuple argument is reference-counted on entry and exit).
+    (one pass keeping the two smallest of the distinct keys ``entropy L + priority``, over views as in
+    :func:`first_masked`); the step reveals only the first when there is no second or when the two
+    entropies sum to more than ``gamma``. Inlined into :func:`_sequence` on plain arrays: a call with
+    the step's tuples costs more than the pass (each array of a tuple argument is reference-counted
+    on entry and exit).
     """
-    j1 = first_masked(ent_int, 1, rev, prio, lo, hi)[0]
+    L = rev.shape[0]
+    vs, rs, ps = ent_int[lo:hi], rev[lo:hi], prio[lo:hi]
+    j1 = j2 = -1
+    k1 = k2 = _NONE
+    for i in range(hi - lo):
+        key = vs[i] * L + ps[i]
+        if rs[i]:
+            key = _NONE
+        if key < k2:
+            if key < k1:
+                j2, k2 = j1, k1
+                j1, k1 = i, key
+            else:
+                j2, k2 = i, key
     if j1 < 0:
         return -1
-    rev[j1] = True
-    j2 = first_masked(ent_int, 1, rev, prio, lo, hi)[0]
-    rev[j1] = False
-    if j2 < 0 or ent_int[j1] + ent_int[j2] > gamma_int:
-        return j1
+    if j2 < 0 or vs[j1] + vs[j2] > gamma_int:
+        return j1 + lo
     return -1
 
 
