@@ -247,23 +247,35 @@ def _threshold_select(rule, post, lo, hi, sel):
     return r
 
 
-@nb.njit(cache=True)
-def _entropy_single(rule, post, lo, hi):
+@nb.njit(cache=True, inline="always")
+def _entropy_single(ent_int, rev, prio, lo, hi, gamma_int):
     """The entropy-sum rule's first position when it reveals only one, else ``-1``.
 
     The two masked positions of the block ``lo..hi-1`` first in the order ``(entropy, priority)``
-    (two passes of :func:`first_masked`, the first one hidden for the second); the step reveals only
-    the first when there is no second or when the two entropies sum to more than ``gamma``.
+    (one pass keeping the two smallest of the distinct keys ``entropy L + priority``, over views as in
+    :func:`first_masked`); the step reveals only the first when there is no second or when the two
+    entropies sum to more than ``gamma``. Inlined into :func:`_sequence` on plain arrays: a call with
+    the step's tuples costs more than the pass (each array of a tuple argument is reference-counted
+    on entry and exit).
     """
-    rev, ent_int, prio = post.revealed, post.entropy, rule.priority
-    j1 = first_masked(ent_int, 1, rev, prio, lo, hi)[0]
+    L = rev.shape[0]
+    vs, rs, ps = ent_int[lo:hi], rev[lo:hi], prio[lo:hi]
+    j1 = j2 = -1
+    k1 = k2 = _NONE
+    for i in range(hi - lo):
+        key = vs[i] * L + ps[i]
+        if rs[i]:
+            key = _NONE
+        if key < k2:
+            if key < k1:
+                j2, k2 = j1, k1
+                j1, k1 = i, key
+            else:
+                j2, k2 = i, key
     if j1 < 0:
         return -1
-    rev[j1] = True
-    j2 = first_masked(ent_int, 1, rev, prio, lo, hi)[0]
-    rev[j1] = False
-    if j2 < 0 or ent_int[j1] + ent_int[j2] > rule.gamma:
-        return j1
+    if j2 < 0 or vs[j1] + vs[j2] > gamma_int:
+        return j1 + lo
     return -1
 
 
@@ -274,18 +286,14 @@ def _select(rule, post, k, lo, hi, scratch):
 
     Order: ``(-confidence, priority)`` for top-k and threshold, ``(entropy, priority)`` for the
     entropy-sum rule (lower first); ``priority`` is the seeded tie rank. Keys are distinct.
-    ``k``: top-k's size of this step. Threshold takes one pass, and so does an entropy-sum step
-    that reveals one position; the others sort (partially) the keys of all masked positions.
+    ``k``: top-k's size of this step. Threshold takes one pass; an entropy-sum step that reveals
+    one position is taken by :func:`_sequence` before (:func:`_entropy_single`); the others sort
+    (partially) the keys of all masked positions.
     """
     sel = scratch.chosen
     code = rule.code
     if code == _THRESHOLD:
         return _threshold_select(rule, post, lo, hi, sel)
-    if code == _ENTROPY:
-        j = _entropy_single(rule, post, lo, hi)
-        if j >= 0:
-            sel[0] = j
-            return 1
     rev, conf_int, ent_int = post.revealed, post.confidence, post.entropy
     prio, gamma_int = rule.priority, rule.gamma
     cand, keys = scratch.candidates, scratch.keys
@@ -365,8 +373,8 @@ def end_step(lang, conf, x, sel, post, work, term, dead):
 def _sequence(lang, rule, sample, seq, post, work, scratch):
     """Run one sequence (``seq.tokens`` written when ``sample``); returns its :class:`SequenceResult`."""
     x, U, step_of = seq.tokens, seq.uniforms, seq.steps
-    marg, rev, newf = post.marginals, post.revealed, post.new
-    sizes, conf, code = rule.sizes, rule.confidence, rule.code
+    marg, rev, newf, ent = post.marginals, post.revealed, post.new, post.entropy
+    sizes, conf, code, prio = rule.sizes, rule.confidence, rule.code, rule.priority
     sel = scratch.chosen
     L = x.shape[0]
     start(lang, conf, x, post, work)
@@ -391,7 +399,12 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
             k = sizes[t]
             t += 1
         calls += 1
-        r = _select(rule, post, k, first, last + 1, scratch)
+        j = _entropy_single(ent, rev, prio, first, last + 1, rule.gamma) if code == _ENTROPY else -1
+        if j >= 0:  # an entropy-sum step that reveals one (most of them): no ranking
+            sel[0] = j
+            r = 1
+        else:
+            r = _select(rule, post, k, first, last + 1, scratch)
         if not dead:
             selected_rows(lang, x, sel, r, post, work)
         for i in range(r):

@@ -206,13 +206,15 @@ class IntervalWork(NamedTuple):
     row: np.ndarray
 
 
-def by_path(chain: Callable, interval: Callable, segment: Callable) -> Callable:
+def by_path(chain: Callable, interval: Callable, segment: Callable, *, inline: str = "never") -> Callable:
     """One function that calls ``chain`` on :class:`ChainArrays`, ``interval`` on :class:`IntervalArrays`
     and ``segment`` on :class:`~numerics.languages.arrays.HMMArrays` / :class:`~numerics.languages.arrays.NGramArrays`.
 
     The versions are numba functions with the same parameters, the first being the arrays; inside
     numba the choice is made at compile time from the arrays' type (an ``overload``, as
-    :func:`~numerics.languages.arrays.by_kind`), from Python by the type.
+    :func:`~numerics.languages.arrays.by_kind`), from Python by the type. ``inline="always"`` inlines
+    the chosen version into its numba callers (a per-step function: a call reference-counts every
+    array of its tuple arguments on entry and exit, which costs more than a short step's work).
     """
     signature = inspect.signature(chain.py_func)
     versions = {ChainArrays: chain, IntervalArrays: interval, HMMArrays: segment, NGramArrays: segment}
@@ -228,7 +230,7 @@ def by_path(chain: Callable, interval: Callable, segment: Callable) -> Callable:
         return None if version is None else version.py_func
 
     implementation.__signature__ = signature
-    overload(dispatch)(implementation)
+    overload(dispatch, inline=inline)(implementation)
     dispatch.__name__ = dispatch.__qualname__ = chain.__name__.removeprefix("_").removesuffix("_chain")
     dispatch.__doc__ = chain.__doc__
     dispatch.__signature__ = signature
@@ -339,7 +341,7 @@ def _token_at(x, p, V):
     return x[p] if 0 <= p < x.shape[0] else V
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _gap_values(lang, conf, x, lb, rb, post, work):
     """Grid values and neighbours of the masked positions ``lb < j < rb`` (``ChainWork``'s cache)."""
     L = x.shape[0]
@@ -371,7 +373,7 @@ def _gap_values(lang, conf, x, lb, rb, post, work):
     work.right[lb + 1:rb] = rb
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _chain_gap(lang, conf, x, sel, i0, r, post, work):
     """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
     tokens (left to right) and the grid values of its masked positions. Returns ``(next i, log joint, ok)``."""
@@ -406,7 +408,9 @@ def _refresh_chain(lang, conf, x, sel, r, post, work, term):
     still the old ``S``): add the log chain-rule factors ``log q(x_D | x_S)`` to ``term`` (one
     partial sum per gap, segment or step) and update the marginals and grid values they change.
     Returns ``(term, ok)``; ``ok`` is False when the new tokens are jointly impossible (``term``
-    then ``-inf``)."""
+    then ``-inf``). :func:`_chain_gap` and :func:`_gap_values` are inlined into it, and it into its
+    callers (``refresh`` is a :func:`by_path` with ``inline="always"``): one reveal per call made
+    their calls, not their work, the larger cost."""
     i = 0
     ok = True
     while i < r and ok:
@@ -707,7 +711,7 @@ def _refresh_interval(lang, conf, x, sel, r, post, work, term):
     return term + logj, True
 
 
-refresh = by_path(_refresh_chain, _refresh_interval, _refresh_segment)
+refresh = by_path(_refresh_chain, _refresh_interval, _refresh_segment, inline="always")
 
 
 @nb.njit(cache=True)
@@ -728,7 +732,7 @@ def _selected_rows_other(lang, x, sel, r, post, work):
     pass
 
 
-selected_rows = by_path(_selected_rows_chain, _selected_rows_other, _selected_rows_other)
+selected_rows = by_path(_selected_rows_chain, _selected_rows_other, _selected_rows_other, inline="always")
 
 
 # ----- the all-masked sequence, scratch, and the arrays of a language --------------------------------

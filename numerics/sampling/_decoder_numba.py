@@ -32,7 +32,11 @@ without a replay. Both return the adaptive kernels' run type,
 
 Cost: each step scans only the span of its block from the first to the last masked position
 (:func:`~numerics.sampling._adaptive_numba.masked_span`); a step that reveals one position (EB with
-``H_(1) > gamma``, Fast-dLLM with at most one score at its bound) picks it in one pass.
+``H_(1) > gamma``, Fast-dLLM with at most one score at its bound) picks it in one pass. EB's pick
+(:func:`_entropy_single`) runs inside :func:`_decode` on plain arrays, and the posterior's update
+(``refresh``, ``selected_rows``) is inlined: at one reveal per call, a numba call that takes the
+step's tuples (every array of a tuple argument reference-counted, an atomic operation, on entry and
+exit) cost more than the step's own work.
 """
 
 from __future__ import annotations
@@ -331,15 +335,7 @@ def _choose(rule, rank, nm, step):
             sel[:r].sort()
             return r
         order = rank.best_index
-    else:
-        if rule.count == _ENTROPY:  # one pass: EB reveals only the first unless H_(1) <= gamma
-            best = 0
-            for i in range(1, nm):
-                if rank.keys[i] < rank.keys[best]:
-                    best = i
-            if nm == 1 or -rank.scores[best] > rule.gamma:
-                sel[0] = rank.candidates[best]
-                return 1
+    else:  # EB comes here only for a step that reveals more than one (_decode: _entropy_single)
         first = min(_PARTIAL, nm)
         order = _ranked(rank, nm, first)
         r = _prefix(rule, rank, order, first)
@@ -355,14 +351,13 @@ def _choose(rule, rank, nm, step):
 @nb.njit(cache=True)
 def _score_block(lang, rule, x, step, post, work, rank):
     """Candidates of the span ``step.lo..step.hi-1`` of the block with their keys, grid scores and (where
-    the score needs them) draws; returns their number (EB: only the first when it reveals one)."""
+    the score needs them) draws; returns their number (EB: a step that reveals more than one,
+    :func:`_entropy_single`)."""
     lo, hi, call_key, sample, dead = step.lo, step.hi, step.call_key, step.sample, step.dead
     rev, marg = post.revealed, post.marginals
     prio, T = rule.priority, rule.temperature
     L = rev.shape[0]
     cand = rank.candidates
-    if rule.score == _NEGENT and _entropy_single(rule, step, post, rank):
-        return 1
     draw_all = rule.score == _LOWCONF and T > 0.0
     if draw_all and sample and rule.count != _FIXED:
         return _score_bounded(lang, rule, x, step, post, work, rank)
@@ -392,25 +387,22 @@ def _score_block(lang, rule, x, step, post, work, rank):
     return nm
 
 
-@nb.njit(cache=True)
-def _entropy_single(rule, step, post, rank):
-    """EB's step in one pass when it reveals one position: the first in the order ``(entropy, priority)``
-    as the only candidate, returns True; False (nothing written) when it reveals more.
+@nb.njit(cache=True, inline="always")
+def _entropy_single(ent, rev, prio, lo, hi, gamma):
+    """EB's step in one pass when it reveals one position: the first masked position of the span
+    ``lo..hi-1`` in the order ``(entropy, priority)``; ``-1`` when the step reveals more.
 
     EB reveals a second position iff ``H_(1) <= gamma`` (:func:`_prefix`), so one pass for the first
     decides it (:func:`~numerics.sampling._adaptive_numba.first_masked`; the span's two ends are
     masked, so it holds more than one candidate iff ``hi - lo > 1``); the step that reveals more
-    ranks every candidate (:func:`_score_block`).
+    ranks every candidate (:func:`_score_block`, :func:`_choose`). Inlined into :func:`_decode` on
+    plain arrays: a call with the step's tuples costs more than the pass (each array of a tuple
+    argument is reference-counted on entry and exit).
     """
-    ent = post.entropy
-    best, key = first_masked(ent, 1, post.revealed, rule.priority, step.lo, step.hi)
-    if step.hi - step.lo > 1 and ent[best] <= rule.gamma:
-        return False
-    rank.candidates[0] = best
-    rank.drawn[best - step.lo] = -1
-    rank.scores[0] = -ent[best]
-    rank.keys[0] = key
-    return True
+    best = first_masked(ent, 1, rev, prio, lo, hi)[0]
+    if hi - lo > 1 and ent[best] <= gamma:
+        return -1
+    return best
 
 
 @nb.njit(cache=True)
@@ -508,8 +500,9 @@ def _decode(lang, rule, sample, seq, post, work, rank):
     so a sampling run carries ``log p(x)`` of a path-deterministic decoder without a second pass.
     """
     x, step_of, key = seq.tokens, seq.steps, seq.key
-    marg, rev, newf = post.marginals, post.revealed, post.new
-    conf, T = rule.confidence, rule.temperature
+    marg, rev, newf, ent = post.marginals, post.revealed, post.new, post.entropy
+    conf, T, prio = rule.confidence, rule.temperature, rule.priority
+    eb = rule.count == _ENTROPY and rule.score == _NEGENT
     sel = rank.chosen
     L = x.shape[0]
     B = rule.block
@@ -534,8 +527,14 @@ def _decode(lang, rule, sample, seq, post, work, rank):
             if left == 0:  # a fixed-count step on an empty block still costs its call
                 continue
             first, last = masked_span(rev, first, last)
-            nm = _score_block(lang, rule, x, Step(first, last + 1, ck, sample, dead), post, work, rank)
-            r = _choose(rule, rank, nm, step - 1)
+            j = _entropy_single(ent, rev, prio, first, last + 1, rule.gamma) if eb else -1
+            if j >= 0:  # EB's step that reveals one (most of them): no ranking
+                sel[0] = j
+                rank.drawn[j - first] = -1
+                r = 1
+            else:
+                nm = _score_block(lang, rule, x, Step(first, last + 1, ck, sample, dead), post, work, rank)
+                r = _choose(rule, rank, nm, step - 1)
             if r == 0:
                 continue
             if not dead:
