@@ -81,12 +81,12 @@ def test_fast_kernel_equals_generic_path_sample_by_sample(name, sampler):
 # for bit by their sha256 (first 32 hex digits); the float terms by their sum and absolute sum to
 # RTOL_EXACT, since the last bits of a float term are not reproducible across machines and
 # library builds. First pinned bit for bit with main's code at commit 95f339f (the 9-tuple /
-# ``out (B, 3)`` kernels). On a fresh machine (numpy 2.4.6, numba 0.68.1, llvmlite 0.50.0, an
-# AVX-512 Xeon) the unchanged code at 94ad86f failed 4 of those 30 whole-bytes hashes: one
-# scored term was 64 ulp off (about 1e-16 absolute) while the first two terms printed in the
-# old comments were equal; neither NPY_DISABLE_CPU_FEATURES=AVX512... nor NUMBA_CPU_NAME=haswell
-# brought the old bytes back, so it lies in the libraries or libm, not in our code. The pins
-# below were recomputed there with 94ad86f; the 26 cases that had matched are the same numbers.
+# ``out (B, 3)`` kernels). On a fresh AVX-512 machine (numpy 2.4.6 with its OpenBLAS, numba
+# 0.68.1) the unchanged code at 94ad86f failed 4 of those 30 whole-bytes hashes: one scored term
+# was 64 ulp off (about 1e-16 absolute), the first two terms printed in the old comments equal.
+# The cause is OpenBLAS's AVX-512 kernel behind ``np.matmul`` (the chain path's matrix powers):
+# with ``OPENBLAS_CORETYPE=Haswell`` all 30 old hashes match again, with ``SkylakeX`` the same 4
+# fail. The pins below were recomputed there with 94ad86f under the default (SkylakeX) kernel.
 PIN_SAMPLERS = [
     AdaptiveSampler("topk", schedule=cosine(4), confidence="margin"),
     AdaptiveSampler("threshold", gamma=0.6, tie_seed=3),
