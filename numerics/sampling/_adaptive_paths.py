@@ -321,7 +321,13 @@ def _chain_row(lang, a, c, d, d2, out, row):
     From :attr:`ChainArrays.powers` and :attr:`ChainArrays.powers_t`: ``a = V`` gives ``(mu P^{d-1})[v]``,
     ``c = V`` a right factor 1 (any ``d2``). No branch in the loop.
     """
-    Pm, PmT = lang.powers, lang.powers_t
+    return _chain_row_of(lang.powers, lang.powers_t, a, c, d, d2, out, row)
+
+
+@nb.njit(cache=True, inline="always")
+def _chain_row_of(Pm, PmT, a, c, d, d2, out, row):
+    """:func:`_chain_row` on the arrays ``lang.powers``, ``lang.powers_t`` (read once before a loop over
+    rows: a tuple's field read in the loop is reference-counted at each read)."""
     V = out.shape[1]
     total = 0.0
     for v in range(V):
@@ -720,11 +726,11 @@ def _selected_rows_chain(lang, x, sel, r, post, work):
     reveals). The chain path computes these rows now (it keeps only grid values of the others);
     the other paths keep every row current: nothing to do."""
     V = work.row.shape[1]
-    left, right = work.left, work.right
+    left, right, Pm, PmT, marg = work.left, work.right, lang.powers, lang.powers_t, post.marginals
     for i in range(r):
         j = sel[i]
         lb, rb = left[j], right[j]
-        _chain_row(lang, _token_at(x, lb, V), _token_at(x, rb, V), j - lb, rb - j, post.marginals, j)
+        _chain_row_of(Pm, PmT, _token_at(x, lb, V), _token_at(x, rb, V), j - lb, rb - j, marg, j)
 
 
 @nb.njit(cache=True)
