@@ -205,7 +205,7 @@ def _uniform(call_key, position, stream):
 # ----- draws ------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _grid_argmax(marg, j):
     """The lowest token whose grid value is the row's largest (the ``T = 0`` draw)."""
     best = 0
@@ -235,18 +235,40 @@ def _tempered(marg, j, T, row):
         row[v] /= total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
+def _inverse_cdf_row(marg, j, u):
+    """:func:`numerics.draws.inverse_cdf` of the row ``marg[j]`` at ``u``, the same operations in the same
+    order, indexing ``marg`` in place (inlined: no call, no row view to reference-count)."""
+    K = marg.shape[1]
+    c = 0.0
+    for v in range(K):
+        c += marg[j, v]
+    target = u * c
+    c = 0.0
+    idx = 0
+    for v in range(K):
+        c += marg[j, v]
+        if c <= target:
+            idx += 1
+    if idx >= K:
+        idx = K - 1
+        while marg[j, idx] <= 0.0:
+            idx -= 1
+    return idx
+
+
+@nb.njit(cache=True, inline="always")
 def _draw(marg, j, T, u, row):
     """``x0_j``: the float64 inverse CDF of ``r_j`` at ``u`` (``T = 0``: the grid argmax)."""
     if T == 0.0:
         return _grid_argmax(marg, j)
     if T == 1.0:
-        return inverse_cdf(marg[j], u)
+        return _inverse_cdf_row(marg, j, u)
     _tempered(marg, j, T, row)
     return inverse_cdf(row, u)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _log_r(marg, j, T, v, row):
     """``log r_j(v)`` (``-inf`` where 0)."""
     if T == 0.0:
@@ -357,33 +379,35 @@ def _score_block(lang, rule, x, step, post, work, rank):
     rev, marg = post.revealed, post.marginals
     prio, T = rule.priority, rule.temperature
     L = rev.shape[0]
-    cand = rank.candidates
-    draw_all = rule.score == _LOWCONF and T > 0.0
+    cand, drawn, keys, scores, row = rank.candidates, rank.drawn, rank.keys, rank.scores, rank.row
+    ent, conf = post.entropy, post.confidence
+    score = rule.score
+    draw_all = score == _LOWCONF and T > 0.0
     if draw_all and sample and rule.count != _FIXED:
         return _score_bounded(lang, rule, x, step, post, work, rank)
     nm = 0
     for j in range(lo, hi):
         if not rev[j]:
             cand[nm] = j
-            rank.drawn[j - lo] = -1
+            drawn[j - lo] = -1
             nm += 1
     if draw_all and sample and not dead:
         selected_rows(lang, x, cand, nm, post, work)
-    for i in range(nm):
+    for i in range(nm):  # the tuples' fields as plain arrays: a field read in the loop is reference-counted
         j = cand[i]
-        if rule.score == _RANDOM:
-            rank.keys[i] = -_bits(call_key, j, _SCORE) * L + prio[j]
+        if score == _RANDOM:
+            keys[i] = -_bits(call_key, j, _SCORE) * L + prio[j]
             continue
-        if rule.score == _NEGENT:
-            c = -post.entropy[j]
+        if score == _NEGENT:
+            c = -ent[j]
         elif draw_all and sample:
-            v = _draw(marg, j, T, _uniform(call_key, j, _DRAW), rank.row)
-            rank.drawn[j - lo] = v
+            v = _draw(marg, j, T, _uniform(call_key, j, _DRAW), row)
+            drawn[j - lo] = v
             c = _grid(marg[j, v])
         else:  # T = 0: the grid argmax's value, the posterior's maxprob
-            c = post.confidence[j]
-        rank.scores[i] = c
-        rank.keys[i] = -c * L + prio[j]
+            c = conf[j]
+        scores[i] = c
+        keys[i] = -c * L + prio[j]
     return nm
 
 
