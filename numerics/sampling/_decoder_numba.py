@@ -36,7 +36,9 @@ Cost: each step scans only the span of its block from the first to the last mask
 (:func:`_entropy_single`) runs inside :func:`_decode` on plain arrays, and the posterior's update
 (``refresh``, ``selected_rows``) is inlined: at one reveal per call, a numba call that takes the
 step's tuples (every array of a tuple argument reference-counted, an atomic operation, on entry and
-exit) cost more than the step's own work.
+exit) cost more than the step's own work. For the same reason LLaDA's draw of every candidate
+(``_draw``, the inverse CDF indexing ``marg[j]`` in place: :func:`_inverse_cdf_row`) is inlined into
+:func:`_score_block`'s loop, which reads the tuples' fields once before it.
 """
 
 from __future__ import annotations
