@@ -160,6 +160,27 @@ def _chain_forward(Pm, tmp, out, m):
     return m
 
 
+@nb.njit(cache=True, inline="always")
+def _power_product_dense(vec, P, m, out, tmp):
+    """``out = vec @ Q^m`` for the powers ``Q^0..Q^M`` stacked in ``P`` (``Powers.stacked`` or ``stacked_t``),
+    skipping zeros of ``vec``; ``m > M`` chains ``Q^M`` in chunks, normalized after each (as
+    :func:`_chain_forward`), with ``tmp`` ``(S,)`` as scratch. The dense jumps' product, both ways."""
+    S = out.shape[0]
+    M = P.shape[0] // S - 1
+    if m <= M:
+        _vecmat_dense(vec, P, m * S, out)
+        return
+    for t in range(S):
+        tmp[t] = vec[t]
+    while m > M:
+        _vecmat_dense(tmp, P, M * S, out)
+        _normalize_dense(out)
+        for t in range(S):
+            tmp[t] = out[t]
+        m -= M
+    _vecmat_dense(tmp, P, m * S, out)
+
+
 @nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
 def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
     """``out = alpha`` at ``m`` positions after ``vec``'s: ``(vec P^m) * e``, normalized.
@@ -170,21 +191,8 @@ def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
     n-gram with ``vfix >= 0``: only the windows ending in ``vfix`` are computed, the others are 0.
     ``tmp`` ``(S,)`` and ``acc`` ``(S // V,)`` are scratch vectors.
     """
-    P, ET = powers.stacked, lang.emission_t
-    S = out.shape[0]
-    M = P.shape[0] // S - 1
-    if m > M:  # chained in chunks of M, normalized after each (as _chain_forward)
-        for t in range(S):
-            tmp[t] = vec[t]
-        while m > M:
-            _vecmat_dense(tmp, P, M * S, out)
-            _normalize_dense(out)
-            for t in range(S):
-                tmp[t] = out[t]
-            m -= M
-        _vecmat_dense(tmp, P, m * S, out)
-    else:
-        _vecmat_dense(vec, P, m * S, out)
+    _power_product_dense(vec, powers.stacked, m, out, tmp)
+    ET = lang.emission_t
     if vfix >= 0:  # vec P^m sums to 1 (P stochastic): the evidence and one normalization follow directly
         _evidence_normalize_dense(out, ET, vfix)
     else:
@@ -283,21 +291,7 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     ending in ``rowfix`` are computed, the others are 0; with ``wfix >= 0`` (and ``m <= M``) ``w``
     is non-zero only on the windows ending in ``wfix``. A dense HMM computes every row and ignores both.
     """
-    PT = powers.stacked_t
-    S = out.shape[0]
-    M = PT.shape[0] // S - 1
-    if m > M:  # chained in chunks of M, normalized after each (as _chain_backward)
-        for t in range(S):
-            tmp[t] = w[t]
-        while m > M:
-            _vecmat_dense(tmp, PT, M * S, out)
-            _normalize_dense(out)
-            for t in range(S):
-                tmp[t] = out[t]
-            m -= M
-        _vecmat_dense(tmp, PT, m * S, out)
-    else:
-        _vecmat_dense(w, PT, m * S, out)  # P^m w = w (P^m)^T, skipping the zeros the evidence left in w
+    _power_product_dense(w, powers.stacked_t, m, out, tmp)  # P^m w = w (P^m)^T, skipping the zeros the evidence left in w
     _normalize_dense(out)
 
 
