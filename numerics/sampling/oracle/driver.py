@@ -29,6 +29,14 @@ alone: a language with zeros keeps the chain rule.
 
 The plain reference is the generic sampler with the NumPy masked forward-backward; the tests
 compare the two sample by sample. Sequences run in parallel chunks (:mod:`numerics._threads`).
+
+For a dense HMM :func:`reveal_sequence` is compiled without numba's reference counts
+(:func:`~numerics.languages.arrays.by_kind`, ``_nrt=False``; it allocates nothing), and with it, by
+numba's inheritance of that flag, the message walks it calls
+(:func:`~numerics.sampling.oracle.messages.advance`, ``alpha_query``, ``beta_query``): their row
+views (``msgs.alpha[cur]``, ``msgs.beta[r]``) and tuple fields took two atomic operations each per
+crossing, about a fifth of the hmm passes (paired, one thread). The n-grams keep them: their
+crossings use slice assignments, which need numba's runtime.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import numpy as np
 
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
-from numerics.languages.arrays import HMMArrays, KernelArrays, NGramArrays, SparseNGramArrays, kernel_arrays
+from numerics.languages.arrays import HMMArrays, KernelArrays, NGramArrays, SparseNGramArrays, by_kind, kernel_arrays
 from numerics.languages.hmm import Language
 from numerics.sampling.oracle.jumps import language_powers, no_powers
 from numerics.sampling.oracle.messages import (
@@ -182,8 +190,7 @@ def new_workspace(length, n_states, vocab_size):
     return Workspace(new_messages(length, n_states), new_scratch(n_states), vectors)
 
 
-@nb.njit(cache=True)
-def reveal_sequence(lang, powers, mode, seq, work):
+def _reveal_sequence(lang, powers, mode, seq, work):
     """Run the reveal steps of one sequence ``seq`` (:class:`SequenceArrays`); returns its :class:`SequenceScore`.
 
     ``mode`` (:class:`RevealMode`) says whether the tokens are drawn or read; ``work`` is a
@@ -282,6 +289,10 @@ def reveal_sequence(lang, powers, mode, seq, work):
             aval[j1:] = False
         ptr = end
     return SequenceScore(log_p_tau, log_q, jensen)
+
+
+# the same loop for every kind; the dense one without reference counts (module docstring)
+reveal_sequence = by_kind(nb.njit(cache=True, _nrt=False)(_reveal_sequence), nb.njit(cache=True)(_reveal_sequence))
 
 
 @nb.njit(cache=True, nogil=True)
