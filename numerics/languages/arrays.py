@@ -246,6 +246,8 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) ->
     reference counting in place of the call as well: a function that calls others takes and drops
     a count on each array it reads (two atomic operations each, which numba's pruning leaves when
     there are calls and branches in between), a cost that dominates a small per-position kernel.
+    Its ``fastmath`` flags (e.g. ``{"contract"}``: a product and a sum may be fused into one FMA)
+    apply there as well.
     """
     sparse = ngram if sparse is None else sparse
     signature = inspect.signature(dense.py_func)
@@ -263,13 +265,14 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) ->
         raise TypeError(f"expected HMMArrays, NGramArrays or SparseNGramArrays, got {type(arrays).__name__}")
 
     # one overload per set of versions compiled alike: a version declared ``@nb.njit(_nrt=False)``
-    # is compiled so inside numba functions too (no reference counts; see ``by_kind``'s docstring)
+    # (or with ``fastmath`` flags) is compiled so inside numba functions too (see ``by_kind``'s docstring)
     groups: dict = {}
     for kind, version in ((HMMArrays, dense), (NGramArrays, ngram), (SparseNGramArrays, sparse)):
-        nrt = version.targetoptions.get("_nrt", True)
-        groups.setdefault(nrt, {})[kind] = version.py_func
-    for nrt, versions in groups.items():
-        overload(dispatch, jit_options={} if nrt else {"_nrt": False})(_implementation(versions, signature))
+        options = {k: version.targetoptions[k] for k in ("_nrt", "fastmath") if k in version.targetoptions}
+        key = tuple(sorted((k, frozenset(v) if isinstance(v, set) else v) for k, v in options.items()))
+        groups.setdefault(key, (options, {}))[1][kind] = version.py_func
+    for options, versions in groups.values():
+        overload(dispatch, jit_options=options)(_implementation(versions, signature))
     dispatch.__name__ = dispatch.__qualname__ = dense.__name__.removesuffix("_dense").lstrip("_")
     dispatch.__doc__ = dense.__doc__
     dispatch.__signature__ = signature

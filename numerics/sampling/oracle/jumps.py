@@ -36,7 +36,13 @@ import numpy as np
 
 from numerics.languages.arrays import by_kind
 from numerics.languages.hmm import Language, NGram
-from numerics.sampling.oracle.steps import _evidence_normalize_dense, _normalize_dense, _vecmat_dense, normalize
+from numerics.sampling.oracle.steps import (
+    DENSE_MATH,
+    _evidence_normalize_dense,
+    _normalize_dense,
+    _vecmat_dense,
+    normalize,
+)
 
 __all__ = [
     "Powers",
@@ -181,7 +187,7 @@ def _power_product_dense(vec, P, m, out, tmp):
     _vecmat_dense(tmp, P, m * S, out)
 
 
-@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
+@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
 def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
     """``out = alpha`` at ``m`` positions after ``vec``'s: ``(vec P^m) * e``, normalized.
 
@@ -283,7 +289,7 @@ def _chain_backward(Pm, tmp, out, m):
     return m
 
 
-@nb.njit(cache=True, _nrt=False)  # no reference counts: see by_kind
+@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
 def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     """``out = P^m w`` (chained in chunks of ``M``), normalized; ``w`` already holds the evidence at its position.
 
