@@ -36,7 +36,16 @@ import numpy as np
 
 from numerics.languages.arrays import by_kind
 from numerics.languages.hmm import Language, NGram
-from numerics.sampling.oracle.steps import _evidence_normalize_dense, _normalize_dense, _vecmat_dense, normalize
+from numerics.sampling.oracle.steps import (
+    _evidence_normalize_dense,
+    _normalize_dense,
+    _vecmat_dense,
+    copy_into,
+    forward_step,
+    normalize,
+    normalize_class,
+    observed,
+)
 
 __all__ = [
     "Powers",
@@ -47,6 +56,7 @@ __all__ = [
     "forward_jump_pays",
     "backward_jump_pays",
     "no_powers",
+    "forward_from_nothing",
 ]
 
 POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
@@ -70,12 +80,18 @@ class Powers(NamedTuple):
     by_token : (M + 1, V, S, S // V) float64
         n-gram: ``by_token[m, v, s, c] = P^m[s, c V + v]``, the columns of the windows ending in
         ``v``, contiguous; a dense HMM has a ``(1, 1, 1, 1)`` placeholder (never read).
+    initial_laws : (length, S) float64
+        n-gram: ``initial_laws[p] = normalize(initial P^p)``, the law of the window at position
+        ``p`` with nothing observed before it (a forward walk from nothing starts at its first
+        observed position from this row, :func:`~numerics.sampling.oracle.messages.advance`);
+        a dense HMM has a ``(1, 1)`` placeholder (never read).
     """
 
     matrices: np.ndarray
     by_token: np.ndarray
     stacked: np.ndarray
     stacked_t: np.ndarray
+    initial_laws: np.ndarray
 
     @property
     def max_power(self) -> int:
@@ -106,8 +122,9 @@ def language_powers(language: Language, length: int) -> Powers:
         layouts = 2
     M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
     key = id(language)
+    laws_rows = length if V > 1 else 1
     hit = _POWERS_CACHE.get(key)
-    if hit is not None and hit[0] is language and hit[1].max_power >= M:
+    if hit is not None and hit[0] is language and hit[1].max_power >= M and hit[1].initial_laws.shape[0] >= laws_rows:
         return hit[1]
     Pm = np.empty((M + 1, S, S))
     Pm[0] = np.eye(S)
@@ -116,20 +133,26 @@ def language_powers(language: Language, length: int) -> Powers:
     if V > 1:
         by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
         stacked = stacked_t = np.zeros((1, 1))
+        laws = np.empty((laws_rows, S))
+        laws[0] = np.asarray(language.initial) / np.sum(language.initial)
+        for p in range(1, laws_rows):  # one step at a time, normalized (P is stochastic: only round-off)
+            np.matmul(laws[p - 1], P, out=laws[p])
+            laws[p] /= laws[p].sum()
     else:
         by_token = np.zeros((1, 1, 1, 1))
         stacked = Pm.reshape((M + 1) * S, S)
         stacked_t = np.ascontiguousarray(Pm.transpose(0, 2, 1)).reshape((M + 1) * S, S)
+        laws = np.zeros((1, 1))
     if len(_POWERS_CACHE) > 4:
         _POWERS_CACHE.clear()
-    powers = Powers(Pm, by_token, stacked, stacked_t)
+    powers = Powers(Pm, by_token, stacked, stacked_t, laws)
     _POWERS_CACHE[key] = (language, powers)
     return powers
 
 
 def no_powers() -> Powers:
     """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
+    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 @nb.njit(cache=True)
@@ -387,3 +410,42 @@ def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
 
 
 backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _backward_jump_pays_sparse)
+
+
+@nb.njit(cache=True)
+def _forward_from_nothing_dense(lang, powers, ev, vec, tmp, p):
+    """Start a forward walk towards ``p >= 0`` with nothing before it: ``vec = alpha`` at its first stop, returned.
+
+    Dense HMM and sparse n-gram: ``alpha_0`` from the initial law (the stop is 0). n-gram: the
+    stop is the first observed position ``q <= p`` (``p`` when there is none), and ``alpha_q`` is
+    ``Powers.initial_laws[q]`` times the evidence at ``q``, normalized: the masked positions
+    before ``q`` crossed at once, where steps or (chained) jumps from ``alpha_0`` give the same
+    vector up to round-off. ``tmp`` is an ``(S,)`` scratch vector.
+    """
+    forward_step(lang, ev, vec, tmp, 0)
+    copy_into(tmp, vec)
+    return 0
+
+
+@nb.njit(cache=True)
+def _forward_from_nothing_ngram(lang, powers, ev, vec, tmp, p):
+    laws = powers.initial_laws
+    S = vec.shape[0]
+    V = lang.conditional.shape[1]
+    q = 0
+    while q < p and not observed(ev, q):
+        q += 1
+    if not observed(ev, q):
+        for s in range(S):
+            vec[s] = laws[q, s]
+        return q
+    v = ev.tokens[q]
+    for s in range(S):
+        vec[s] = 0.0
+    for c in range(S // V):
+        vec[c * V + v] = laws[q, c * V + v]
+    normalize_class(vec, v, V, S // V)
+    return q
+
+
+forward_from_nothing = by_kind(_forward_from_nothing_dense, _forward_from_nothing_ngram, _forward_from_nothing_dense)
