@@ -62,12 +62,14 @@ import numpy as np
 
 from numerics.languages.arrays import by_kind
 from numerics.sampling.oracle.jumps import (
-    _rows_dot,
+    _blocks_backward,
+    _blocks_forward,
     backward_jump_pays,
     forward_from_nothing,
     forward_jump_pays,
     jump_backward,
     jump_forward,
+    max_power,
 )
 from numerics.sampling.oracle.steps import (
     apply_evidence,
@@ -190,7 +192,7 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     C = S // V
     W = S // V
     m = q - cur
-    if m > powers.matrices.shape[0] - 1:  # a chained jump (rare): the generic path
+    if m > powers.blocks.shape[0] - 1:  # a chained jump (rare): the generic path
         _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q)
         return
     tokens = ev.tokens
@@ -199,8 +201,10 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     # vec is non-zero only on the windows ending in x_cur when cur is observed: s = off + k stride, k < cnt
     if observed(ev, cur):
         off, stride, cnt = tokens[cur], V, C
+        u0, u1 = off, off + 1
     else:
         off, stride, cnt = 0, 1, S
+        u0, u1 = 0, V
     tmp, acc = scratch.tmp, scratch.acc
     if m > 1:
         nz = 0
@@ -223,14 +227,10 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
                 pa = vec[s]
                 if pa != 0.0:
                     acc[s % W] += pa * cond[s, vfix]
-        else:  # by_token[m, vfix, s, c] = P^m[s, c V + vfix], contiguous in c
-            by_token = powers.by_token
-            for k in range(cnt):
-                s = off + k * stride
-                a = vec[s]
-                if a != 0.0:
-                    for c in range(C):
-                        acc[c] += a * by_token[m, vfix, s, c]
+        else:  # the blocks of the rows ending in x_cur (or all) and the columns ending in vfix
+            _blocks_forward(powers.blocks, m, vec, acc, u0, u1, vfix, vfix + 1, tmp)  # acc[c V + vfix]
+            for c in range(C):
+                acc[c] = acc[c * V + vfix]
         for t in range(S):
             vec[t] = 0.0
         for c in range(C):
@@ -248,13 +248,7 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
                 for v in range(V):
                     tmp[o + v] += pa * cond[s, v]
     else:
-        Pm = powers.matrices
-        for k in range(cnt):
-            s = off + k * stride
-            a = vec[s]
-            if a != 0.0:
-                for t in range(S):
-                    tmp[t] += a * Pm[m, s, t]
+        _blocks_forward(powers.blocks, m, vec, tmp, u0, u1, 0, V, acc)
     normalize_class(tmp, 0, 1, S)
     copy_into(tmp, vec)
 
@@ -293,7 +287,7 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
 @nb.njit(cache=True)
 def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     m = cur - k
-    M = powers.matrices.shape[0] - 1
+    M = powers.blocks.shape[0] - 1
     rows_observed = observed(ev, k)
     landing = observed(ev, cur)
     L = beta.shape[0]
@@ -310,32 +304,28 @@ def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     tokens = ev.tokens
     w = beta[cur]
     out = beta[k]
+    acc = scratch.acc
+    blocks_t = powers.blocks_t
     if rows_observed:  # only the windows consistent with the observed run ending at k (module docstring)
         r0, rstep, nrows = consistent_windows(lang, ev, k)
         for t in range(S):
             out[t] = 0.0
     else:
         r0, rstep, nrows = 0, 1, S
+    v0, v1 = (tokens[cur], tokens[cur] + 1) if landing else (0, V)  # w times the evidence at cur: the columns ending in x_cur
     if m > M:  # chained in chunks of M (normalized after each), the first one reading w only where the evidence at cur allows
         tmp, tmp2 = scratch.tmp, scratch.tmp2
-        if landing:
-            wfix = tokens[cur]
-            _rows_dot(powers.by_token[M, wfix], w, tmp, 0, 1, S, wfix, V)
-        else:
-            _rows_dot(powers.matrices[M], w, tmp, 0, 1, S, 0, 1)
+        _blocks_backward(blocks_t, M, w, tmp, 0, 1, S, v0, v1, acc)
         normalize(tmp)
         m -= M
         while m > M:
-            _rows_dot(powers.matrices[M], tmp, tmp2, 0, 1, S, 0, 1)
+            _blocks_backward(blocks_t, M, tmp, tmp2, 0, 1, S, 0, V, acc)
             normalize(tmp2)
             copy_into(tmp2, tmp)
             m -= M
-        _rows_dot(powers.matrices[m], tmp, out, r0, rstep, nrows, 0, 1)
-    elif landing:  # w times the evidence at cur lives on the windows ending in x_cur: by_token[m, x_cur, s, c] = P^m[s, c V + x_cur]
-        wfix = tokens[cur]
-        _rows_dot(powers.by_token[m, wfix], w, out, r0, rstep, nrows, wfix, V)
+        _blocks_backward(blocks_t, m, tmp, out, r0, rstep, nrows, 0, V, acc)
     else:
-        _rows_dot(powers.matrices[m], w, out, r0, rstep, nrows, 0, 1)
+        _blocks_backward(blocks_t, m, w, out, r0, rstep, nrows, v0, v1, acc)
     normalize_class(out, r0, rstep, nrows)
 
 
@@ -518,7 +508,7 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
     beta, valid = msgs.beta, msgs.beta_valid
     tmp, tmp2 = scratch.tmp, scratch.tmp2
     tokens = ev.tokens
-    M = powers.matrices.shape[0] - 1
+    M = max_power(powers)
     L = beta.shape[0]
     if valid[p]:
         return
