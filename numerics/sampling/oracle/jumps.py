@@ -293,7 +293,7 @@ def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
         _normalize_dense(out)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
     blocks = powers.blocks
     S = out.shape[0]
@@ -346,7 +346,7 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     _normalize_dense(out)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     blocks_t = powers.blocks_t  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
     S = out.shape[0]
@@ -384,7 +384,7 @@ def _forward_jump_pays_dense(lang, vec, m, landing_observed):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
     S = vec.shape[0]
     V = lang.conditional.shape[1]
@@ -415,7 +415,7 @@ def _backward_jump_pays_dense(lang, m, rows_observed, landing_observed):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     S = lang.conditional.shape[0]
     V = lang.conditional.shape[1]
@@ -448,7 +448,7 @@ def _forward_from_nothing_dense(lang, powers, ev, vec, tmp, p):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _forward_from_nothing_ngram(lang, powers, ev, vec, tmp, p):
     laws = powers.initial_laws
     S = vec.shape[0]

@@ -148,7 +148,7 @@ def _crosses_by_windows_dense(lang):
     return False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _crosses_by_windows_ngram(lang):
     return lang.initial.shape[0] >= CROSS_MIN_STATES
 
@@ -184,7 +184,7 @@ def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
             copy_into(tmp, vec)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     cond = lang.conditional
     S = vec.shape[0]
@@ -284,7 +284,7 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
             backward_step(lang, ev, beta[r + 1], beta[r], r, tmp)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     m = cur - k
     M = powers.blocks.shape[0] - 1
