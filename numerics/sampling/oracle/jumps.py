@@ -14,10 +14,18 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 :data:`~numerics.sampling.oracle.messages.STEP_RUNS` (the n-gram crossings of
 :mod:`~numerics.sampling.oracle.messages` compute the same products in place, restricted further). For an n-gram the product is
 restricted to the windows that can be non-zero: those ending in the observed token at the
-landing position, and to the rows ending in the observed token at the start: ``P^m`` is stored cut
+landing position, and to the rows ending in the observed token at the start. From
+:data:`CROSS_MIN_STATES` windows on (the n-grams whose crossings these are), ``P^m`` is stored cut
 into the blocks of the windows ending in one token, each contiguous, in both orientations
 (``Powers.blocks`` for forward jumps, ``Powers.blocks_t`` for backward ones), so that both run in
-axpy form over contiguous block rows.
+axpy form over contiguous block rows (a ``64 x 64`` block at ``S = 512``, where rows ``4 KB``
+apart made the backward jump a slow dot product). A smaller n-gram keeps ``P^m`` whole
+(``Powers.matrices``) and its columns by landing token (``Powers.by_token``): its ``8 x 8`` blocks
+would cost more in loops than they save.
+
+An n-gram also stores ``initial P^p`` for every position (``Powers.initial_laws``): a forward walk
+from nothing observed starts at its first observed position from there
+(:func:`forward_from_nothing`) instead of chaining powers over the run before it.
 
 A dense HMM's jumps run in axpy form both ways, over contiguous rows: forward ``vec P^m`` over the
 rows of ``P^m``, backward ``P^m w = w (P^m)^T`` over the rows of the stored transpose
@@ -64,6 +72,7 @@ __all__ = [
 ]
 
 POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
+CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing and jumps (messages.crosses_by_windows)
 _POWERS_CACHE: dict = {}
 
 
@@ -73,8 +82,11 @@ class Powers(NamedTuple):
     Attributes
     ----------
     matrices : (M + 1, S, S) float64
-        dense HMM: ``matrices[m] = P^m`` for ``m = 0..M``; an n-gram has a ``(1, 1, 1)`` placeholder
-        (never read: its powers are the blocks below).
+        ``matrices[m] = P^m`` for ``m = 0..M`` (dense HMM, n-gram of fewer than :data:`CROSS_MIN_STATES`
+        windows; a larger n-gram has a ``(1, 1, 1)`` placeholder: its powers are the blocks below).
+    by_token : (M + 1, V, S, S // V) float64
+        n-gram of fewer than :data:`CROSS_MIN_STATES` windows (its generic jumps): ``by_token[m, v, s, c] = P^m[s, c V + v]``,
+        the columns of the windows ending in ``v``, contiguous; else a ``(1, 1, 1, 1)`` placeholder.
     stacked, stacked_t : ((M + 1) S, S) float64
         dense HMM: ``stacked[m S + s] = P^m[s]`` (``matrices`` as one 2-d array, the same memory)
         and ``stacked_t[m S + t] = (P^m)^T[t]``, the columns of ``P^m`` as rows, so a backward
@@ -83,12 +95,14 @@ class Powers(NamedTuple):
         reference count numba would take and drop on every crossing. An n-gram has ``(1, 1)``
         placeholders (never read).
     blocks, blocks_t : (M + 1, V, V, S // V, S // V) float64
-        n-gram: ``P^m`` cut into the ``V x V`` blocks of the windows ending in one token (rows ``k V + u``,
+        n-gram of at least :data:`CROSS_MIN_STATES` windows (its crossings, :func:`~numerics.sampling.oracle.messages.cross_forward`):
+        ``P^m`` cut into the ``V x V`` blocks of the windows ending in one token (rows ``k V + u``,
         columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = blocks_t[m, v, u, c, k] = P^m[k V + u, c V + v]``.
         A forward jump from an observed token ``u`` to an observed ``v`` reads the one ``(S/V) x (S/V)`` block
         ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the transposed ``blocks_t[m, v, u]``
         (its columns as rows), also in axpy form; a masked end takes every block of that side.
-        A dense HMM has ``(1, 1, 1, 1, 1)`` placeholders (never read).
+        Otherwise ``(1, 1, 1, 1, 1)`` placeholders (never read): on ``S = 64`` windows the generic jumps over
+        ``matrices`` / ``by_token`` are faster (blocks of ``8 x 8``).
     initial_laws : (length, S) float64
         n-gram: ``initial_laws[p] = normalize(initial P^p)``, the law of the window at position
         ``p`` with nothing observed before it (a forward walk from nothing starts at its first
@@ -97,6 +111,7 @@ class Powers(NamedTuple):
     """
 
     matrices: np.ndarray
+    by_token: np.ndarray
     blocks: np.ndarray
     blocks_t: np.ndarray
     stacked: np.ndarray
@@ -136,51 +151,75 @@ def language_powers(language: Language, length: int) -> Powers:
     hit = _POWERS_CACHE.get(key)
     if hit is not None and hit[0] is language and hit[1].max_power >= M and hit[1].initial_laws.shape[0] >= laws_rows:
         return hit[1]
-    if V > 1:
-        C = S // V
-        blocks = np.empty((M + 1, V, V, C, C))
-        blocks_t = np.empty((M + 1, V, V, C, C))
-        power, nxt = np.eye(S), np.empty((S, S))
-        for m in range(M + 1):
-            if m > 0:
-                np.matmul(power, P, out=nxt)
-                power, nxt = nxt, power
-            cut = power.reshape(C, V, C, V)  # cut[k, u, c, v] = P^m[k V + u, c V + v]
-            blocks[m] = cut.transpose(3, 1, 0, 2)
-            blocks_t[m] = cut.transpose(3, 1, 2, 0)
-        Pm = np.zeros((1, 1, 1))
-        stacked = stacked_t = np.zeros((1, 1))
-        laws = np.empty((laws_rows, S))
-        laws[0] = np.asarray(language.initial) / np.sum(language.initial)
-        for p in range(1, laws_rows):  # one step at a time, normalized (P is stochastic: only round-off)
-            np.matmul(laws[p - 1], P, out=laws[p])
-            laws[p] /= laws[p].sum()
-    else:
-        Pm = np.empty((M + 1, S, S))
-        Pm[0] = np.eye(S)
-        for m in range(1, M + 1):
-            np.matmul(Pm[m - 1], P, out=Pm[m])
-        blocks = blocks_t = np.zeros((1, 1, 1, 1, 1))
+    by_token = np.zeros((1, 1, 1, 1))  # the placeholders of the layouts this language does not use
+    blocks = blocks_t = np.zeros((1, 1, 1, 1, 1))
+    stacked = stacked_t = laws = np.zeros((1, 1))
+    if V == 1:  # dense HMM
+        Pm = _matrix_powers(P, M)
         stacked = Pm.reshape((M + 1) * S, S)
         stacked_t = np.ascontiguousarray(Pm.transpose(0, 2, 1)).reshape((M + 1) * S, S)
-        laws = np.zeros((1, 1))
+    else:
+        laws = _initial_laws(np.asarray(language.initial), P, laws_rows)
+        if S >= CROSS_MIN_STATES:
+            Pm = np.zeros((1, 1, 1))
+            blocks, blocks_t = _power_blocks(P, M, V)
+        else:
+            Pm = _matrix_powers(P, M)
+            by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
     if len(_POWERS_CACHE) > 4:
         _POWERS_CACHE.clear()
-    powers = Powers(Pm, blocks, blocks_t, stacked, stacked_t, laws)
+    powers = Powers(Pm, by_token, blocks, blocks_t, stacked, stacked_t, laws)
     _POWERS_CACHE[key] = (language, powers)
     return powers
 
 
+def _matrix_powers(P: np.ndarray, M: int) -> np.ndarray:
+    """``(M + 1, S, S)``: ``P^0 .. P^M``."""
+    Pm = np.empty((M + 1,) + P.shape)
+    Pm[0] = np.eye(P.shape[0])
+    for m in range(1, M + 1):
+        np.matmul(Pm[m - 1], P, out=Pm[m])
+    return Pm
+
+
+def _power_blocks(P: np.ndarray, M: int, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """``Powers.blocks`` and ``Powers.blocks_t`` of ``P^0 .. P^M`` (one power in memory at a time)."""
+    S = P.shape[0]
+    C = S // V
+    blocks = np.empty((M + 1, V, V, C, C))
+    blocks_t = np.empty((M + 1, V, V, C, C))
+    power, nxt = np.eye(S), np.empty((S, S))
+    for m in range(M + 1):
+        if m > 0:
+            np.matmul(power, P, out=nxt)
+            power, nxt = nxt, power
+        cut = power.reshape(C, V, C, V)  # cut[k, u, c, v] = P^m[k V + u, c V + v]
+        blocks[m] = cut.transpose(3, 1, 0, 2)
+        blocks_t[m] = cut.transpose(3, 1, 2, 0)
+    return blocks, blocks_t
+
+
+def _initial_laws(initial: np.ndarray, P: np.ndarray, length: int) -> np.ndarray:
+    """``Powers.initial_laws``: ``normalize(initial P^p)`` for ``p < length``, one step at a time (``P`` is
+    stochastic: the normalizations only remove round-off)."""
+    laws = np.empty((length, P.shape[0]))
+    laws[0] = initial / initial.sum()
+    for p in range(1, length):
+        np.matmul(laws[p - 1], P, out=laws[p])
+        laws[p] /= laws[p].sum()
+    return laws
+
+
 def no_powers() -> Powers:
     """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1)), np.zeros((1, 1)),
-                  np.zeros((1, 1)))
+    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)),
+                  np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 @nb.njit(cache=True)
 def max_power(powers):
     """``M`` of :class:`Powers` inside numba (an n-gram's ``matrices`` is a placeholder)."""
-    return max(powers.matrices.shape[0], powers.blocks.shape[0]) - 1
+    return max(powers.matrices.shape[0], powers.blocks.shape[0]) - 1  # (matrices or blocks)
 
 
 @nb.njit(cache=True)
@@ -242,12 +281,40 @@ def _blocks_backward(blocks_t, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noq
 
 
 @nb.njit(cache=True)
-def _chain_forward(blocks, tmp, out, m, acc):
+def _chain_forward_blocks(blocks, tmp, out, m, acc):
     """n-gram: ``tmp <- tmp P^(m - m')`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
     M = blocks.shape[0] - 1
     V = blocks.shape[1]
     while m > M:
         _blocks_forward(blocks, M, tmp, out, 0, V, 0, V, acc)
+        normalize(out)
+        copy_into(out, tmp)
+        m -= M
+    return m
+
+
+@nb.njit(cache=True)
+def _vecmat(vec, M, out):
+    """``out = vec @ M`` skipping zero entries of ``vec``."""
+    S = out.shape[0]
+    for t in range(S):
+        out[t] = 0.0
+    for s in range(S):
+        a = vec[s]
+        if a != 0.0:
+            for t in range(S):
+                out[t] += a * M[s, t]
+
+
+@nb.njit(cache=True)
+def _chain_forward(Pm, tmp, out, m):
+    """``tmp <- tmp P^(m - m')`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left.
+
+    Called only when ``m > M`` (rare), since every call costs numba a reference count per array.
+    """
+    M = Pm.shape[0] - 1
+    while m > M:
+        _vecmat(tmp, Pm[M], out)
         normalize(out)
         copy_into(out, tmp)
         m -= M
@@ -295,21 +362,47 @@ def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
 
 @nb.njit(cache=True, _nrt=False)
 def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
-    blocks = powers.blocks
+    if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram (its chained crossings)
+        blocks = powers.blocks
+        S = out.shape[0]
+        V = lang.conditional.shape[1]
+        for t in range(S):
+            tmp[t] = vec[t]
+        if m > blocks.shape[0] - 1:
+            m = _chain_forward_blocks(blocks, tmp, out, m, acc)
+        if vfix < 0:
+            _blocks_forward(blocks, m, tmp, out, 0, V, 0, V, acc)
+            normalize(out)
+            return
+        for t in range(S):
+            out[t] = 0.0
+        _blocks_forward(blocks, m, tmp, out, 0, V, vfix, vfix + 1, acc)  # only the windows ending in vfix
+        normalize_class(out, vfix, V, S // V)
+        return
+    Pm, by_token = powers.matrices, powers.by_token
     S = out.shape[0]
     V = lang.conditional.shape[1]
+    C = S // V
     for t in range(S):
         tmp[t] = vec[t]
-    if m > blocks.shape[0] - 1:
-        m = _chain_forward(blocks, tmp, out, m, acc)
+    if m > Pm.shape[0] - 1:
+        m = _chain_forward(Pm, tmp, out, m)
     if vfix < 0:
-        _blocks_forward(blocks, m, tmp, out, 0, V, 0, V, acc)
+        _vecmat(tmp, Pm[m], out)
         normalize(out)
         return
     for t in range(S):
         out[t] = 0.0
-    _blocks_forward(blocks, m, tmp, out, 0, V, vfix, vfix + 1, acc)  # only the windows ending in vfix
-    normalize_class(out, vfix, V, S // V)
+    for c in range(C):
+        acc[c] = 0.0
+    for s2 in range(S):  # by_token[m, vfix, s, c] = P^m[s, c V + vfix], contiguous in c
+        a = tmp[s2]
+        if a != 0.0:
+            for c in range(C):
+                acc[c] += a * by_token[m, vfix, s2, c]
+    for c in range(C):
+        out[c * V + vfix] = acc[c]
+    normalize(out)
 
 
 @nb.njit(cache=True)
@@ -321,7 +414,55 @@ jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_s
 
 
 @nb.njit(cache=True)
-def _chain_backward(blocks_t, w, out, m, acc):
+def _rows_dot(M, w, out, r0, rstep, nrows, w0, wstep):
+    """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows`` (the n-gram backward jumps).
+
+    Each row's terms are added one by one in ascending ``c`` (the plain dot product's order, so
+    the same float64 result), four rows at a time: four independent sums keep the adder busy
+    where one sum waits on its previous addition (about 3x faster, measured at ``S = 512``).
+    """
+    ncols = M.shape[1]
+    k = 0
+    while k + 4 <= nrows:
+        r = r0 + k * rstep
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        for c in range(ncols):
+            wc = w[w0 + c * wstep]
+            a0 += M[r, c] * wc
+            a1 += M[r + rstep, c] * wc
+            a2 += M[r + 2 * rstep, c] * wc
+            a3 += M[r + 3 * rstep, c] * wc
+        out[r] = a0
+        out[r + rstep] = a1
+        out[r + 2 * rstep] = a2
+        out[r + 3 * rstep] = a3
+        k += 4
+    while k < nrows:
+        r = r0 + k * rstep
+        acc = 0.0
+        for c in range(ncols):
+            acc += M[r, c] * w[w0 + c * wstep]
+        out[r] = acc
+        k += 1
+
+
+@nb.njit(cache=True)
+def _chain_backward(Pm, tmp, out, m):
+    """``tmp <- P^(m - m') tmp`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
+    M = Pm.shape[0] - 1
+    while m > M:
+        _rows_dot(Pm[M], tmp, out, 0, 1, out.shape[0], 0, 1)
+        normalize(out)
+        copy_into(out, tmp)
+        m -= M
+    return m
+
+
+@nb.njit(cache=True)
+def _chain_backward_blocks(blocks_t, w, out, m, acc):
     """n-gram: ``w <- P^(m - m') w`` in chunks of ``M``, normalized after each (``out`` as scratch); returns the ``m' <= M`` left (``m > M`` only)."""
     M = blocks_t.shape[0] - 1
     V = blocks_t.shape[1]
@@ -348,21 +489,45 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
 
 @nb.njit(cache=True, _nrt=False)
 def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
-    blocks_t = powers.blocks_t  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
+    if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram
+        blocks_t = powers.blocks_t  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
+        S = out.shape[0]
+        V = lang.conditional.shape[1]
+        if m > blocks_t.shape[0] - 1:
+            m = _chain_backward_blocks(blocks_t, w, out, m, tmp)
+            wfix = -1
+        v0, v1 = (wfix, wfix + 1) if wfix >= 0 else (0, V)  # w lives on the windows ending in wfix
+        if rowfix < 0:
+            _blocks_backward(blocks_t, m, w, out, 0, 1, S, v0, v1, tmp)
+            normalize(out)
+            return
+        for s2 in range(S):
+            out[s2] = 0.0
+        _blocks_backward(blocks_t, m, w, out, rowfix, V, S // V, v0, v1, tmp)  # only the rows ending in rowfix
+        normalize_class(out, rowfix, V, S // V)
+        return
+    Pm, by_token = powers.matrices, powers.by_token
     S = out.shape[0]
     V = lang.conditional.shape[1]
-    if m > blocks_t.shape[0] - 1:
-        m = _chain_backward(blocks_t, w, out, m, tmp)
-        wfix = -1
-    v0, v1 = (wfix, wfix + 1) if wfix >= 0 else (0, V)  # w lives on the windows ending in wfix
+    C = S // V
+    for t in range(S):
+        tmp[t] = w[t]
+    if m > Pm.shape[0] - 1:
+        m = _chain_backward(Pm, tmp, out, m)
     if rowfix < 0:
-        _blocks_backward(blocks_t, m, w, out, 0, 1, S, v0, v1, tmp)
+        if wfix >= 0:  # every row, but only the columns where w can be non-zero (the skipped terms are exact
+            _rows_dot(by_token[m, wfix], tmp, out, 0, 1, S, wfix, V)  # zeros: the same float64 sums)
+        else:
+            _rows_dot(Pm[m], tmp, out, 0, 1, S, 0, 1)
         normalize(out)
         return
     for s2 in range(S):
         out[s2] = 0.0
-    _blocks_backward(blocks_t, m, w, out, rowfix, V, S // V, v0, v1, tmp)  # only the rows ending in rowfix
-    normalize_class(out, rowfix, V, S // V)
+    if wfix >= 0:  # w lives on the windows ending in wfix: by_token[m, wfix, s, c] = P^m[s, c V + wfix]
+        _rows_dot(by_token[m, wfix], tmp, out, rowfix, V, C, wfix, V)
+    else:
+        _rows_dot(Pm[m], tmp, out, rowfix, V, C, 0, 1)
+    normalize(out)
 
 
 @nb.njit(cache=True)

@@ -62,6 +62,7 @@ import numpy as np
 
 from numerics.languages.arrays import by_kind
 from numerics.sampling.oracle.jumps import (
+    CROSS_MIN_STATES,
     _blocks_backward,
     _blocks_forward,
     backward_jump_pays,
@@ -85,7 +86,6 @@ from numerics.sampling.oracle.steps import (
     window_span,
 )
 
-CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing (crosses_by_windows)
 STEP_RUNS = 3  # n-gram: runs of at most this many positions are crossed by single steps (module docstring)
 
 __all__ = [
@@ -166,10 +166,10 @@ def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     """Bring ``vec`` (= ``alpha`` at ``cur >= 0`` under ``ev``) to ``alpha`` at ``q > cur``; the positions in between are masked.
 
     One jump when that is cheaper than ``q - cur`` single steps (:func:`~numerics.sampling.oracle.jumps.forward_jump_pays`),
-    else single steps. n-gram: the same terms in the same order, restricted to the windows
-    consistent with the evidence at ``cur`` and ``q`` (those ending in the observed token: the
-    others hold exact zeros), so the result is the same to the bit; runs longer than ``M`` take
-    the generic path.
+    else single steps. n-gram: the product restricted to the windows consistent with the evidence
+    at ``cur`` and ``q`` (those ending in the observed token: the others hold exact zeros), over the
+    blocks of :attr:`~numerics.sampling.oracle.jumps.Powers.blocks` (the generic jump's product up to
+    round-off); runs longer than ``M`` take the generic path.
     """
     tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
     m = q - cur
@@ -263,8 +263,9 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     One jump when cheaper (:func:`~numerics.sampling.oracle.jumps.backward_jump_pays`), else single
     steps (which also write ``beta`` at the positions in between). n-gram: the jump reads
     ``beta[cur]`` only on the windows ending in ``x_cur`` (the evidence there) and computes only the
-    rows ending in ``x_k``, the same terms in the same order as the generic jump (the same result
-    to the bit); runs longer than ``M`` take the generic path.
+    rows consistent with the observed run ending at ``k``, over the transposed blocks
+    (:attr:`~numerics.sampling.oracle.jumps.Powers.blocks_t`; runs longer than ``M`` chain them), and
+    with nothing observed after ``k`` it is ``P^m 1 = 1``, normalized (no product).
     """
     tmp, tmp2 = scratch.tmp, scratch.tmp2
     tokens = ev.tokens
