@@ -110,12 +110,16 @@ class RevealVectors(NamedTuple):
         An unnormalized token posterior.
     uniform : (V,) float64
         ``1 / V`` everywhere: the draw of an undefined posterior.
+    alpha_stop : (S,) float64
+        ``alpha`` (old evidence) at the last observed position before the latest new position
+        (:func:`~numerics.sampling.oracle.messages.alpha_between`).
     """
 
     alpha_old: np.ndarray
     alpha_new: np.ndarray
     marginal: np.ndarray
     uniform: np.ndarray
+    alpha_stop: np.ndarray
 
 
 class RevealMode(NamedTuple):
@@ -186,7 +190,7 @@ def new_workspace(length, n_states, vocab_size):
     uniform = np.empty(vocab_size)
     for v in range(vocab_size):
         uniform[v] = 1.0 / vocab_size
-    vectors = RevealVectors(np.empty(n_states), np.empty(n_states), np.empty(vocab_size), uniform)
+    vectors = RevealVectors(np.empty(n_states), np.empty(n_states), np.empty(vocab_size), uniform, np.empty(n_states))
     return Workspace(new_messages(length, n_states), new_scratch(n_states), vectors)
 
 
@@ -202,7 +206,7 @@ def _reveal_sequence(lang, powers, mode, seq, work):
     chain = mode.chain_rule
     L = reveal_steps.shape[0]
     V = vectors.marginal.shape[0]
-    va, vn, m = vectors.alpha_old, vectors.alpha_new, vectors.marginal
+    va, vn, m, keep = vectors.alpha_old, vectors.alpha_new, vectors.marginal, vectors.alpha_stop
     aval, bval = msgs.alpha_valid, msgs.beta_valid
     aval[:] = False
     bval[:] = False
@@ -234,7 +238,7 @@ def _reveal_sequence(lang, powers, mode, seq, work):
         for r in range(end - 1, ptr - 1, -1):
             beta_query(lang, powers, old, msgs, scratch, order_idx[r])
         j1 = order_idx[ptr]
-        alpha_query(lang, powers, old, msgs, scratch, va, j1)
+        stop = alpha_query(lang, powers, old, msgs, scratch, va, j1, keep)
         for r in range(ptr, end):  # the alphas the new tokens change (the betas after the draws)
             invalidate_alpha(lang, new, msgs, order_idx[r])
         prev = -1
@@ -245,7 +249,7 @@ def _reveal_sequence(lang, powers, mode, seq, work):
                 if chain:
                     copy_into(va, vn)
             else:
-                shielded = alpha_between(lang, powers, old, msgs, scratch, va, prev, j)
+                shielded, stop = alpha_between(lang, powers, old, msgs, scratch, va, prev, j, stop, keep)
                 if chain and not step_dead:
                     if shielded:  # a known window between prev and j: the new tokens to the left do not matter
                         copy_into(va, vn)

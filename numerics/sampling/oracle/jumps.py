@@ -14,7 +14,18 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 :data:`~numerics.sampling.oracle.messages.STEP_RUNS` (the n-gram crossings of
 :mod:`~numerics.sampling.oracle.messages` compute the same products in place, restricted further). For an n-gram the product is
 restricted to the windows that can be non-zero: those ending in the observed token at the
-landing position, whose columns of ``P^m`` are stored contiguously (``Powers.by_token``).
+landing position, and to the rows ending in the observed token at the start. From
+:data:`CROSS_MIN_STATES` windows on (the n-grams whose crossings these are), ``P^m`` is stored cut
+into the blocks of the windows ending in one token, each contiguous, in both orientations
+(``Powers.blocks`` for forward jumps, ``Powers.blocks_t`` for backward ones), so that both run in
+axpy form over contiguous block rows (a ``64 x 64`` block at ``S = 512``, where rows ``4 KB``
+apart made the backward jump a slow dot product). A smaller n-gram keeps ``P^m`` whole
+(``Powers.matrices``) and its columns by landing token (``Powers.by_token``): its ``8 x 8`` blocks
+would cost more in loops than they save.
+
+An n-gram also stores ``initial P^p`` for every position (``Powers.initial_laws``): a forward walk
+from nothing observed starts at its first observed position from there
+(:func:`forward_from_nothing`) instead of chaining powers over the run before it.
 
 A dense HMM's jumps run in axpy form both ways, over contiguous rows: forward ``vec P^m`` over the
 rows of ``P^m``, backward ``P^m w = w (P^m)^T`` over the rows of the stored transpose
@@ -41,7 +52,11 @@ from numerics.sampling.oracle.steps import (
     _evidence_normalize_dense,
     _normalize_dense,
     _vecmat_dense,
+    copy_into,
+    forward_step,
     normalize,
+    normalize_class,
+    observed,
 )
 
 __all__ = [
@@ -53,9 +68,12 @@ __all__ = [
     "forward_jump_pays",
     "backward_jump_pays",
     "no_powers",
+    "forward_from_nothing",
+    "max_power",
 ]
 
 POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
+CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing and jumps (messages.crosses_by_windows)
 _POWERS_CACHE: dict = {}
 
 
@@ -65,7 +83,11 @@ class Powers(NamedTuple):
     Attributes
     ----------
     matrices : (M + 1, S, S) float64
-        ``matrices[m] = P^m`` for ``m = 0..M``.
+        ``matrices[m] = P^m`` for ``m = 0..M`` (dense HMM, n-gram of fewer than :data:`CROSS_MIN_STATES`
+        windows; a larger n-gram has a ``(1, 1, 1)`` placeholder: its powers are the blocks below).
+    by_token : (M + 1, V, S, S // V) float64
+        n-gram of fewer than :data:`CROSS_MIN_STATES` windows (its generic jumps): ``by_token[m, v, s, c] = P^m[s, c V + v]``,
+        the columns of the windows ending in ``v``, contiguous; else a ``(1, 1, 1, 1)`` placeholder.
     stacked, stacked_t : ((M + 1) S, S) float64
         dense HMM: ``stacked[m S + s] = P^m[s]`` (``matrices`` as one 2-d array, the same memory)
         and ``stacked_t[m S + t] = (P^m)^T[t]``, the columns of ``P^m`` as rows, so a backward
@@ -73,20 +95,34 @@ class Powers(NamedTuple):
         The jumps index them with a row offset instead of taking a view ``matrices[m]``, whose
         reference count numba would take and drop on every crossing. An n-gram has ``(1, 1)``
         placeholders (never read).
-    by_token : (M + 1, V, S, S // V) float64
-        n-gram: ``by_token[m, v, s, c] = P^m[s, c V + v]``, the columns of the windows ending in
-        ``v``, contiguous; a dense HMM has a ``(1, 1, 1, 1)`` placeholder (never read).
+    blocks, blocks_t : (M + 1, V, V, S // V, S // V) float64
+        n-gram of at least :data:`CROSS_MIN_STATES` windows (its crossings, :func:`~numerics.sampling.oracle.messages.cross_forward`):
+        ``P^m`` cut into the ``V x V`` blocks of the windows ending in one token (rows ``k V + u``,
+        columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = blocks_t[m, v, u, c, k] = P^m[k V + u, c V + v]``.
+        A forward jump from an observed token ``u`` to an observed ``v`` reads the one ``(S/V) x (S/V)`` block
+        ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the transposed ``blocks_t[m, v, u]``
+        (its columns as rows), also in axpy form; a masked end takes every block of that side.
+        Otherwise ``(1, 1, 1, 1, 1)`` placeholders (never read): on ``S = 64`` windows the generic jumps over
+        ``matrices`` / ``by_token`` are faster (blocks of ``8 x 8``).
+    initial_laws : (length, S) float64
+        n-gram: ``initial_laws[p] = normalize(initial P^p)``, the law of the window at position
+        ``p`` with nothing observed before it (a forward walk from nothing starts at its first
+        observed position from this row, :func:`~numerics.sampling.oracle.messages.advance`);
+        a dense HMM has a ``(1, 1)`` placeholder (never read).
     """
 
     matrices: np.ndarray
     by_token: np.ndarray
+    blocks: np.ndarray
+    blocks_t: np.ndarray
     stacked: np.ndarray
     stacked_t: np.ndarray
+    initial_laws: np.ndarray
 
     @property
     def max_power(self) -> int:
         """``M``: longer runs chain ``P^M``."""
-        return self.matrices.shape[0] - 1
+        return max(self.matrices.shape[0], self.blocks.shape[0]) - 1
 
 
 def language_powers(language: Language, length: int) -> Powers:
@@ -112,30 +148,150 @@ def language_powers(language: Language, length: int) -> Powers:
         layouts = 2
     M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
     key = id(language)
+    laws_rows = length if V > 1 else 1
     hit = _POWERS_CACHE.get(key)
-    if hit is not None and hit[0] is language and hit[1].max_power >= M:
+    if hit is not None and hit[0] is language and hit[1].max_power >= M and hit[1].initial_laws.shape[0] >= laws_rows:
         return hit[1]
-    Pm = np.empty((M + 1, S, S))
-    Pm[0] = np.eye(S)
-    for m in range(1, M + 1):
-        np.matmul(Pm[m - 1], P, out=Pm[m])
-    if V > 1:
-        by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
-        stacked = stacked_t = np.zeros((1, 1))
-    else:
-        by_token = np.zeros((1, 1, 1, 1))
+    by_token = np.zeros((1, 1, 1, 1))  # the placeholders of the layouts this language does not use
+    blocks = blocks_t = np.zeros((1, 1, 1, 1, 1))
+    stacked = stacked_t = laws = np.zeros((1, 1))
+    if V == 1:  # dense HMM
+        Pm = _matrix_powers(P, M)
         stacked = Pm.reshape((M + 1) * S, S)
         stacked_t = np.ascontiguousarray(Pm.transpose(0, 2, 1)).reshape((M + 1) * S, S)
+    else:
+        laws = _initial_laws(np.asarray(language.initial), P, laws_rows)
+        if S >= CROSS_MIN_STATES:
+            Pm = np.zeros((1, 1, 1))
+            blocks, blocks_t = _power_blocks(P, M, V)
+        else:
+            Pm = _matrix_powers(P, M)
+            by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
     if len(_POWERS_CACHE) > 4:
         _POWERS_CACHE.clear()
-    powers = Powers(Pm, by_token, stacked, stacked_t)
+    powers = Powers(Pm, by_token, blocks, blocks_t, stacked, stacked_t, laws)
     _POWERS_CACHE[key] = (language, powers)
     return powers
 
 
+def _matrix_powers(P: np.ndarray, M: int) -> np.ndarray:
+    """``(M + 1, S, S)``: ``P^0 .. P^M``."""
+    Pm = np.empty((M + 1,) + P.shape)
+    Pm[0] = np.eye(P.shape[0])
+    for m in range(1, M + 1):
+        np.matmul(Pm[m - 1], P, out=Pm[m])
+    return Pm
+
+
+def _power_blocks(P: np.ndarray, M: int, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """``Powers.blocks`` and ``Powers.blocks_t`` of ``P^0 .. P^M`` (one power in memory at a time)."""
+    S = P.shape[0]
+    C = S // V
+    blocks = np.empty((M + 1, V, V, C, C))
+    blocks_t = np.empty((M + 1, V, V, C, C))
+    power, nxt = np.eye(S), np.empty((S, S))
+    for m in range(M + 1):
+        if m > 0:
+            np.matmul(power, P, out=nxt)
+            power, nxt = nxt, power
+        cut = power.reshape(C, V, C, V)  # cut[k, u, c, v] = P^m[k V + u, c V + v]
+        blocks[m] = cut.transpose(3, 1, 0, 2)
+        blocks_t[m] = cut.transpose(3, 1, 2, 0)
+    return blocks, blocks_t
+
+
+def _initial_laws(initial: np.ndarray, P: np.ndarray, length: int) -> np.ndarray:
+    """``Powers.initial_laws``: ``normalize(initial P^p)`` for ``p < length``, one step at a time (``P`` is
+    stochastic: the normalizations only remove round-off)."""
+    laws = np.empty((length, P.shape[0]))
+    laws[0] = initial / initial.sum()
+    for p in range(1, length):
+        np.matmul(laws[p - 1], P, out=laws[p])
+        laws[p] /= laws[p].sum()
+    return laws
+
+
 def no_powers() -> Powers:
     """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
+    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)),
+                  np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
+
+
+@nb.njit(cache=True)
+def max_power(powers):
+    """``M`` of :class:`Powers` inside numba (an n-gram's ``matrices`` is a placeholder)."""
+    return max(powers.matrices.shape[0], powers.blocks.shape[0]) - 1  # (matrices or blocks)
+
+
+@nb.njit(cache=True)
+def _blocks_forward(blocks, m, vec, out, u0, u1, v0, v1, acc):  # noqa: PLR0917 -- a numba kernel: positional on the hot path
+    """n-gram ``out[c V + v] = sum_{u0 <= u < u1, k} vec[k V + u] P^m[k V + u, c V + v]`` for ``v0 <= v < v1`` (the
+    other entries untouched): ``vec`` may be non-zero only on the windows ending in ``u0..u1-1``.
+
+    Block by block (:attr:`Powers.blocks`) in axpy form over the block's contiguous rows, skipping
+    zeros of ``vec``; ``acc`` is an ``(S // V,)`` (or longer) scratch vector.
+    """
+    V = blocks.shape[1]
+    C = blocks.shape[3]
+    for v in range(v0, v1):
+        for c in range(C):
+            acc[c] = 0.0
+        for u in range(u0, u1):
+            for k in range(C):
+                a = vec[k * V + u]
+                if a != 0.0:
+                    for c in range(C):
+                        acc[c] += a * blocks[m, v, u, k, c]
+        for c in range(C):
+            out[c * V + v] = acc[c]
+
+
+@nb.njit(cache=True)
+def _blocks_backward(blocks_t, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noqa: PLR0917 -- a numba kernel: positional on the hot path
+    """n-gram ``out[r] = sum_{v0 <= v < v1, c} P^m[r, c V + v] w[c V + v]`` for the rows ``r = r0 + i rstep``, ``i < nrows``
+    (every row: ``(0, 1, S)``; else ``rstep`` a multiple of ``V``), the other entries untouched: ``w`` may
+    be non-zero only on the windows ending in ``v0..v1-1``.
+
+    Block by block over the transposed blocks (:attr:`Powers.blocks_t`), in axpy form over their
+    contiguous rows (the rows ending in one token at once), skipping zeros of ``w``; ``acc`` is an
+    ``(S // V,)`` (or longer) scratch vector.
+    """
+    V = blocks_t.shape[1]
+    C = blocks_t.shape[3]
+    if rstep == 1:
+        u0, u1 = 0, V
+    else:
+        u0 = r0 % V
+        u1 = u0 + 1
+    for u in range(u0, u1):
+        for k in range(C):
+            acc[k] = 0.0
+        for v in range(v0, v1):
+            for c in range(C):
+                b = w[c * V + v]
+                if b != 0.0:
+                    for k in range(C):
+                        acc[k] += b * blocks_t[m, v, u, c, k]
+        if rstep == 1:
+            for k in range(C):
+                out[k * V + u] = acc[k]
+        else:
+            for i in range(nrows):
+                r = r0 + i * rstep
+                out[r] = acc[r // V]
+
+
+@nb.njit(cache=True)
+def _chain_forward_blocks(blocks, tmp, out, m, acc):
+    """n-gram: ``tmp <- tmp P^(m - m')`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
+    M = blocks.shape[0] - 1
+    V = blocks.shape[1]
+    while m > M:
+        _blocks_forward(blocks, M, tmp, out, 0, V, 0, V, acc)
+        normalize(out)
+        copy_into(out, tmp)
+        m -= M
+    return m
 
 
 @nb.njit(cache=True)
@@ -161,7 +317,7 @@ def _chain_forward(Pm, tmp, out, m):
     while m > M:
         _vecmat(tmp, Pm[M], out)
         normalize(out)
-        tmp[:] = out
+        copy_into(out, tmp)
         m -= M
     return m
 
@@ -205,8 +361,25 @@ def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
         _normalize_dense(out)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
+    if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram (its chained crossings)
+        blocks = powers.blocks
+        S = out.shape[0]
+        V = lang.conditional.shape[1]
+        for t in range(S):
+            tmp[t] = vec[t]
+        if m > blocks.shape[0] - 1:
+            m = _chain_forward_blocks(blocks, tmp, out, m, acc)
+        if vfix < 0:
+            _blocks_forward(blocks, m, tmp, out, 0, V, 0, V, acc)
+            normalize(out)
+            return
+        for t in range(S):
+            out[t] = 0.0
+        _blocks_forward(blocks, m, tmp, out, 0, V, vfix, vfix + 1, acc)  # only the windows ending in vfix
+        normalize_class(out, vfix, V, S // V)
+        return
     Pm, by_token = powers.matrices, powers.by_token
     S = out.shape[0]
     V = lang.conditional.shape[1]
@@ -284,7 +457,21 @@ def _chain_backward(Pm, tmp, out, m):
     while m > M:
         _rows_dot(Pm[M], tmp, out, 0, 1, out.shape[0], 0, 1)
         normalize(out)
-        tmp[:] = out
+        copy_into(out, tmp)
+        m -= M
+    return m
+
+
+@nb.njit(cache=True)
+def _chain_backward_blocks(blocks_t, w, out, m, acc):
+    """n-gram: ``w <- P^(m - m') w`` in chunks of ``M``, normalized after each (``out`` as scratch); returns the ``m' <= M`` left (``m > M`` only)."""
+    M = blocks_t.shape[0] - 1
+    V = blocks_t.shape[1]
+    S = w.shape[0]
+    while m > M:
+        _blocks_backward(blocks_t, M, w, out, 0, 1, S, 0, V, acc)
+        normalize(out)
+        copy_into(out, w)
         m -= M
     return m
 
@@ -301,8 +488,25 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     _normalize_dense(out)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
+    if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram
+        blocks_t = powers.blocks_t  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
+        S = out.shape[0]
+        V = lang.conditional.shape[1]
+        if m > blocks_t.shape[0] - 1:
+            m = _chain_backward_blocks(blocks_t, w, out, m, tmp)
+            wfix = -1
+        v0, v1 = (wfix, wfix + 1) if wfix >= 0 else (0, V)  # w lives on the windows ending in wfix
+        if rowfix < 0:
+            _blocks_backward(blocks_t, m, w, out, 0, 1, S, v0, v1, tmp)
+            normalize(out)
+            return
+        for s2 in range(S):
+            out[s2] = 0.0
+        _blocks_backward(blocks_t, m, w, out, rowfix, V, S // V, v0, v1, tmp)  # only the rows ending in rowfix
+        normalize_class(out, rowfix, V, S // V)
+        return
     Pm, by_token = powers.matrices, powers.by_token
     S = out.shape[0]
     V = lang.conditional.shape[1]
@@ -346,7 +550,7 @@ def _forward_jump_pays_dense(lang, vec, m, landing_observed):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
     S = vec.shape[0]
     V = lang.conditional.shape[1]
@@ -377,7 +581,7 @@ def _backward_jump_pays_dense(lang, m, rows_observed, landing_observed):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     S = lang.conditional.shape[0]
     V = lang.conditional.shape[1]
@@ -393,3 +597,42 @@ def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
 
 
 backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _backward_jump_pays_sparse)
+
+
+@nb.njit(cache=True)
+def _forward_from_nothing_dense(lang, powers, ev, vec, tmp, p):
+    """Start a forward walk towards ``p >= 0`` with nothing before it: ``vec = alpha`` at its first stop, returned.
+
+    Dense HMM and sparse n-gram: ``alpha_0`` from the initial law (the stop is 0). n-gram: the
+    stop is the first observed position ``q <= p`` (``p`` when there is none), and ``alpha_q`` is
+    ``Powers.initial_laws[q]`` times the evidence at ``q``, normalized: the masked positions
+    before ``q`` crossed at once, where steps or (chained) jumps from ``alpha_0`` give the same
+    vector up to round-off. ``tmp`` is an ``(S,)`` scratch vector.
+    """
+    forward_step(lang, ev, vec, tmp, 0)
+    copy_into(tmp, vec)
+    return 0
+
+
+@nb.njit(cache=True, _nrt=False)
+def _forward_from_nothing_ngram(lang, powers, ev, vec, tmp, p):
+    laws = powers.initial_laws
+    S = vec.shape[0]
+    V = lang.conditional.shape[1]
+    q = 0
+    while q < p and not observed(ev, q):
+        q += 1
+    if not observed(ev, q):
+        for s in range(S):
+            vec[s] = laws[q, s]
+        return q
+    v = ev.tokens[q]
+    for s in range(S):
+        vec[s] = 0.0
+    for c in range(S // V):
+        vec[c * V + v] = laws[q, c * V + v]
+    normalize_class(vec, v, V, S // V)
+    return q
+
+
+forward_from_nothing = by_kind(_forward_from_nothing_dense, _forward_from_nothing_ngram, _forward_from_nothing_dense)

@@ -36,6 +36,17 @@ floats only by round-off (normalizing over fewer rows; steps instead of a jump):
 scores within 3e-13 absolute of the previous kernels on the four presets and their pruned twins,
 ``L = 512``, ``N = 8 .. 2048``.
 
+A walk's ends and starts avoid the dense products (n-grams; the same messages up to round-off,
+checked as above): a forward walk from nothing observed takes its first stop from the
+precomputed laws ``initial P^q`` (:func:`~numerics.sampling.oracle.jumps.forward_from_nothing`); a
+backward message with nothing observed after it is ``P^m 1 = 1``, normalized; and with
+:func:`crosses_by_windows`, a walk does not start from the (dense) message at a masked new position
+of the step but from the observed position next to it (:func:`beta_query`: the next one to the right
+when its message is valid; :func:`alpha_between`: the last one before it, whose ``alpha`` the previous
+walk kept), so that the masked position is crossed inside a jump between observed positions
+(``64 x 64`` at ``S = 512``) instead of being its dense end (``512 x 64``, or ``512 x 512`` between two
+masked positions).
+
 Every function here takes the language's arrays (:func:`~numerics.languages.arrays.kernel_arrays`),
 its :class:`~numerics.sampling.oracle.jumps.Powers`, an :class:`~numerics.sampling.oracle.steps.Evidence`,
 the :class:`Messages` of the sequence and a :class:`Scratch` of vectors; build the last two
@@ -50,7 +61,17 @@ import numba as nb
 import numpy as np
 
 from numerics.languages.arrays import by_kind
-from numerics.sampling.oracle.jumps import _rows_dot, backward_jump_pays, forward_jump_pays, jump_backward, jump_forward
+from numerics.sampling.oracle.jumps import (
+    CROSS_MIN_STATES,
+    _blocks_backward,
+    _blocks_forward,
+    backward_jump_pays,
+    forward_from_nothing,
+    forward_jump_pays,
+    jump_backward,
+    jump_forward,
+    max_power,
+)
 from numerics.sampling.oracle.steps import (
     apply_evidence,
     backward_step,
@@ -65,7 +86,6 @@ from numerics.sampling.oracle.steps import (
     window_span,
 )
 
-CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing (crosses_by_windows)
 STEP_RUNS = 3  # n-gram: runs of at most this many positions are crossed by single steps (module docstring)
 
 __all__ = [
@@ -128,7 +148,7 @@ def _crosses_by_windows_dense(lang):
     return False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _crosses_by_windows_ngram(lang):
     return lang.initial.shape[0] >= CROSS_MIN_STATES
 
@@ -146,10 +166,10 @@ def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     """Bring ``vec`` (= ``alpha`` at ``cur >= 0`` under ``ev``) to ``alpha`` at ``q > cur``; the positions in between are masked.
 
     One jump when that is cheaper than ``q - cur`` single steps (:func:`~numerics.sampling.oracle.jumps.forward_jump_pays`),
-    else single steps. n-gram: the same terms in the same order, restricted to the windows
-    consistent with the evidence at ``cur`` and ``q`` (those ending in the observed token: the
-    others hold exact zeros), so the result is the same to the bit; runs longer than ``M`` take
-    the generic path.
+    else single steps. n-gram: the product restricted to the windows consistent with the evidence
+    at ``cur`` and ``q`` (those ending in the observed token: the others hold exact zeros), over the
+    blocks of :attr:`~numerics.sampling.oracle.jumps.Powers.blocks` (the generic jump's product up to
+    round-off); runs longer than ``M`` take the generic path.
     """
     tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
     m = q - cur
@@ -164,7 +184,7 @@ def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
             copy_into(tmp, vec)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     cond = lang.conditional
     S = vec.shape[0]
@@ -172,7 +192,7 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     C = S // V
     W = S // V
     m = q - cur
-    if m > powers.matrices.shape[0] - 1:  # a chained jump (rare): the generic path
+    if m > powers.blocks.shape[0] - 1:  # a chained jump (rare): the generic path
         _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q)
         return
     tokens = ev.tokens
@@ -181,8 +201,10 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     # vec is non-zero only on the windows ending in x_cur when cur is observed: s = off + k stride, k < cnt
     if observed(ev, cur):
         off, stride, cnt = tokens[cur], V, C
+        u0, u1 = off, off + 1
     else:
         off, stride, cnt = 0, 1, S
+        u0, u1 = 0, V
     tmp, acc = scratch.tmp, scratch.acc
     if m > 1:
         nz = 0
@@ -205,14 +227,10 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
                 pa = vec[s]
                 if pa != 0.0:
                     acc[s % W] += pa * cond[s, vfix]
-        else:  # by_token[m, vfix, s, c] = P^m[s, c V + vfix], contiguous in c
-            by_token = powers.by_token
-            for k in range(cnt):
-                s = off + k * stride
-                a = vec[s]
-                if a != 0.0:
-                    for c in range(C):
-                        acc[c] += a * by_token[m, vfix, s, c]
+        else:  # the blocks of the rows ending in x_cur (or all) and the columns ending in vfix
+            _blocks_forward(powers.blocks, m, vec, acc, u0, u1, vfix, vfix + 1, tmp)  # acc[c V + vfix]
+            for c in range(C):
+                acc[c] = acc[c * V + vfix]
         for t in range(S):
             vec[t] = 0.0
         for c in range(C):
@@ -230,13 +248,7 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
                 for v in range(V):
                     tmp[o + v] += pa * cond[s, v]
     else:
-        Pm = powers.matrices
-        for k in range(cnt):
-            s = off + k * stride
-            a = vec[s]
-            if a != 0.0:
-                for t in range(S):
-                    tmp[t] += a * Pm[m, s, t]
+        _blocks_forward(powers.blocks, m, vec, tmp, u0, u1, 0, V, acc)
     normalize_class(tmp, 0, 1, S)
     copy_into(tmp, vec)
 
@@ -251,8 +263,9 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     One jump when cheaper (:func:`~numerics.sampling.oracle.jumps.backward_jump_pays`), else single
     steps (which also write ``beta`` at the positions in between). n-gram: the jump reads
     ``beta[cur]`` only on the windows ending in ``x_cur`` (the evidence there) and computes only the
-    rows ending in ``x_k``, the same terms in the same order as the generic jump (the same result
-    to the bit); runs longer than ``M`` take the generic path.
+    rows consistent with the observed run ending at ``k``, over the transposed blocks
+    (:attr:`~numerics.sampling.oracle.jumps.Powers.blocks_t`; runs longer than ``M`` chain them), and
+    with nothing observed after ``k`` it is ``P^m 1 = 1``, normalized (no product).
     """
     tmp, tmp2 = scratch.tmp, scratch.tmp2
     tokens = ev.tokens
@@ -272,12 +285,16 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
             backward_step(lang, ev, beta[r + 1], beta[r], r, tmp)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     m = cur - k
-    M = powers.matrices.shape[0] - 1
+    M = powers.blocks.shape[0] - 1
     rows_observed = observed(ev, k)
     landing = observed(ev, cur)
+    L = beta.shape[0]
+    if cur == L - 1 and not landing:  # nothing observed after k: beta_k = P^m 1 = 1 (P is stochastic), normalized
+        _uniform_rows(lang, ev, beta[k], k, rows_observed)
+        return
     if m <= STEP_RUNS or not backward_jump_pays(lang, m, rows_observed, landing):
         tmp = scratch.tmp
         for r in range(cur - 1, k - 1, -1):
@@ -288,32 +305,44 @@ def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     tokens = ev.tokens
     w = beta[cur]
     out = beta[k]
+    acc = scratch.acc
+    blocks_t = powers.blocks_t
     if rows_observed:  # only the windows consistent with the observed run ending at k (module docstring)
         r0, rstep, nrows = consistent_windows(lang, ev, k)
         for t in range(S):
             out[t] = 0.0
     else:
         r0, rstep, nrows = 0, 1, S
+    v0, v1 = (tokens[cur], tokens[cur] + 1) if landing else (0, V)  # w times the evidence at cur: the columns ending in x_cur
     if m > M:  # chained in chunks of M (normalized after each), the first one reading w only where the evidence at cur allows
         tmp, tmp2 = scratch.tmp, scratch.tmp2
-        if landing:
-            wfix = tokens[cur]
-            _rows_dot(powers.by_token[M, wfix], w, tmp, 0, 1, S, wfix, V)
-        else:
-            _rows_dot(powers.matrices[M], w, tmp, 0, 1, S, 0, 1)
+        _blocks_backward(blocks_t, M, w, tmp, 0, 1, S, v0, v1, acc)
         normalize(tmp)
         m -= M
         while m > M:
-            _rows_dot(powers.matrices[M], tmp, tmp2, 0, 1, S, 0, 1)
+            _blocks_backward(blocks_t, M, tmp, tmp2, 0, 1, S, 0, V, acc)
             normalize(tmp2)
             copy_into(tmp2, tmp)
             m -= M
-        _rows_dot(powers.matrices[m], tmp, out, r0, rstep, nrows, 0, 1)
-    elif landing:  # w times the evidence at cur lives on the windows ending in x_cur: by_token[m, x_cur, s, c] = P^m[s, c V + x_cur]
-        wfix = tokens[cur]
-        _rows_dot(powers.by_token[m, wfix], w, out, r0, rstep, nrows, wfix, V)
+        _blocks_backward(blocks_t, m, tmp, out, r0, rstep, nrows, 0, V, acc)
     else:
-        _rows_dot(powers.matrices[m], w, out, r0, rstep, nrows, 0, 1)
+        _blocks_backward(blocks_t, m, w, out, r0, rstep, nrows, v0, v1, acc)
+    normalize_class(out, r0, rstep, nrows)
+
+
+@nb.njit(cache=True)
+def _uniform_rows(lang, ev, out, k, rows_observed):
+    """``out`` = the normalized ones on the rows a backward message at ``k`` computes (only those consistent with
+    the observed run ending at ``k`` when ``rows_observed``, the others 0), as :func:`cross_backward` writes them."""
+    S = out.shape[0]
+    if rows_observed:
+        r0, rstep, nrows = consistent_windows(lang, ev, k)
+        for t in range(S):
+            out[t] = 0.0
+    else:
+        r0, rstep, nrows = 0, 1, S
+    for i in range(nrows):
+        out[r0 + i * rstep] = 1.0
     normalize_class(out, r0, rstep, nrows)
 
 
@@ -321,13 +350,19 @@ cross_backward = by_kind(_cross_backward_dense, _cross_backward_ngram, _cross_ba
 
 
 @nb.njit(cache=True)
-def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
+def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
     """Bring ``vec`` (= ``alpha`` at ``start`` under ``ev``; ``start = -1``: nothing yet) to ``alpha`` at ``p``.
 
-    Restarts from the rightmost separator in ``(start, p)`` when there is one. A run of masked
-    positions followed by an observed one (or by ``p``) is crossed by one jump when that is
+    Restarts from the rightmost separator in ``(start, p)`` when there is one. From nothing, the
+    walk's first stop comes from :func:`~numerics.sampling.oracle.jumps.forward_from_nothing`. A run of
+    masked positions followed by an observed one (or by ``p``) is crossed by one jump when that is
     cheaper than single steps. With ``store`` the messages at the positions ``< p`` where the
     walk stops (observed positions, separators) are written to ``msgs`` and flagged valid.
+
+    Returns the last observed position before ``p`` when the walk knows it (:func:`alpha_between`):
+    the stop the last crossing starts from when it is observed (n-gram of :func:`crosses_by_windows`
+    with ``keep``, an ``(S,)`` vector: its ``alpha`` is copied there), ``-1`` when the walk started
+    from nothing and met no observed position before ``p``, else ``-2`` (unknown).
     """
     tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
     tokens = ev.tokens
@@ -337,10 +372,10 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR
         copy_into(vec, alpha[lo])
         valid[lo] = True
     cur = lo
-    if cur == -1:  # alpha_0 from the initial law
-        forward_step(lang, ev, vec, tmp, 0)
-        copy_into(tmp, vec)
-        cur = 0
+    last = -2
+    if cur == -1:  # the first stop from the initial law
+        cur = forward_from_nothing(lang, powers, ev, vec, tmp, p)
+        last = -1
         if store and cur < p:
             copy_into(vec, alpha[cur])
             valid[cur] = True
@@ -348,6 +383,11 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR
         q = cur + 1
         while q < p and not observed(ev, q):
             q += 1
+        if q == p:
+            last = -2
+            if keep is not None and crosses_by_windows(lang) and observed(ev, cur):
+                copy_into(vec, keep)
+                last = cur
         if crosses_by_windows(lang):
             cross_forward(lang, powers, ev, vec, scratch, cur, q)
         else:  # the generic crossing written out: a call per run costs the small presets ~1.3-1.5x
@@ -364,13 +404,15 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store):  # noqa: PLR
         if store and cur < p:
             copy_into(vec, alpha[cur])
             valid[cur] = True
+    return last
 
 
 @nb.njit(cache=True)
-def alpha_query(lang, powers, ev, msgs, scratch, vec, p):
+def alpha_query(lang, powers, ev, msgs, scratch, vec, p, keep=None):
     """``vec = alpha_p`` under ``ev`` (``ev.hidden = -1``), from the nearest valid message or separator to the left.
 
-    The result is also stored in ``msgs`` and flagged valid.
+    The result is also stored in ``msgs`` and flagged valid. Returns :func:`advance`'s last
+    observed position before ``p`` (its ``alpha`` in ``keep``; for :func:`alpha_between`).
     """
     start = -1
     for q in range(p - 1, -1, -1):
@@ -381,20 +423,28 @@ def alpha_query(lang, powers, ev, msgs, scratch, vec, p):
             break  # advance restarts here
     if start >= 0:
         copy_into(msgs.alpha[start], vec)
-    advance(lang, powers, ev, msgs, scratch, vec, start, p, True)
+    last = advance(lang, powers, ev, msgs, scratch, vec, start, p, True, keep)
     copy_into(vec, msgs.alpha[p])
     msgs.alpha_valid[p] = True
+    return last
 
 
 @nb.njit(cache=True)
-def alpha_between(lang, powers, ev, msgs, scratch, vec, prev, p):
+def alpha_between(lang, powers, ev, msgs, scratch, vec, prev, p, stop, keep):  # noqa: PLR0917 -- a numba kernel
     """Bring ``vec`` (= ``alpha`` at ``prev`` under ``ev``, ``prev < p``) to ``alpha_p``; returns whether a
-    separator or a valid message in ``(prev, p)`` was used.
+    separator or a valid message in ``(prev, p)`` was used, and the last observed position before ``p``.
 
     Starts from the nearest valid message in ``(prev, p)`` unless a separator comes first (then
     :func:`advance` restarts there), else from ``vec``. When one was found, ``alpha_p`` does not depend on
     the evidence at ``<= prev`` (a known window lies in between), and the messages the walk
     stops at are stored.
+
+    ``stop`` is the last observed position ``< prev`` (``-1``: none, ``-2``: unknown) and ``keep``
+    its ``alpha`` under ``ev``, as the previous call (or :func:`alpha_query`) returned them. For an n-gram of
+    :func:`crosses_by_windows` whose ``prev`` is masked, a walk that finds nothing in ``(prev, p)`` starts
+    from there (or from nothing) instead of from ``vec``: ``prev`` is then crossed inside a jump from an
+    observed position (a ``64 x 64`` block at ``S = 512`` where one from the masked ``prev`` reads
+    ``512`` rows). The same message up to round-off.
     """
     valid = msgs.alpha_valid
     start = prev
@@ -408,8 +458,12 @@ def alpha_between(lang, powers, ev, msgs, scratch, vec, prev, p):
         if window_known(lang, ev, q, prev):
             shielded = True
             break  # advance restarts here
-    advance(lang, powers, ev, msgs, scratch, vec, start, p, shielded)
-    return shielded
+    if not shielded and stop >= -1 and crosses_by_windows(lang) and not observed(ev, prev):
+        start = stop
+        if stop >= 0:
+            copy_into(keep, vec)
+    last = advance(lang, powers, ev, msgs, scratch, vec, start, p, shielded, keep)
+    return shielded, last
 
 
 @nb.njit(cache=True)
@@ -455,7 +509,7 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
     beta, valid = msgs.beta, msgs.beta_valid
     tmp, tmp2 = scratch.tmp, scratch.tmp2
     tokens = ev.tokens
-    M = powers.matrices.shape[0] - 1
+    M = max_power(powers)
     L = beta.shape[0]
     if valid[p]:
         return
@@ -467,6 +521,17 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
         if window_known(lang, ev, q, p):
             start = q
             break
+    if crosses_by_windows(lang) and valid[start] and not observed(ev, start):
+        # a valid message at a masked position (a new position's, dense): start instead from the next
+        # observed position when its message is valid, or from the end when there is none, so that
+        # the masked one is crossed inside a jump between observed positions (module docstring)
+        o = start + 1
+        while o < L and not observed(ev, o):
+            o += 1
+        if o == L:
+            start = L - 1
+        elif valid[o]:
+            start = o
     if not valid[start]:
         beta[start, :] = 1.0
         valid[start] = True

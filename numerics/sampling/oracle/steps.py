@@ -27,11 +27,13 @@ The dense steps are one product with ``A`` (forward) or with ``A^T`` stored C or
 both in axpy form over contiguous rows, skipping zero entries of the vector
 (:func:`_vecmat_dense`). They and the other dense versions are declared ``_nrt=False``: they
 allocate nothing, and :func:`~numerics.languages.arrays.by_kind` compiles them without numba's
-reference counts, which otherwise take two atomic operations per array read on every call. They
-also take ``fastmath=DENSE_MATH`` (``{"contract"}`` only: a product and the sum it enters may be
-one FMA, rounded once instead of twice; no reassociation), which moves the scores by round-off
-only (the same tokens, scores within 1e-12 of the previous kernels) and the hmm passes by a few
-percent.
+reference counts, which otherwise take two atomic operations per array read on every call. So are
+the n-gram versions here and in :mod:`~numerics.sampling.oracle.messages` /
+:mod:`~numerics.sampling.oracle.jumps` (they took 15% of a 4gram sampling pass in reference counts).
+The dense versions also take ``fastmath=DENSE_MATH`` (``{"contract"}`` only: a product and the sum it
+enters may be one FMA, rounded once instead of twice; no reassociation), which moves the scores by
+round-off only (the same tokens, scores within 1e-12 of the previous kernels) and the hmm passes by a
+few percent.
 
 The n-gram steps never form the dense ``S x S`` product: a forward step pushes only from windows
 of non-zero ``alpha`` along their ``V`` successors, a backward step visits ``V`` successors per
@@ -302,7 +304,7 @@ def _initial_windows(initial, out, V, vfix):
     normalize(out)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _forward_step_ngram(lang, ev, prev, out, p):
     initial, cond = lang.initial, lang.conditional
     tokens = ev.tokens
@@ -417,7 +419,7 @@ def consistent_windows(lang, ev, k):
     return r0, rstep, S // rstep
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     S = out.shape[0]
     cond = lang.conditional
@@ -528,7 +530,7 @@ def _token_marginal_dense(lang, alpha, beta, m):
     return total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _token_marginal_ngram(lang, alpha, beta, m):
     V = m.shape[0]
     for v in range(V):
@@ -556,7 +558,7 @@ def _apply_evidence_dense(lang, vec, v):
         vec[s] *= ET[v, s]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _apply_evidence_ngram(lang, vec, v):
     V = lang.conditional.shape[1]
     for c in range(vec.shape[0] // V):
@@ -587,7 +589,7 @@ def _observe_dense(lang, vec, v):
     return normalize(vec)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _observe_ngram(lang, vec, v):
     apply_evidence(lang, vec, v)
     V = lang.conditional.shape[1]
@@ -617,7 +619,7 @@ def _window_known_dense(lang, ev, p, after):
     return False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _window_known_ngram(lang, ev, p, after):
     order = lang.order
     if p - order + 2 <= after:
@@ -637,7 +639,7 @@ def _window_span_dense(lang):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _window_span_ngram(lang):
     return lang.order - 1
 
@@ -656,7 +658,7 @@ def _restart_at_separator_dense(lang, ev, vec, start, p):
     return start
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _restart_at_separator_ngram(lang, ev, vec, start, p):
     for r in range(p - 1, start, -1):
         if _window_known_ngram(lang, ev, r, -1):
