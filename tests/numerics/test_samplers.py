@@ -270,6 +270,45 @@ def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
     assert jumps.language_powers(LANGS[name], L).max_power == 2
 
 
+def _large_ngrams():
+    """5-grams over 4 tokens: S = 256 windows, the size from which the n-gram crossings read only the windows the
+    evidence allows, walks start from observed stops and the powers are stored as token blocks (CROSS_MIN_STATES)."""
+    rng = np.random.default_rng(41)
+    return {
+        "full": NGram(5, random_rows(rng, (256,)), random_rows(rng, (256, 4))),
+        "zeros": NGram(5, random_rows(rng, (256,)), random_rows(rng, (256, 4), zero_fraction=0.3)),
+    }
+
+
+LARGE = _large_ngrams()
+
+
+@pytest.mark.parametrize("kind", sorted(LARGE))
+@pytest.mark.parametrize("max_power", [None, 2])
+def test_large_ngram_fast_path_equals_generic(kind, max_power, monkeypatch):
+    """The large n-gram path (token blocks, walks from nothing, dot-form backward jumps; with ``max_power = 2``
+    the chained ones too) samples the generic path's tokens and scores ``log q`` by the chain rule exactly."""
+    from numerics.sampling.oracle import jumps
+
+    lang = LARGE[kind]
+    S = lang.n_states
+    assert S >= jumps.CROSS_MIN_STATES
+    monkeypatch.setattr(jumps, "_POWERS_CACHE", {})
+    if max_power is not None:
+        monkeypatch.setattr(jumps, "POWERS_BYTES", (max_power + 1) * 8 * S * S)  # one layout: the blocks
+    L = 24
+    for N in (2, 6, 40):
+        den = OracleDenoiser(lang, strict=False)
+        a = sample_factorized(den, linear(N), 60, L, np.random.default_rng(43), path="generic")
+        b = sample_oracle(lang, linear(N), 60, L, np.random.default_rng(43))
+        np.testing.assert_array_equal(a.tokens, b.tokens)
+        x = lang.sample(60, L, np.random.default_rng(44))
+        steps = linear(N).sample_steps(np.random.default_rng(45), (60, L))
+        ll = masked_forward_backward(lang, x, np.zeros(x.shape, bool)).loglik
+        np.testing.assert_allclose(reveal_score(lang, steps, x, chain=True).log_q, ll, rtol=RTOL_EXACT)
+    assert jumps.language_powers(lang, L).max_power == (L if max_power is None else max_power)
+
+
 def _full_support_languages():
     rng = np.random.default_rng(17)
     return {

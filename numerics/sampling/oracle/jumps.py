@@ -16,10 +16,13 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, and to the rows ending in the observed token at the start. From
 :data:`CROSS_MIN_STATES` windows on (the n-grams whose crossings these are), ``P^m`` is stored cut
-into the blocks of the windows ending in one token, each contiguous, in both orientations
-(``Powers.blocks`` for forward jumps, ``Powers.blocks_t`` for backward ones), so that both run in
-axpy form over contiguous block rows (a ``64 x 64`` block at ``S = 512``, where rows ``4 KB``
-apart made the backward jump a slow dot product). A smaller n-gram keeps ``P^m`` whole
+into the blocks of the windows ending in one token, each contiguous (``Powers.blocks``): a forward
+jump runs in axpy form over a block's rows, a backward one in dot form over the same rows (a
+``64 x 64`` block at ``S = 512`` is ``32 KB`` read in one piece, where rows ``4 KB`` apart made
+the backward jump slow). One orientation only, so that ``M`` is twice what two would allow in
+:data:`POWERS_BYTES` (``M = 127`` at ``S = 512``): a run longer than ``M`` chains through a dense
+``S``-vector, ``8x`` the reads of a block, and was the larger cost (paired, one thread, 4gram:
+1.10-1.17x over both orientations with ``M = 63``). A smaller n-gram keeps ``P^m`` whole
 (``Powers.matrices``) and its columns by landing token (``Powers.by_token``): its ``8 x 8`` blocks
 would cost more in loops than they save.
 
@@ -72,7 +75,7 @@ __all__ = [
     "max_power",
 ]
 
-POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language (both layouts)
+POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language
 CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing and jumps (messages.crosses_by_windows)
 _POWERS_CACHE: dict = {}
 
@@ -95,13 +98,13 @@ class Powers(NamedTuple):
         The jumps index them with a row offset instead of taking a view ``matrices[m]``, whose
         reference count numba would take and drop on every crossing. An n-gram has ``(1, 1)``
         placeholders (never read).
-    blocks, blocks_t : (M + 1, V, V, S // V, S // V) float64
+    blocks : (M + 1, V, V, S // V, S // V) float64
         n-gram of at least :data:`CROSS_MIN_STATES` windows (its crossings, :func:`~numerics.sampling.oracle.messages.cross_forward`):
         ``P^m`` cut into the ``V x V`` blocks of the windows ending in one token (rows ``k V + u``,
-        columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = blocks_t[m, v, u, c, k] = P^m[k V + u, c V + v]``.
+        columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = P^m[k V + u, c V + v]``.
         A forward jump from an observed token ``u`` to an observed ``v`` reads the one ``(S/V) x (S/V)`` block
-        ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the transposed ``blocks_t[m, v, u]``
-        (its columns as rows), also in axpy form; a masked end takes every block of that side.
+        ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the same block in dot form over its
+        rows (:func:`_blocks_backward`); a masked end takes every block of that side.
         Otherwise ``(1, 1, 1, 1, 1)`` placeholders (never read): on ``S = 64`` windows the generic jumps over
         ``matrices`` / ``by_token`` are faster (blocks of ``8 x 8``).
     initial_laws : (length, S) float64
@@ -114,7 +117,6 @@ class Powers(NamedTuple):
     matrices: np.ndarray
     by_token: np.ndarray
     blocks: np.ndarray
-    blocks_t: np.ndarray
     stacked: np.ndarray
     stacked_t: np.ndarray
     initial_laws: np.ndarray
@@ -141,7 +143,7 @@ def language_powers(language: Language, length: int) -> Powers:
         S, V = language.n_states, language.vocab_size
         P = np.zeros((S, S))
         np.put_along_axis(P, language.successors(), language.conditional, axis=1)
-        layouts = 2
+        layouts = 1 if S >= CROSS_MIN_STATES else 2
     else:
         P = np.array(language.transition)
         S, V = P.shape[0], 1
@@ -153,7 +155,7 @@ def language_powers(language: Language, length: int) -> Powers:
     if hit is not None and hit[0] is language and hit[1].max_power >= M and hit[1].initial_laws.shape[0] >= laws_rows:
         return hit[1]
     by_token = np.zeros((1, 1, 1, 1))  # the placeholders of the layouts this language does not use
-    blocks = blocks_t = np.zeros((1, 1, 1, 1, 1))
+    blocks = np.zeros((1, 1, 1, 1, 1))
     stacked = stacked_t = laws = np.zeros((1, 1))
     if V == 1:  # dense HMM
         Pm = _matrix_powers(P, M)
@@ -163,13 +165,13 @@ def language_powers(language: Language, length: int) -> Powers:
         laws = _initial_laws(np.asarray(language.initial), P, laws_rows)
         if S >= CROSS_MIN_STATES:
             Pm = np.zeros((1, 1, 1))
-            blocks, blocks_t = _power_blocks(P, M, V)
+            blocks = _power_blocks(P, M, V)
         else:
             Pm = _matrix_powers(P, M)
             by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
     if len(_POWERS_CACHE) > 4:
         _POWERS_CACHE.clear()
-    powers = Powers(Pm, by_token, blocks, blocks_t, stacked, stacked_t, laws)
+    powers = Powers(Pm, by_token, blocks, stacked, stacked_t, laws)
     _POWERS_CACHE[key] = (language, powers)
     return powers
 
@@ -183,12 +185,11 @@ def _matrix_powers(P: np.ndarray, M: int) -> np.ndarray:
     return Pm
 
 
-def _power_blocks(P: np.ndarray, M: int, V: int) -> tuple[np.ndarray, np.ndarray]:
-    """``Powers.blocks`` and ``Powers.blocks_t`` of ``P^0 .. P^M`` (one power in memory at a time)."""
+def _power_blocks(P: np.ndarray, M: int, V: int) -> np.ndarray:
+    """``Powers.blocks`` of ``P^0 .. P^M`` (one power in memory at a time)."""
     S = P.shape[0]
     C = S // V
     blocks = np.empty((M + 1, V, V, C, C))
-    blocks_t = np.empty((M + 1, V, V, C, C))
     power, nxt = np.eye(S), np.empty((S, S))
     for m in range(M + 1):
         if m > 0:
@@ -196,8 +197,7 @@ def _power_blocks(P: np.ndarray, M: int, V: int) -> tuple[np.ndarray, np.ndarray
             power, nxt = nxt, power
         cut = power.reshape(C, V, C, V)  # cut[k, u, c, v] = P^m[k V + u, c V + v]
         blocks[m] = cut.transpose(3, 1, 0, 2)
-        blocks_t[m] = cut.transpose(3, 1, 2, 0)
-    return blocks, blocks_t
+    return blocks
 
 
 def _initial_laws(initial: np.ndarray, P: np.ndarray, length: int) -> np.ndarray:
@@ -213,8 +213,8 @@ def _initial_laws(initial: np.ndarray, P: np.ndarray, length: int) -> np.ndarray
 
 def no_powers() -> Powers:
     """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)),
-                  np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
+    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1)),
+                  np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 @nb.njit(cache=True)
@@ -247,38 +247,61 @@ def _blocks_forward(blocks, m, vec, out, u0, u1, v0, v1, acc):  # noqa: PLR0917 
 
 
 @nb.njit(cache=True)
-def _blocks_backward(blocks_t, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noqa: PLR0917 -- a numba kernel: positional on the hot path
+def _blocks_backward(blocks, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noqa: PLR0917 -- a numba kernel: positional on the hot path
     """n-gram ``out[r] = sum_{v0 <= v < v1, c} P^m[r, c V + v] w[c V + v]`` for the rows ``r = r0 + i rstep``, ``i < nrows``
     (every row: ``(0, 1, S)``; else ``rstep`` a multiple of ``V``), the other entries untouched: ``w`` may
     be non-zero only on the windows ending in ``v0..v1-1``.
 
-    Block by block over the transposed blocks (:attr:`Powers.blocks_t`), in axpy form over their
-    contiguous rows (the rows ending in one token at once), skipping zeros of ``w``; ``acc`` is an
-    ``(S // V,)`` (or longer) scratch vector.
+    Dot form over the forward blocks (:attr:`Powers.blocks`): for each token ``v`` the entries of ``w`` ending
+    in ``v`` are gathered into ``acc`` (an ``(S // V,)`` or longer scratch vector), and the rows take their dot
+    products with it over the contiguous rows of ``blocks[m, v, u]``, four rows at a time (four independent sums).
     """
-    V = blocks_t.shape[1]
-    C = blocks_t.shape[3]
+    V = blocks.shape[1]
+    C = blocks.shape[3]
     if rstep == 1:
-        u0, u1 = 0, V
+        u0, u1, k0, kstep, nk = 0, V, 0, 1, C
     else:
         u0 = r0 % V
-        u1 = u0 + 1
-    for u in range(u0, u1):
-        for k in range(C):
-            acc[k] = 0.0
-        for v in range(v0, v1):
-            for c in range(C):
-                b = w[c * V + v]
-                if b != 0.0:
-                    for k in range(C):
-                        acc[k] += b * blocks_t[m, v, u, c, k]
-        if rstep == 1:
-            for k in range(C):
-                out[k * V + u] = acc[k]
-        else:
-            for i in range(nrows):
-                r = r0 + i * rstep
-                out[r] = acc[r // V]
+        u1, k0, kstep, nk = u0 + 1, r0 // V, rstep // V, nrows
+    for v in range(v0, v1):
+        for c in range(C):
+            acc[c] = w[c * V + v]
+        first = v == v0
+        for u in range(u0, u1):
+            i = 0
+            while i + 4 <= nk:
+                k = k0 + i * kstep
+                a0 = 0.0
+                a1 = 0.0
+                a2 = 0.0
+                a3 = 0.0
+                for c in range(C):
+                    g = acc[c]
+                    a0 += blocks[m, v, u, k, c] * g
+                    a1 += blocks[m, v, u, k + kstep, c] * g
+                    a2 += blocks[m, v, u, k + 2 * kstep, c] * g
+                    a3 += blocks[m, v, u, k + 3 * kstep, c] * g
+                if first:
+                    out[k * V + u] = a0
+                    out[(k + kstep) * V + u] = a1
+                    out[(k + 2 * kstep) * V + u] = a2
+                    out[(k + 3 * kstep) * V + u] = a3
+                else:
+                    out[k * V + u] += a0
+                    out[(k + kstep) * V + u] += a1
+                    out[(k + 2 * kstep) * V + u] += a2
+                    out[(k + 3 * kstep) * V + u] += a3
+                i += 4
+            while i < nk:
+                k = k0 + i * kstep
+                a0 = 0.0
+                for c in range(C):
+                    a0 += blocks[m, v, u, k, c] * acc[c]
+                if first:
+                    out[k * V + u] = a0
+                else:
+                    out[k * V + u] += a0
+                i += 1
 
 
 @nb.njit(cache=True)
@@ -463,13 +486,13 @@ def _chain_backward(Pm, tmp, out, m):
 
 
 @nb.njit(cache=True)
-def _chain_backward_blocks(blocks_t, w, out, m, acc):
+def _chain_backward_blocks(blocks, w, out, m, acc):
     """n-gram: ``w <- P^(m - m') w`` in chunks of ``M``, normalized after each (``out`` as scratch); returns the ``m' <= M`` left (``m > M`` only)."""
-    M = blocks_t.shape[0] - 1
-    V = blocks_t.shape[1]
+    M = blocks.shape[0] - 1
+    V = blocks.shape[1]
     S = w.shape[0]
     while m > M:
-        _blocks_backward(blocks_t, M, w, out, 0, 1, S, 0, V, acc)
+        _blocks_backward(blocks, M, w, out, 0, 1, S, 0, V, acc)
         normalize(out)
         copy_into(out, w)
         m -= M
@@ -491,20 +514,20 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
 @nb.njit(cache=True, _nrt=False)
 def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram
-        blocks_t = powers.blocks_t  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
+        blocks = powers.blocks  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
         S = out.shape[0]
         V = lang.conditional.shape[1]
-        if m > blocks_t.shape[0] - 1:
-            m = _chain_backward_blocks(blocks_t, w, out, m, tmp)
+        if m > blocks.shape[0] - 1:
+            m = _chain_backward_blocks(blocks, w, out, m, tmp)
             wfix = -1
         v0, v1 = (wfix, wfix + 1) if wfix >= 0 else (0, V)  # w lives on the windows ending in wfix
         if rowfix < 0:
-            _blocks_backward(blocks_t, m, w, out, 0, 1, S, v0, v1, tmp)
+            _blocks_backward(blocks, m, w, out, 0, 1, S, v0, v1, tmp)
             normalize(out)
             return
         for s2 in range(S):
             out[s2] = 0.0
-        _blocks_backward(blocks_t, m, w, out, rowfix, V, S // V, v0, v1, tmp)  # only the rows ending in rowfix
+        _blocks_backward(blocks, m, w, out, rowfix, V, S // V, v0, v1, tmp)  # only the rows ending in rowfix
         normalize_class(out, rowfix, V, S // V)
         return
     Pm, by_token = powers.matrices, powers.by_token

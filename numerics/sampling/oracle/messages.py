@@ -264,7 +264,7 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     steps (which also write ``beta`` at the positions in between). n-gram: the jump reads
     ``beta[cur]`` only on the windows ending in ``x_cur`` (the evidence there) and computes only the
     rows consistent with the observed run ending at ``k``, over the transposed blocks
-    (:attr:`~numerics.sampling.oracle.jumps.Powers.blocks_t`; runs longer than ``M`` chain them), and
+    (:attr:`~numerics.sampling.oracle.jumps.Powers.blocks`, in dot form; runs longer than ``M`` chain them), and
     with nothing observed after ``k`` it is ``P^m 1 = 1``, normalized (no product).
     """
     tmp, tmp2 = scratch.tmp, scratch.tmp2
@@ -306,7 +306,7 @@ def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     w = beta[cur]
     out = beta[k]
     acc = scratch.acc
-    blocks_t = powers.blocks_t
+    blocks = powers.blocks
     if rows_observed:  # only the windows consistent with the observed run ending at k (module docstring)
         r0, rstep, nrows = consistent_windows(lang, ev, k)
         for t in range(S):
@@ -316,17 +316,17 @@ def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     v0, v1 = (tokens[cur], tokens[cur] + 1) if landing else (0, V)  # w times the evidence at cur: the columns ending in x_cur
     if m > M:  # chained in chunks of M (normalized after each), the first one reading w only where the evidence at cur allows
         tmp, tmp2 = scratch.tmp, scratch.tmp2
-        _blocks_backward(blocks_t, M, w, tmp, 0, 1, S, v0, v1, acc)
+        _blocks_backward(blocks, M, w, tmp, 0, 1, S, v0, v1, acc)
         normalize(tmp)
         m -= M
         while m > M:
-            _blocks_backward(blocks_t, M, tmp, tmp2, 0, 1, S, 0, V, acc)
+            _blocks_backward(blocks, M, tmp, tmp2, 0, 1, S, 0, V, acc)
             normalize(tmp2)
             copy_into(tmp2, tmp)
             m -= M
-        _blocks_backward(blocks_t, m, tmp, out, r0, rstep, nrows, 0, V, acc)
+        _blocks_backward(blocks, m, tmp, out, r0, rstep, nrows, 0, V, acc)
     else:
-        _blocks_backward(blocks_t, m, w, out, r0, rstep, nrows, v0, v1, acc)
+        _blocks_backward(blocks, m, w, out, r0, rstep, nrows, v0, v1, acc)
     normalize_class(out, r0, rstep, nrows)
 
 
