@@ -176,8 +176,10 @@ def _evidence_normalize_dense(vec, ET, v):
 
 
 @nb.njit(cache=True, inline="always")
-def _add_rows(out, M, r0, s0, s1, s2, s3, a0, a1, a2, a3, first):  # noqa: PLR0917 -- inlined into _vecmat_dense
-    """``out[t] (+)= a0 M[r0 + s0, t] + .. + a3 M[r0 + s3, t]``: written when ``first``, else added (``0 + x = x``: the same floats)."""
+def _add_rows(out, M, r0, vec, s0, s1, s2, s3, first):  # noqa: PLR0917 -- inlined into _vecmat_dense
+    """``out[t] (+)= a0 M[r0 + s0, t] + .. + a3 M[r0 + s3, t]`` with ``a_i = vec[s_i]``: written when ``first``, else
+    added (``0 + x = x``: the same floats)."""
+    a0, a1, a2, a3 = vec[s0], vec[s1], vec[s2], vec[s3]
     if first:
         for t in range(out.shape[0]):
             out[t] = a0 * M[r0 + s0, t] + a1 * M[r0 + s1, t] + a2 * M[r0 + s2, t] + a3 * M[r0 + s3, t]
@@ -226,38 +228,30 @@ def _vecmat_dense(vec, M, r0, out):
             nz = vec[s] != 0.0
             mask |= np.uint64(nz) << np.uint64(s)
             n += nz
-        if n < R:  # the first rows taken write out (first = True at compile time)
-            if n >= 4:
+        if n < R:  # the first rows taken write out
+            first = True
+            while n >= 4:
                 s0, mask = _pop_lowest(mask)
                 s1, mask = _pop_lowest(mask)
                 s2, mask = _pop_lowest(mask)
                 s3, mask = _pop_lowest(mask)
-                _add_rows(out, M, r0, s0, s1, s2, s3, vec[s0], vec[s1], vec[s2], vec[s3], True)
+                _add_rows(out, M, r0, vec, s0, s1, s2, s3, first)
+                first = False
                 n -= 4
-                while n >= 4:
-                    s0, mask = _pop_lowest(mask)
-                    s1, mask = _pop_lowest(mask)
-                    s2, mask = _pop_lowest(mask)
-                    s3, mask = _pop_lowest(mask)
-                    _add_rows(out, M, r0, s0, s1, s2, s3, vec[s0], vec[s1], vec[s2], vec[s3], False)
-                    n -= 4
-            elif n > 0:
-                s0, mask = _pop_lowest(mask)
-                _add_row(out, M, r0 + s0, vec[s0], True)
-                n -= 1
-            else:  # vec = 0
-                _add_row(out, M, r0, 0.0, True)
             while n > 0:
                 s0, mask = _pop_lowest(mask)
-                _add_row(out, M, r0 + s0, vec[s0], False)
+                _add_row(out, M, r0 + s0, vec[s0], first)
+                first = False
                 n -= 1
+            if first:  # vec = 0
+                _add_row(out, M, r0, 0.0, True)
             return
     first = True
     s = 0
     while s + 4 <= R:
         a0, a1, a2, a3 = vec[s], vec[s + 1], vec[s + 2], vec[s + 3]
         if a0 != 0.0 or a1 != 0.0 or a2 != 0.0 or a3 != 0.0:
-            _add_rows(out, M, r0, s, s + 1, s + 2, s + 3, a0, a1, a2, a3, first)
+            _add_rows(out, M, r0, vec, s, s + 1, s + 2, s + 3, first)
             first = False
         s += 4
     while s < R:
