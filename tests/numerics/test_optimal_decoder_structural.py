@@ -132,7 +132,7 @@ def _first_call_mc(lang, L, runs, n, rng):
     W = S // V
     law = np.asarray(lang.initial, dtype=np.float64)
     marg, laws = [], []
-    for j in range(L):
+    for _ in range(L):
         laws.append(law)
         marg.append(law.reshape(W, V).sum(axis=0))
         nxt = np.zeros(S)
