@@ -48,7 +48,7 @@ import numpy as np
 from scipy.special import entr
 
 from numerics.exact.joint_table import as_table
-from numerics.exact.optimal_decoder import _members, _subsets_largest_first, _Tables
+from numerics.exact.optimal_decoder import DECODER_CLASS, _members, _subsets_largest_first, _Tables
 from numerics.sampling.adaptive import on_grid
 
 __all__ = [
@@ -99,6 +99,8 @@ class DecoderClass:
     @property
     def description(self) -> str:
         """The class in words (the text the CLI, docs and JSON use)."""
+        if (self.selection, self.temperature) == ("fixed", 1.0):
+            return DECODER_CLASS
         values = ("drawn independently from its oracle marginal given the revealed values" if self.temperature == 1
                   else "an argmax of its oracle marginal given the revealed values (any tie)" if self.temperature == 0
                   else f"drawn independently from its oracle marginal tempered at T = {self.temperature:g}")
@@ -161,10 +163,12 @@ def class_work(vocab_size: int, length: int, calls: int, selection: str) -> int:
 def _check(V: int, L: int, calls: int, selection: str) -> None:
     if int(calls) != calls or calls < 1:
         raise ValueError(f"the call budget T must be an integer >= 1, got {calls!r}")
-    work = class_work(V, L, calls, selection)
-    if work > MAX_CLASS_WORK:
-        raise ValueError(f"the {selection} class floor at V = {V}, L = {L}, T = {calls} sums {work} array entries "
-                         f"(more than MAX_CLASS_WORK = {MAX_CLASS_WORK}); use a smaller L or T")
+    if class_work(V, L, calls, selection) > MAX_CLASS_WORK:
+        reach = 0
+        while class_work(V, reach + 1, calls, selection) <= MAX_CLASS_WORK:
+            reach += 1
+        raise ValueError(f"the {selection} class floor's exact DP reaches L <= {reach} at V = {V} with T = {calls} "
+                         f"calls (MAX_CLASS_WORK); L = {L} is beyond it")
 
 
 def _draw_law(cond: np.ndarray, axis: int, tau: float) -> np.ndarray:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.exact.optimal_decoder import MAX_STATES, MAX_WORK, decoder_size, optimal_decoder
+from numerics.exact.optimal_decoder import dp_max_length, optimal_decoder
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
 
@@ -54,16 +54,6 @@ __all__ = [
 ]
 
 MAX_WINDOWS_ALL_GAPS = 64  # windows V^(n-1) up to which every gap g is tried (else the widest per call count)
-
-
-def dp_max_length(vocab_size: int, calls: int) -> int:
-    """The largest ``L`` the optimal decoder's DP accepts at ``V`` tokens and ``T`` calls (0 if none)."""
-    L = 0
-    while True:
-        states, work = decoder_size(vocab_size, L + 1, calls)
-        if states > MAX_STATES or work > MAX_WORK:
-            return L
-        L += 1
 
 
 def dp_limit_text(vocab_size: int, calls: int) -> str:
