@@ -1,4 +1,4 @@
-"""The floor of every decoder as claims: ParallelBench's ``L*_T``, its monotonicity, and Chen-Cong-Li's DP above it.
+"""The marginal-draw decoders' floor as claims: ParallelBench's ``L*_T``, its monotonicity, Chen-Cong-Li's DP above it.
 
 ``L*_T`` and the SER floor are the exact optimal decoder's values
 (:func:`numerics.exact.optimal_decoder.optimal_decoder`, a DP over revealed sets and values) on
