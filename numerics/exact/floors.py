@@ -48,7 +48,7 @@ import numpy as np
 from scipy.special import entr
 
 from numerics.exact.joint_table import as_table
-from numerics.exact.optimal_decoder import DECODER_CLASS, _members, _subsets_largest_first, _Tables
+from numerics.exact.optimal_decoder import DECODER_CLASS, _members, _subsets_largest_first, _Tables, language_sizes
 from numerics.sampling.adaptive import on_grid
 
 __all__ = [
@@ -207,12 +207,7 @@ def class_floor(language: Any, length: int | None, calls: int, decoder_class: De
                          f"(not {metric!r}): a draw-then-select decoder's KL is not a dynamic program")
     if not (math.isfinite(call_cost) and call_cost >= 0):
         raise ValueError(f"call_cost must be a finite number >= 0, got {call_cost!r}")
-    if isinstance(language, np.ndarray):
-        V, L = language.shape[0], language.ndim
-    else:
-        if length is None:
-            raise ValueError("length is required when a language (not a table) is given")
-        V, L = int(language.vocab_size), int(length)
+    V, L = language_sizes(language, length)
     _check(V, L, calls, decoder_class.selection)
     q = as_table(language, length)
     tab = _Tables(q)

@@ -67,6 +67,7 @@ __all__ = [
     "PolicyStep",
     "decoder_size",
     "dp_max_length",
+    "language_sizes",
     "optimal_decoder",
     "policy_law",
 ]
@@ -170,6 +171,15 @@ def check_decoder_size(vocab_size: int, length: int, calls: int) -> None:
                          f"L = {length} is beyond it")
 
 
+def language_sizes(language: Any, length: int | None) -> tuple[int, int]:
+    """``(V, L)`` of a joint table ``(V,) * L`` or of a language object at ``length``."""
+    if isinstance(language, np.ndarray):
+        return language.shape[0], language.ndim
+    if length is None:
+        raise ValueError("length is required when a language (not a table) is given")
+    return int(language.vocab_size), int(length)
+
+
 def _members(mask: int, L: int) -> list[int]:
     return [j for j in range(L) if (mask >> j) & 1]
 
@@ -215,12 +225,7 @@ def optimal_decoder(language: Any, length: int | None, calls: int, metric: str =
     """
     if metric not in OBJECTIVES:
         raise ValueError(f"unknown metric {metric!r} for the optimal decoder; choose one of {OBJECTIVES}")
-    if isinstance(language, np.ndarray):
-        V, L = language.shape[0], language.ndim
-    else:
-        if length is None:
-            raise ValueError("length is required when a language (not a table) is given")
-        V, L = int(language.vocab_size), int(length)
+    V, L = language_sizes(language, length)
     check_decoder_size(V, L, calls)
     q = as_table(language, length)
     tab = _Tables(q)
