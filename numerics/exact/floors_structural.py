@@ -296,6 +296,9 @@ def interval_floor(lang: IntervalLanguage, length: int, calls: int) -> Structura
     """The interval language's SER floor at any ``L`` by the product rule over its intervals (exact)."""
     L, l = int(length), int(lang.l)
     whole, rest = divmod(L, l)
+    if dp_max_length(lang.vocab_size, calls) < min(l, L):
+        raise ValueError(f"the interval language's floor needs the exact DP on one interval of l = {l} positions, "
+                         f"beyond its reach ({dp_limit_text(lang.vocab_size, calls)})")
     blocks = []
     for size, count in ((l, whole), (rest, 1 if rest else 0)):
         if count:

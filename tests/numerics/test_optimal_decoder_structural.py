@@ -192,3 +192,10 @@ def test_cli_states_the_class_and_goes_beyond_the_dp():
     assert wider["draw-then-select@T=0"]["bounds"] == ["ser"]
     code, out = _run("--language", "hmm-pruned", "-L", "12", "--calls", "2", "--metric", "ser")
     assert code == 2 and "L <= 6 at V = 8 (T = 2)" in out["error"]["message"]
+
+
+def test_cli_refuses_what_no_floor_reaches():
+    code, out = _run("--language", "interval", "-L", "100", "--calls", "5", "--metric", "ser")
+    assert code == 2 and "one interval of l = 5 positions" in out["error"]["message"]
+    code, out = _run("--language", "2gram-pruned", "-L", "128", "--calls", "16", "--metric", "kl")
+    assert code == 2 and "L <= 5 at V = 8 (T = 16)" in out["error"]["message"]

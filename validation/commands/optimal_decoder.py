@@ -61,11 +61,14 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     try:
         check_decoder_size(V, length, calls)
     except ValueError:
-        structural = structural_floor(lang, length, calls) if metric == "ser" else None
+        why = "a structural floor at any L exists for SER on n-gram and interval languages only"
+        try:
+            structural = structural_floor(lang, length, calls) if metric == "ser" else None
+        except ValueError as exc:
+            structural, why = None, str(exc)
         if structural is None:
-            raise click.BadParameter(
-                f"the exact DP's state space reaches {result['dp_limit']}, not L = {length}; a structural floor at "
-                "any L exists for SER on n-gram and interval languages only", param_hint="--length/--calls") from None
+            raise click.BadParameter(f"the exact DP's state space reaches {result['dp_limit']}, not L = {length}; "
+                                     f"{why}", param_hint="--length/--calls") from None
         from numerics.estimate import Estimate
 
         result |= {"method": "structural", "value": Estimate(float(structural.values[-1]), 0.0, "structural-floor"),
