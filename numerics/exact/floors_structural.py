@@ -36,6 +36,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from scipy.special import kl_div
 
 from numerics.exact.optimal_decoder import dp_max_length, optimal_decoder
 from numerics.languages.hmm import NGram
@@ -96,6 +97,9 @@ class InterleavedPlan:
         ``1 + c(max run)``: the plan's calls.
     ser : float
         The exact probability that the first call's independent draws are impossible (the later calls are exact).
+    kl : float
+        The exact forward KL ``KL(q || p)``: the first call's total correlation
+        ``sum_{j in R} H(X_j) - H(X_R)`` (nats; the later calls add none).
     length, window : int
         ``L`` and ``k = n - 1``.
     """
@@ -104,6 +108,7 @@ class InterleavedPlan:
     first_call: tuple
     calls: int
     ser: float
+    kl: float
     length: int
     window: int
 
@@ -184,6 +189,7 @@ class _Chain:
         self.law = law  # law[j]: the window at position j
         self.mu = law.reshape(L, self.S // self.V, self.V).sum(axis=1)  # token marginals q(x_j)
         self._powers = {1: step}
+        self._probs: dict[int, np.ndarray] = {}
 
     def _push(self, p: np.ndarray) -> np.ndarray:
         out = (p.reshape(self.V, self.W)[:, :, None] * self.cond.reshape(self.V, self.W, self.V)).sum(axis=0)
@@ -196,6 +202,21 @@ class _Chain:
             sq = (half.astype(np.float64) @ half.astype(np.float64)) > 0
             self._powers[d] = (sq.astype(np.float64) @ self.step.astype(np.float64) > 0) if d % 2 else sq
         return self._powers[d]
+
+    def power(self, d: int) -> np.ndarray:
+        """``A^d``, the window chain's ``d``-step transition (binary powering, cached)."""
+        if d not in self._probs:
+            if d == 1:
+                A = np.zeros((self.S, self.S))
+                s = np.arange(self.S)
+                for v in range(self.V):
+                    A[s, (s % self.W) * self.V + v] = self.cond[:, v]
+                self._probs[1] = A
+            else:
+                half = self.power(d // 2)
+                sq = half @ half
+                self._probs[d] = sq @ self.power(1) if d % 2 else sq
+        return self._probs[d]
 
     def window_weight(self, start: int) -> np.ndarray:
         """``prod_i q(x_{start+i} = digit_i(s))`` over windows ``s`` (oldest digit first)."""
@@ -237,6 +258,30 @@ def _first_call_ser(ch: _Chain, runs: list[tuple[int, int]]) -> float:
     return float(-math.expm1(log_valid)) + 0.0  # + 0.0: no -0.0
 
 
+def _first_call_kl(ch: _Chain, runs: list[tuple[int, int]]) -> float:
+    """``sum_{j in R} H(X_j) - H(X_R)`` as a sum of non-negative KL terms (exact, nats; no large cancellation).
+
+    Each KL is summed as ``kl_div(p, r) = p log(p / r) - p + r >= 0`` term by term (the same sum for
+    two laws), so round-off cannot make it negative.
+
+    By the chain rule over the windows at the runs' ends: each block adds its own total correlation
+    ``KL(law of its window || product of its token marginals)`` and, after the first, its mutual
+    information with the previous block's window, ``sum_s pi(s) KL(A^d[s, .] || pi')``; each further
+    position of a run adds ``I(X_j; window_{j-1}) = sum_s pi_{j-1}(s) KL(q(. | s) || q(x_j))``.
+    """
+    total = 0.0
+    prev_end = -1
+    for b, e in runs:
+        window = ch.law[b + ch.k - 1]
+        total += float(kl_div(window, ch.window_weight(b)).sum())
+        if prev_end >= 0:
+            total += float(ch.law[prev_end] @ kl_div(ch.power(b + ch.k - 1 - prev_end), window[None, :]).sum(axis=1))
+        for j in range(b + ch.k, e + 1):
+            total += float(ch.law[j - 1] @ kl_div(ch.cond, ch.mu[j][None, :]).sum(axis=1))
+        prev_end = e
+    return total
+
+
 def ngram_plan(lang: NGram, length: int, gap: int) -> InterleavedPlan:
     """The interleaved plan with gap ``g`` on ``lang`` at length ``L`` and its exact SER (module docstring)."""
     if not isinstance(lang, NGram):
@@ -252,15 +297,17 @@ def ngram_plan(lang: NGram, length: int, gap: int) -> InterleavedPlan:
 def _plan(ch: _Chain, L: int, gap: int) -> InterleavedPlan:
     runs = _first_call_runs(L, ch.k, gap)
     calls = 1 + fill_calls(_max_run(L, runs), ch.k)
-    return InterleavedPlan(gap, tuple(runs), calls, _first_call_ser(ch, runs), L, ch.k)
+    return InterleavedPlan(gap, tuple(runs), calls, _first_call_ser(ch, runs), _first_call_kl(ch, runs), L, ch.k)
 
 
-def ngram_structural_floor(lang: NGram, length: int, calls: int) -> StructuralFloor:
-    """The best interleaved plan's SER in at most ``t`` calls, ``t = 1..calls``: an upper bound on the floor.
+def ngram_structural_floor(lang: NGram, length: int, calls: int, metric: str = "ser") -> StructuralFloor:
+    """The best interleaved plan's SER or KL in at most ``t`` calls, ``t = 1..calls``: an upper bound on the floor.
 
     Every gap ``g = 0..L - k`` is tried when the n-gram has at most :data:`MAX_WINDOWS_ALL_GAPS`
     windows, else the widest gap of each call count.
     """
+    if metric not in ("ser", "kl"):
+        raise ValueError(f"unknown metric {metric!r}; choose ser or kl")
     k, L = lang.order - 1, int(length)
     if L < k:
         raise ValueError(f"an interleaved plan needs L >= n - 1 = {k}, got L = {L}")
@@ -275,9 +322,9 @@ def ngram_structural_floor(lang: NGram, length: int, calls: int) -> StructuralFl
     for g in gaps:
         p = _plan(ch, L, g)
         for t in range(p.calls, int(calls) + 1):
-            if best[t - 1] is None or p.ser < best[t - 1].ser:
+            if best[t - 1] is None or getattr(p, metric) < getattr(best[t - 1], metric):
                 best[t - 1] = p
-    values = np.array([p.ser for p in best])
+    values = np.array([getattr(p, metric) for p in best])
     values.setflags(write=False)
     return StructuralFloor(values, "upper bound (achievable interleaved plan)",
                            f"interleaved plans on the order-{lang.order} n-gram: first call blocks of {k} "
@@ -292,29 +339,33 @@ def product_floor(block_floors: list[np.ndarray]) -> np.ndarray:
     return 1.0 - valid
 
 
-def interval_floor(lang: IntervalLanguage, length: int, calls: int) -> StructuralFloor:
-    """The interval language's SER floor at any ``L`` by the product rule over its intervals (exact)."""
+def interval_floor(lang: IntervalLanguage, length: int, calls: int, metric: str = "ser") -> StructuralFloor:
+    """The interval language's SER or KL floor at any ``L`` from its intervals' floors (exact; module docstring).
+
+    SER by the product rule; forward KL is the sum of the intervals' KL floors (the (I1) sum splits
+    over independent blocks, each block's share being a mixture of its own policies).
+    """
     L, l = int(length), int(lang.l)
     whole, rest = divmod(L, l)
     if dp_max_length(lang.vocab_size, calls) < min(l, L):
         raise ValueError(f"the interval language's floor needs the exact DP on one interval of l = {l} positions, "
                          f"beyond its reach ({dp_limit_text(lang.vocab_size, calls)})")
-    blocks = []
-    for size, count in ((l, whole), (rest, 1 if rest else 0)):
-        if count:
-            f = optimal_decoder(lang, size, calls, "ser").values
-            blocks.append(1.0 - (1.0 - f) ** count)
-    values = product_floor(blocks)
+    blocks = [(optimal_decoder(lang, size, calls, metric).values, count)
+              for size, count in ((l, whole), (rest, 1 if rest else 0)) if count]
+    if metric == "ser":
+        values = product_floor([1.0 - (1.0 - f) ** count for f, count in blocks])
+    else:
+        values = sum(count * f for f, count in blocks)
     values.setflags(write=False)
-    return StructuralFloor(values, "exact (product rule)",
+    return StructuralFloor(values, "exact (product rule)" if metric == "ser" else "exact (sum over intervals)",
                            f"{whole} independent interval(s) of {l}" + (f" and one of {rest}" if rest else "")
                            + ", each by the optimal decoder's DP", (None,) * int(calls))
 
 
-def structural_floor(language: Any, length: int, calls: int) -> StructuralFloor | None:
-    """The structural SER floor of ``language`` if its kind has one (n-gram, interval), else ``None``."""
+def structural_floor(language: Any, length: int, calls: int, metric: str = "ser") -> StructuralFloor | None:
+    """The structural floor of ``language`` for ``metric`` if its kind has one (n-gram, interval), else ``None``."""
     if isinstance(language, NGram) and length >= language.order - 1:
-        return ngram_structural_floor(language, length, calls)
+        return ngram_structural_floor(language, length, calls, metric)
     if isinstance(language, IntervalLanguage):
-        return interval_floor(language, length, calls)
+        return interval_floor(language, length, calls, metric)
     return None

@@ -45,9 +45,9 @@ def _language(name):
     return _sparse_bigram() if name == "sparse-bigram" else load_language(name)
 
 
-def _partition_ser(table, partition):
-    """``1 - p(supp q)`` of a fixed ordered partition, each call drawing its positions independently from
-    the exact conditionals ``q(x_j | x_S)`` (summed from the table here)."""
+def _partition_law(table, partition):
+    """The output law on ``supp q`` of a fixed ordered partition, each call drawing its positions independently
+    from the exact conditionals ``q(x_j | x_S)`` (summed from the table here)."""
     L = table.ndim
 
     def marg(R):
@@ -61,7 +61,16 @@ def _partition_ser(table, partition):
             num = marg(S | {j})
             p = p * np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)), where=den > 0)
         S |= set(D)
-    return 1.0 - float(p[table > 0].sum())
+    return p
+
+
+def _partition_ser(table, partition):
+    return 1.0 - float(_partition_law(table, partition)[table > 0].sum())
+
+
+def _partition_kl(table, partition):
+    p, on = _partition_law(table, partition), table > 0
+    return float(np.sum(table[on] * (np.log(table[on]) - np.log(p[on]))))
 
 
 @pytest.mark.parametrize("name,L", [("2gram-pruned", 5), ("3gram-pruned", 6), ("sparse-bigram", 7),
@@ -76,6 +85,8 @@ def test_plan_ser_is_its_partition_replayed(name, L):
         assert sorted(p for D in part for p in D) == list(range(L)) and len(part) == plan.calls
         want = _partition_ser(table, part)
         assert abs(plan.ser - want) <= RTOL_EXACT * want + ATOL_METRIC, (g, plan.ser, want)
+        want = _partition_kl(table, part)
+        assert abs(plan.kl - want) <= RTOL_EXACT * want + ATOL_METRIC, (g, plan.kl, want)
         nonzero += plan.ser > 0 and g > 0
     if name == "sparse-bigram":
         assert nonzero >= 2  # zeros of P^d make plans with gaps err, and the forward pass sees it
@@ -86,11 +97,12 @@ def test_plan_ser_is_its_partition_replayed(name, L):
 def test_structural_floor_is_above_the_dp_and_equal_at_one_call(name, L):
     lang = _language(name)
     T = min(L, 4)
-    dp = optimal_decoder(lang, L, T, "ser").values
-    st = ngram_structural_floor(lang, L, T).values
-    assert np.all(st >= dp - ATOL_METRIC)
-    assert abs(st[0] - dp[0]) <= RTOL_EXACT * dp[0] + ATOL_METRIC
-    assert np.all(np.diff(st) <= ATOL_METRIC)
+    for metric in ("ser", "kl"):
+        dp = optimal_decoder(lang, L, T, metric).values
+        st = ngram_structural_floor(lang, L, T, metric).values
+        assert np.all(st >= dp - ATOL_METRIC)
+        assert abs(st[0] - dp[0]) <= RTOL_EXACT * dp[0] + ATOL_METRIC
+        assert np.all(np.diff(st) <= ATOL_METRIC)
 
 
 def test_fill_calls_and_order():
@@ -107,9 +119,10 @@ def test_interval_product_rule_is_the_dp(name, l):
     lang = load_language(name)
     for L in range(l, 7):
         T = min(L, l + 1)
-        dp = optimal_decoder(lang, L, T, "ser").values
-        got = interval_floor(lang, L, T).values
-        assert np.allclose(got, dp, rtol=RTOL_EXACT, atol=ATOL_METRIC), (L, got, dp)
+        for metric in ("ser", "kl"):
+            dp = optimal_decoder(lang, L, T, metric).values
+            got = interval_floor(lang, L, T, metric).values
+            assert np.allclose(got, dp, rtol=RTOL_EXACT, atol=ATOL_METRIC), (L, metric, got, dp)
     far = interval_floor(lang, 3000, l).values
     assert far[-1] == 0.0 and far[0] == 1.0  # l calls: one position of every interval per call
 
@@ -197,5 +210,5 @@ def test_cli_states_the_class_and_goes_beyond_the_dp():
 def test_cli_refuses_what_no_floor_reaches():
     code, out = _run("--language", "interval", "-L", "100", "--calls", "5", "--metric", "ser")
     assert code == 2 and "one interval of l = 5 positions" in out["error"]["message"]
-    code, out = _run("--language", "2gram-pruned", "-L", "128", "--calls", "16", "--metric", "kl")
+    code, out = _run("--language", "hmm-pruned", "-L", "128", "--calls", "16", "--metric", "kl")
     assert code == 2 and "L <= 5 at V = 8 (T = 16)" in out["error"]["message"]

@@ -37,7 +37,7 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     (LLaDA low-confidence, Fast-dLLM: SER only) and greedy or tempered values (SER only; their KL is
     never below this class's). Their floors are printed too (draw-then-select and the class at
     --temperature), with the metrics each bounds. Prints the floor for every budget t <= T and the
-    optimal policy. Beyond the DP's reach (stated in plain numbers), the SER floor comes from the
+    optimal policy. Beyond the DP's reach (stated in plain numbers), the floor comes from the
     language's structure: interleaved plans on n-grams (an achievable upper bound on the floor) or
     the product rule on the interval language (exact); other cases are refused.
     """
@@ -61,9 +61,9 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     try:
         check_decoder_size(V, length, calls)
     except ValueError:
-        why = "a structural floor at any L exists for SER on n-gram and interval languages only"
+        why = "a structural floor at any L exists for n-gram and interval languages only"
         try:
-            structural = structural_floor(lang, length, calls) if metric == "ser" else None
+            structural = structural_floor(lang, length, calls, metric)
         except ValueError as exc:
             structural, why = None, str(exc)
         if structural is None:
@@ -110,7 +110,7 @@ def _human(result: dict) -> str:
             f"{result['calls']} calls of the {result['decoder_class']}")
     if result["method"] == "structural":
         return "\n".join([
-            f"{head}: {result['value'].value:.6g} ({result['kind']})",
+            f"{head}: {result['value'].value:.6g}{unit} ({result['kind']})",
             by_budget,
             f"  the exact DP reaches {result['dp_limit']}; this floor is structural: {result['how']}",
         ] + [f"  T={t + 1}: gap {p['gap']}, {p['calls']} calls" for t, p in enumerate(result["plans"])
