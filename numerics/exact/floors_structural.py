@@ -17,12 +17,13 @@ Two structures give floors of the marginal class (:data:`numerics.exact.floors.M
   SER is the probability that the first call's independent draws ``prod_{j in R} q(x_j)`` are
   impossible. That probability is an exact forward pass over the windows at the blocks' ends,
   with the 0/1 reachability ``B_d = [A^d > 0]`` of the window chain between blocks (``A^d`` has
-  zeros: a two-step transition that is impossible makes the plan err). It is an **upper bound**
+  zeros: a two-step transition that is impossible makes the plan err). Its forward KL is the first
+  call's total correlation (:func:`_first_call_kl`). It is an **upper bound**
   on the optimal floor (an achievable plan of the class); it equals it where it is 0, and at
   ``T = 1`` (``g = 0``: the one call every decoder makes).
 * **The product rule** (:func:`product_floor`). If ``q`` is a product of independent blocks, the
-  class's SER floor in ``T`` calls is ``1 - prod_b (1 - F_b(T))`` with ``F_b`` each block's own floor:
-  **exact** (optimal), by induction on ``T``. The interval language is such a product
+  class's SER floor in ``T`` calls is ``1 - prod_b (1 - F_b(T))`` with ``F_b`` each block's own floor,
+  and its KL floor the sum of the blocks' KL floors: **exact** (optimal), by induction on ``T``. The interval language is such a product
   (:func:`interval_floor`): ``L // l`` intervals of length ``l`` and one of ``L mod l``; each
   interval's floor comes from the DP, so the floor is exact at any ``L`` for ``l <= 5``; ``T >= l``
   gives 0 (one position of every interval per call).
