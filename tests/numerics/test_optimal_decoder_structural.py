@@ -212,3 +212,5 @@ def test_cli_refuses_what_no_floor_reaches():
     assert code == 2 and "one interval of l = 5 positions" in out["error"]["message"]
     code, out = _run("--language", "hmm-pruned", "-L", "128", "--calls", "16", "--metric", "kl")
     assert code == 2 and "L <= 5 at V = 8 (T = 16)" in out["error"]["message"]
+    code, out = _run("--language", "hmm-pruned", "-L", "2", "--calls", "1", "--metric", "ser", "--temperature", "inf")
+    assert code == 2 and "--temperature" in out["error"]["message"]

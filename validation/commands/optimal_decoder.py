@@ -8,6 +8,7 @@ and values; its class: :data:`numerics.exact.floors.MARGINAL`), the wider classe
 
 from __future__ import annotations
 
+import math
 import time
 
 import click
@@ -54,6 +55,8 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     from numerics.languages.presets import load_language
 
     t0 = time.perf_counter()
+    if not math.isfinite(temperature):
+        raise click.BadParameter(f"must be a finite number >= 0, got {temperature!r}", param_hint="--temperature")
     lang = load_language(language)
     V = int(lang.vocab_size)
     result = {"language": language, "length": length, "calls": calls, "metric": metric,
