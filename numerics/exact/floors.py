@@ -92,9 +92,9 @@ class DecoderClass:
 
     @property
     def name(self) -> str:
-        """Short label: ``marginal``, ``marginal@T=0.5``, ``draw-then-select@T=1``, ..."""
-        base = "marginal" if self.selection == "fixed" else "draw-then-select"
-        return base if (self.selection, self.temperature) == ("fixed", 1.0) else f"{base}@T={self.temperature:g}"
+        """Short label: ``marginal`` (fixed sets, marginal draws), ``fixed-set@T=0.5``, ``draw-then-select@T=1``, ..."""
+        base = "fixed-set" if self.selection == "fixed" else "draw-then-select"
+        return "marginal" if self == MARGINAL else f"{base}@T={self.temperature:g}"
 
     @property
     def description(self) -> str:
