@@ -214,3 +214,26 @@ def test_cli_refuses_what_no_floor_reaches():
     assert code == 2 and "L <= 5 at V = 8 (T = 16)" in out["error"]["message"]
     code, out = _run("--language", "hmm-pruned", "-L", "2", "--calls", "1", "--metric", "ser", "--temperature", "inf")
     assert code == 2 and "--temperature" in out["error"]["message"]
+
+
+def _random_ngram(order, V, seed):
+    """A random n-gram over V tokens with zeros (every window keeps at least one successor)."""
+    rng = np.random.default_rng(seed)
+    S = V ** (order - 1)
+    cond = rng.random((S, V)) * (rng.random((S, V)) > 0.35)
+    cond[np.arange(S), rng.integers(0, V, S)] += 0.5
+    return NGram(order, rng.dirichlet(np.ones(S)), cond / cond.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("order,V,seed", [(2, 3, 0), (3, 2, 1), (4, 2, 2), (3, 3, 3)])
+def test_every_plan_at_every_short_length_is_its_partition(order, V, seed):
+    """Edge cases of the block layout (a block at the start, a merged start, short L) on random n-grams."""
+    lang = _random_ngram(order, V, seed)
+    for L in range(order - 1, 8 if V == 2 else 6):
+        table = joint_table(lang, L)
+        for g in range(0, L - order + 3):
+            plan = ngram_plan(lang, L, g)
+            part = plan.partition()
+            assert len(part) == plan.calls and sorted(p for D in part for p in D) == list(range(L))
+            for got, want in ((plan.ser, _partition_ser(table, part)), (plan.kl, _partition_kl(table, part))):
+                assert abs(got - want) <= RTOL_EXACT * abs(want) + ATOL_METRIC, (L, g, got, want)
