@@ -273,3 +273,63 @@ def test_every_registered_decoder_is_at_or_above_its_class_floor(name, L):
             assert value >= floor - ATOL_METRIC, (getattr(dec, "label", dec), cls.name, metric, value, floor)
             checked += 1
     assert checked >= 50
+
+
+def _twin(table, T, tau, draw):
+    """A plain recursive twin of the SER recursions (module docstring of numerics.exact.floors): states as
+    dicts, conditionals summed from the flat list of sequences, no broadcasting, no masked table."""
+    V, L = table.shape[0], table.ndim
+    xs, q = all_sequences(V, L), table.ravel()
+    memo: dict = {}
+
+    def F(S, xS, t):
+        if len(S) == L:
+            return float(table[tuple(xS[S.index(j)] for j in range(L))] == 0)
+        keep = np.all(xs[:, list(S)] == np.array(xS, dtype=int), axis=1) if S else np.ones(len(xs), bool)
+        if q[keep].sum() == 0:
+            return 1.0
+        key = (S, xS, t)
+        if key in memo:
+            return memo[key]
+        M = [j for j in range(L) if j not in S]
+        r = {j: _temper(_cond(xs, q, S, xS, j, V), tau) for j in M}
+        sets = [tuple(M)] if t == 1 else [c for k in range(1, len(M) + 1) for c in itertools.combinations(M, k)]
+
+        def after(D, vals):
+            pairs = sorted(zip(S + D, xS + vals))
+            return F(tuple(p for p, _ in pairs), tuple(v for _, v in pairs), t - 1)
+
+        if draw:
+            out = 0.0
+            for y in itertools.product(range(V), repeat=len(M)):
+                w = math.prod(r[j][v] for j, v in zip(M, y))
+                if w > 0:
+                    out += w * min(after(D, tuple(y[M.index(j)] for j in D)) for D in sets)
+        else:
+            out = min(sum(math.prod(r[j][v] for j, v in zip(D, vals)) * after(D, vals)
+                          for vals in itertools.product(range(V), repeat=len(D))) for D in sets)
+        memo[key] = out
+        return out
+
+    return F((), (), T)
+
+
+@pytest.mark.parametrize("seed,T,tau", [(6, 2, 1.0), (10, 2, 0.5), (2, 2, 2.0), (7, 3, 1.0)])
+def test_class_floors_match_a_recursive_twin_at_l4(seed, T, tau):
+    table = _random_table(2, 4, seed, zeros=0.5)
+    for selection in ("fixed", "draw-then-select"):
+        want = _twin(table, T, tau, selection == "draw-then-select")
+        assert _close(class_floor(table, None, T, DecoderClass(selection, tau)).value, want), (selection, want)
+
+
+def test_draw_then_select_hand_checked_on_the_interval_language():
+    """interval-l3, L = 3, two calls. The three pair bits' copies are drawn independently, so each pair agrees
+    w.p. 1/2 independently. Draw-then-select keeps all three (all agree) or an agreeing pair (the third position
+    is then determined), and only when all three pairs disagree (1/8) keeps one position, after which the other
+    two share one free bit drawn twice: invalid w.p. 1/2. Floor 1/16, against the marginal class's 1/2
+    (docs/findings.md section 9); the twin agrees."""
+    table = joint_table(load_language("interval-l3"), 3)
+    draw = class_floor(table, None, 2, DecoderClass("draw-then-select", 1.0)).values
+    assert _close(draw[1], 1 / 16) and _close(draw[0], 7 / 8)
+    assert _close(optimal_decoder(table, None, 2, "ser").values[1], 0.5)
+    assert _close(_twin(table, 2, 1.0, True), 1 / 16)
