@@ -53,6 +53,7 @@ __all__ = [
     "ngram_plan",
     "ngram_structural_floor",
     "product_floor",
+    "structural_floor",
 ]
 
 MAX_WINDOWS_ALL_GAPS = 64  # windows V^(n-1) up to which every gap g is tried (else the widest per call count)
