@@ -271,15 +271,19 @@ def _first_call_kl(ch: _Chain, runs: list[tuple[int, int]]) -> float:
     information with the previous block's window, ``sum_s pi(s) KL(A^d[s, .] || pi')``; each further
     position of a run adds ``I(X_j; window_{j-1}) = sum_s pi_{j-1}(s) KL(q(. | s) || q(x_j))``.
     """
+    def mean_kl(weights: np.ndarray, rows: np.ndarray, ref: np.ndarray) -> float:
+        on = weights > 0  # an unreachable window has weight 0 and may put mass where ref is 0
+        return float(weights[on] @ kl_div(rows[on], ref[None, :]).sum(axis=1))
+
     total = 0.0
     prev_end = -1
     for b, e in runs:
         window = ch.law[b + ch.k - 1]
         total += float(kl_div(window, ch.window_weight(b)).sum())
         if prev_end >= 0:
-            total += float(ch.law[prev_end] @ kl_div(ch.power(b + ch.k - 1 - prev_end), window[None, :]).sum(axis=1))
+            total += mean_kl(ch.law[prev_end], ch.power(b + ch.k - 1 - prev_end), window)
         for j in range(b + ch.k, e + 1):
-            total += float(ch.law[j - 1] @ kl_div(ch.cond, ch.mu[j][None, :]).sum(axis=1))
+            total += mean_kl(ch.law[j - 1], ch.cond, ch.mu[j])
         prev_end = e
     return total
 

@@ -229,7 +229,7 @@ def test_svete_sabharwal_interval_finding():
     assert topk3.metrics.ser.value > 0.5  # three calls suffice for the optimal decoder, not for topk
 
 
-@pytest.mark.parametrize("claim_id", ["PB.2", "PB.1.ccl", "OPT.ser"])
+@pytest.mark.parametrize("claim_id", ["PB.2", "PB.1.ccl", "OPT.ser", "OPT.plan", "OPT.draw"])
 def test_floor_claims_hold_on_generated_instances(claim_id):
     """The registered claims of theory/related_calls.py on 12 generated tiny languages (none violated)."""
     import theory  # noqa: F401  (fills the registry)
