@@ -216,19 +216,23 @@ def test_cli_refuses_what_no_floor_reaches():
     assert code == 2 and "--temperature" in out["error"]["message"]
 
 
-def _random_ngram(order, V, seed):
-    """A random n-gram over V tokens with zeros (every window keeps at least one successor)."""
+def _random_ngram(order, V, seed, start=None):
+    """A random n-gram over V tokens with zeros (every window keeps at least one successor); ``start``: the
+    initial window is that one (so windows the chain cannot reach early have probability 0)."""
     rng = np.random.default_rng(seed)
     S = V ** (order - 1)
     cond = rng.random((S, V)) * (rng.random((S, V)) > 0.35)
     cond[np.arange(S), rng.integers(0, V, S)] += 0.5
-    return NGram(order, rng.dirichlet(np.ones(S)), cond / cond.sum(axis=1, keepdims=True))
+    initial = rng.dirichlet(np.ones(S)) if start is None else np.eye(S)[start]
+    return NGram(order, initial, cond / cond.sum(axis=1, keepdims=True))
 
 
-@pytest.mark.parametrize("order,V,seed", [(2, 3, 0), (3, 2, 1), (4, 2, 2), (3, 3, 3)])
-def test_every_plan_at_every_short_length_is_its_partition(order, V, seed):
-    """Edge cases of the block layout (a block at the start, a merged start, short L) on random n-grams."""
-    lang = _random_ngram(order, V, seed)
+@pytest.mark.parametrize("order,V,seed,start", [(2, 3, 0, None), (3, 2, 1, None), (4, 2, 2, None), (3, 3, 3, None),
+                                                (2, 3, 4, 0), (3, 2, 5, 1)])
+def test_every_plan_at_every_short_length_is_its_partition(order, V, seed, start):
+    """Edge cases of the block layout (a block at the start, a merged start, short L) on random n-grams, and
+    windows of probability 0 (a one-window start)."""
+    lang = _random_ngram(order, V, seed, start)
     for L in range(order - 1, 8 if V == 2 else 6):
         table = joint_table(lang, L)
         for g in range(0, L - order + 3):
