@@ -137,22 +137,25 @@ def _draw(inst):
     return class_floor(inst["language"], int(inst["L"]), T, cls).values[T - 1], _floor(inst, "ser")[T - 1]
 
 
-register(Claim(
+def _floor_claim(doc: str, **fields) -> None:
+    """Register a ``<=`` claim on the optimal decoder's floor (shared fields written once)."""
+    register(Claim(relation="<=", parameters=_params, atol=ATOL_CANCEL, doc=_DOC + doc, **fields))
+
+
+_floor_claim(
     id="OPT.plan", paper="interleaved plans on n-grams (docs/methods/optimal-decoder.md) [D]",
     title="SER floor in T calls <= the best interleaved plan's SER (the structural floor is an upper bound)",
-    lhs=S.fn("SER^*")(S.tex("T")), rhs=S.fn("SER_{plan}")(S.tex("T")), relation="<=", evaluate=_plan,
-    domain=_plan_domain, generate=_plan_gen, doc=_DOC + "Right: ngram_structural_floor (numerics/exact/"
-    "floors_structural.py), an exact forward pass over the first call's blocks; equal at T = 1.",
-    parameters=_params, atol=ATOL_CANCEL,
-))
-register(Claim(
+    lhs=S.fn("SER^*")(S.tex("T")), rhs=S.fn("SER_{plan}")(S.tex("T")), evaluate=_plan, domain=_plan_domain,
+    generate=_plan_gen, doc="Right: ngram_structural_floor (numerics/exact/floors_structural.py), an exact forward "
+    "pass over the first call's blocks; equal at T = 1.",
+)
+_floor_claim(
     id="OPT.draw", paper="draw-then-select decoders (docs/methods/optimal-decoder.md) [D]",
     title="draw-then-select SER floor in T calls <= the marginal class's SER floor",
-    lhs=S.fn("SER^*_{draw}")(S.tex("T")), rhs=S.fn("SER^*")(S.tex("T")), relation="<=", evaluate=_draw,
-    domain=_domain, generate=_draw_gen, doc=_DOC + "Left: class_floor (numerics/exact/floors.py), the DP whose "
-    "decision sees one draw per masked position; seeing the draws can only help.",
-    parameters=_params, atol=ATOL_CANCEL,
-))
+    lhs=S.fn("SER^*_{draw}")(S.tex("T")), rhs=S.fn("SER^*")(S.tex("T")), evaluate=_draw, domain=_domain,
+    generate=_draw_gen, doc="Left: class_floor (numerics/exact/floors.py), the DP whose decision sees one draw per "
+    "masked position; seeing the draws can only help.",
+)
 
 # ---------------------------------------------------------------------------------------------
 # Zhao-Cai (2602.20126): KL after K steps is O~(TC/K) or O~(DTC/K); constants and log factors [U]
