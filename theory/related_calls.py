@@ -1,4 +1,4 @@
-"""The floor of every decoder as claims: ParallelBench's ``L*_T``, its monotonicity, and Chen-Cong-Li's DP above it.
+"""The marginal-draw decoders' floor as claims: ParallelBench's ``L*_T``, its monotonicity, Chen-Cong-Li's DP above it.
 
 ``L*_T`` and the SER floor are the exact optimal decoder's values
 (:func:`numerics.exact.optimal_decoder.optimal_decoder`, a DP over revealed sets and values) on
@@ -9,7 +9,10 @@ tiny random languages (:func:`theory.related_info.random_language`):
   ``T``-block random-order schedule (the left-Riemann DP on the information curve) is a random
   mixture of ``T``-call decoders, so its expected conditional KL is ``>= L*_T``;
 * ``OPT.ser``  ([D], (I3)): the SER floor is at most ``1 - exp(-L*_T)`` (the KL-optimal policy's SER
-  obeys the certificate, and the SER floor is at most that policy's SER); vacuous where it is 1.
+  obeys the certificate, and the SER floor is at most that policy's SER); vacuous where it is 1;
+* ``OPT.plan`` ([D]): the SER floor is at most the best interleaved plan's (the structural floor at any
+  ``L`` is an achievable upper bound); ``OPT.draw`` ([D]): the draw-then-select class's SER floor is at
+  most the marginal class's.
 """
 
 from __future__ import annotations
@@ -19,13 +22,18 @@ import math
 import numpy as np
 import sympy as sp
 
+from numerics.exact.floors import DecoderClass, class_floor
+from numerics.exact.floors_structural import ngram_structural_floor
 from numerics.exact.joint_table import joint_table
 from numerics.exact.markov import MarkovChain
 from numerics.exact.optimal_decoder import MAX_STATES, optimal_decoder
 from numerics.exact.schedule_opt import block_error, information_curve, optimal_blocks
+from numerics.languages.hmm import NGram
+from numerics.languages.presets import load_language
 
 from . import symbols as S
 from .claims import ATOL_CANCEL, Claim, register, require
+from .instances import random_ngram
 from .related_adaptive import _domain as _adaptive_domain
 from .related_adaptive import _gen as _adaptive_gen
 from .related_adaptive import _law as _adaptive_law
@@ -92,6 +100,62 @@ register(Claim(
     generate=_gen, doc=_DOC + "Vacuous where the right side is 1.", parameters=_params, atol=ATOL_CANCEL,
     vacuous_at=1.0,
 ))
+
+# ---------------------------------------------------------------------------------------------
+# The floor's neighbours (issue 33): the wider draw-then-select class is below it, an interleaved
+# plan (numerics/exact/floors_structural.py, the structural floor at any L) above it.
+
+
+def _plan_gen(rng: np.random.Generator) -> dict:
+    n, V = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    L = int(rng.integers(n, 6 if V == 2 else 5))
+    return {"language": random_ngram(rng, n, V, prune=float(rng.choice([0.15, 0.3]))), "L": L,
+            "T": int(rng.integers(1, L))}
+
+
+def _plan_domain(inst) -> None:
+    _domain(inst)
+    require(isinstance(inst["language"], NGram), "an interleaved plan needs an n-gram")
+
+
+def _plan(inst):
+    T = int(inst["T"])
+    plan = ngram_structural_floor(inst["language"], int(inst["L"]), T).values[T - 1]
+    return _floor(inst, "ser")[T - 1], plan
+
+
+def _draw_gen(rng: np.random.Generator) -> dict:
+    if rng.random() < 0.5:
+        return _gen(rng)
+    l = int(rng.integers(3, 5))  # one interval of Theorem 4.4's language: seeing the draws helps there
+    return {"language": load_language(f"interval-l{l}"), "L": l, "T": int(rng.integers(2, l))}
+
+
+def _draw(inst):
+    T = int(inst["T"])
+    cls = DecoderClass("draw-then-select", 1.0)
+    return class_floor(inst["language"], int(inst["L"]), T, cls).values[T - 1], _floor(inst, "ser")[T - 1]
+
+
+def _floor_claim(doc: str, **fields) -> None:
+    """Register a ``<=`` claim on the optimal decoder's floor (shared fields written once)."""
+    register(Claim(relation="<=", parameters=_params, atol=ATOL_CANCEL, doc=_DOC + doc, **fields))
+
+
+_floor_claim(
+    id="OPT.plan", paper="interleaved plans on n-grams (docs/methods/optimal-decoder.md) [D]",
+    title="SER floor in T calls <= the best interleaved plan's SER (the structural floor is an upper bound)",
+    lhs=S.fn("SER^*")(S.tex("T")), rhs=S.fn("SER_{plan}")(S.tex("T")), evaluate=_plan, domain=_plan_domain,
+    generate=_plan_gen, doc="Right: ngram_structural_floor (numerics/exact/floors_structural.py), an exact forward "
+    "pass over the first call's blocks; equal at T = 1.",
+)
+_floor_claim(
+    id="OPT.draw", paper="draw-then-select decoders (docs/methods/optimal-decoder.md) [D]",
+    title="draw-then-select SER floor in T calls <= the marginal class's SER floor",
+    lhs=S.fn("SER^*_{draw}")(S.tex("T")), rhs=S.fn("SER^*")(S.tex("T")), evaluate=_draw, domain=_domain,
+    generate=_draw_gen, doc="Left: class_floor (numerics/exact/floors.py), the DP whose decision sees one draw per "
+    "masked position; seeing the draws can only help.",
+)
 
 # ---------------------------------------------------------------------------------------------
 # Zhao-Cai (2602.20126): KL after K steps is O~(TC/K) or O~(DTC/K); constants and log factors [U]

@@ -1,12 +1,16 @@
-"""The exact optimal decoder: the smallest KL or SER any oracle decoder reaches in at most ``T`` calls.
+"""The exact optimal decoder: the smallest KL or SER of one stated class of oracle decoders in at most ``T`` calls.
 
-A *decoder* here is any rule that, with the oracle denoiser, picks the next set ``D`` of masked
-positions as a function of the revealed values (DECODERS.md section 7): its states are
-``(S, x_S)`` (revealed set, revealed values), each call reveals ``D`` by the factorized draw
+The class (:data:`DECODER_CLASS`): monotone decoders that, with the oracle denoiser, pick the next
+set ``D`` of masked positions as a function of the revealed values (DECODERS.md section 7), each
+revealed value drawn independently from its oracle marginal given the revealed values. Its states
+are ``(S, x_S)`` (revealed set, revealed values), each call reveals ``D`` by the factorized draw
 ``x_D ~ prod_{j in D} q(x_j | x_S)``, and it must have revealed all ``L`` positions after at
-most ``T`` calls. Every sampler of the engine with at most ``T`` calls on every path is one
-(``topk`` with ``T`` steps, ``threshold`` / ``entropy-sum`` whose longest path has ``<= T`` calls),
-or a random mixture of them (the random-order sampler with ``N <= T`` steps: a random partition).
+most ``T`` calls. ``topk`` with ``T`` steps, ``threshold`` / ``entropy-sum`` whose longest path has
+``<= T`` calls are in it, and the random-order sampler with ``N <= T`` steps is a random mixture of
+its members. It is *not* a floor for every decoder: one that draws all masked positions and then
+selects (LLaDA low-confidence, Fast-dLLM) or that draws greedy / tempered values (EB-Sampler at
+``T < 1``) can go below it with the same calls; :mod:`numerics.exact.floors` computes those
+classes' floors and ``docs/methods/optimal-decoder.md`` says which metric each bounds.
 
 Two objectives, each a finite-horizon dynamic program over the states, ``t`` = calls left:
 
@@ -55,17 +59,22 @@ from numerics.estimate import Estimate
 from numerics.exact.joint_table import as_table, masked_marginal_table
 
 __all__ = [
+    "DECODER_CLASS",
     "MAX_STATES",
     "MAX_WORK",
     "OBJECTIVES",
     "OptimalDecoder",
     "PolicyStep",
     "decoder_size",
+    "dp_max_length",
+    "language_sizes",
     "optimal_decoder",
     "policy_law",
 ]
 
 OBJECTIVES = ("kl", "ser")
+DECODER_CLASS = ("monotone decoders that choose which positions to reveal from the revealed values, each revealed "
+                 "value drawn independently from its oracle marginal given the revealed values")
 MAX_STATES = 1 << 20  # (V+1)^L states (revealed set, values): 8 MiB of float64 per budget t
 MAX_WORK = 1 << 27  # T (2V+1)^L array entries summed over all (S, D) pairs: about a minute of NumPy
 
@@ -97,7 +106,7 @@ class PolicyStep:
 
 @dataclass(frozen=True)
 class OptimalDecoder:
-    """The smallest ``metric`` in at most ``calls`` calls, and the policy that reaches it.
+    """The smallest ``metric`` of :data:`DECODER_CLASS` in at most ``calls`` calls, and the policy that reaches it.
 
     Attributes
     ----------
@@ -118,6 +127,8 @@ class OptimalDecoder:
         ``E_p[calls]`` of the optimal policy (at most ``calls``).
     n_states : int
         ``(V + 1)^L``, the size of the state space.
+    decoder_class : str
+        The class minimized over, in words (:data:`DECODER_CLASS`).
     """
 
     metric: str
@@ -129,6 +140,7 @@ class OptimalDecoder:
     policy: tuple
     expected_calls: float
     n_states: int
+    decoder_class: str = DECODER_CLASS
 
 
 def decoder_size(vocab_size: int, length: int, calls: int) -> tuple[int, int]:
@@ -137,20 +149,35 @@ def decoder_size(vocab_size: int, length: int, calls: int) -> tuple[int, int]:
     return (V + 1) ** L, min(int(calls), L) * (2 * V + 1) ** L
 
 
+def dp_max_length(vocab_size: int, calls: int) -> int:
+    """The largest ``L`` within :data:`MAX_STATES` and :data:`MAX_WORK` at ``V`` tokens and ``T`` calls (0 if none)."""
+    L = 0
+    while all(size <= limit for size, limit in zip(decoder_size(vocab_size, L + 1, calls), (MAX_STATES, MAX_WORK))):
+        L += 1
+    return L
+
+
 def check_decoder_size(vocab_size: int, length: int, calls: int) -> None:
-    """Refuse a case beyond :data:`MAX_STATES` / :data:`MAX_WORK` before anything is allocated."""
+    """Refuse a case beyond :data:`MAX_STATES` / :data:`MAX_WORK` before anything is allocated, naming the reach."""
     if int(calls) != calls or calls < 1:
         raise ValueError(f"the call budget T must be an integer >= 1, got {calls!r}")
     if int(length) != length or length < 1:
         raise ValueError(f"the length L must be an integer >= 1, got {length!r}")
     states, work = decoder_size(vocab_size, length, calls)
-    if states > MAX_STATES:
-        raise ValueError(f"the optimal decoder's state space (V+1)^L = {vocab_size + 1}^{length} = {states} states "
-                         f"exceeds MAX_STATES = {MAX_STATES}; it is for tiny cases (e.g. L <= 8, V <= 3)")
-    if work > MAX_WORK:
-        raise ValueError(f"the optimal decoder's work min(T, L) (2V+1)^L = {min(calls, length)} x "
-                         f"{2 * vocab_size + 1}^{length} = {work} exceeds MAX_WORK = {MAX_WORK}; "
-                         "use a smaller L or T")
+    if states > MAX_STATES or work > MAX_WORK:
+        raise ValueError(f"the optimal decoder's exact DP reaches L <= {dp_max_length(vocab_size, calls)} at "
+                         f"V = {vocab_size} with T = {calls} calls (its state space (V+1)^L and work min(T, L) "
+                         f"(2V+1)^L grow by {vocab_size + 1}x and {2 * vocab_size + 1}x per position); "
+                         f"L = {length} is beyond it")
+
+
+def language_sizes(language: Any, length: int | None) -> tuple[int, int]:
+    """``(V, L)`` of a joint table ``(V,) * L`` or of a language object at ``length``."""
+    if isinstance(language, np.ndarray):
+        return language.shape[0], language.ndim
+    if length is None:
+        raise ValueError("length is required when a language (not a table) is given")
+    return int(language.vocab_size), int(length)
 
 
 def _members(mask: int, L: int) -> list[int]:
@@ -185,7 +212,7 @@ class _Tables:
 
 
 def optimal_decoder(language: Any, length: int | None, calls: int, metric: str = "kl") -> OptimalDecoder:
-    """The optimal decoder's floor and policy (module docstring) for ``metric`` in at most ``calls`` calls.
+    """The floor of :data:`DECODER_CLASS` and its optimal policy (module docstring) for ``metric`` in ``<= calls`` calls.
 
     Parameters
     ----------
@@ -198,12 +225,7 @@ def optimal_decoder(language: Any, length: int | None, calls: int, metric: str =
     """
     if metric not in OBJECTIVES:
         raise ValueError(f"unknown metric {metric!r} for the optimal decoder; choose one of {OBJECTIVES}")
-    if isinstance(language, np.ndarray):
-        V, L = language.shape[0], language.ndim
-    else:
-        if length is None:
-            raise ValueError("length is required when a language (not a table) is given")
-        V, L = int(language.vocab_size), int(length)
+    V, L = language_sizes(language, length)
     check_decoder_size(V, L, calls)
     q = as_table(language, length)
     tab = _Tables(q)

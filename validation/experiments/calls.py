@@ -17,8 +17,9 @@ interval language (Theorem 4.4's, ``interval-l{l}``):
   and said so).
 * **Floor** (``tiny_lengths``): the exact optimal decoder
   (:func:`numerics.exact.optimal_decoder.optimal_decoder`: the smallest SER and the smallest
-  forward KL of *any* decoder that picks the next positions from the revealed values, in at most
-  ``T`` calls) beside every family's exact (calls, SER, KL) on a small grid of its parameter. SER
+  forward KL of the monotone decoders that pick the next positions from the revealed values, each
+  revealed value drawn from its oracle marginal, in at most ``T`` calls; draw-then-select and greedy
+  decoders are outside that class and can go below it, ``docs/methods/optimal-decoder.md``) beside every family's exact (calls, SER, KL) on a small grid of its parameter. SER
   is linear in the output law, so a step family (``N`` steps: at most ``N`` calls on every run,
   a random order being a mixture of such decoders) is never below ``SER*_N``; one that is would
   be a finding. The KL floor is for deterministic policies: a randomized sampler's mixture law can
@@ -276,7 +277,8 @@ def _floor_note(tiny: list[dict]) -> str:
         parts.append(f"{t['language']} (L = {L}): the optimal decoder reaches SER 0 in {first} call"
                      f"{'s' if first != 1 else ''} (SER floor at one call {floor[0]:.3g}, KL floor {t['kl_floor'][0]:.3g} "
                      f"nats); the families reach SER 0 at expected calls {fams or 'never on this grid'}")
-    return "The floor no decoder can beat (exact optimal decoder, tiny L): " + "; ".join(parts) + "."
+    return ("The floor of monotone decoders with marginal draws (exact optimal decoder, tiny L): "
+            + "; ".join(parts) + ".")
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
@@ -342,7 +344,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
                 ax.set_ylabel(ylabel)
                 ax.set_title(f"{lang}, L = {fr[0]['length']}")
                 legend(ax, fontsize=6)
-        plots.append(Plot("floor", fig, "The floor no decoder can beat (exact optimal decoder, tiny L): the smallest SER "
+        plots.append(Plot("floor", fig, "The floor of monotone decoders with marginal draws (exact optimal decoder, tiny L): the smallest SER "
                           "and forward KL in at most T calls, drawn over (T-1, T], with every family's exact points at "
                           "their expected calls. A step family with N steps is never below the SER floor at N; the "
                           "random order's KL can be below the KL floor (its law is a mixture and KL is convex)."))
