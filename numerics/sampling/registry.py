@@ -38,7 +38,9 @@ from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
 __all__ = [
+    "CONFIG_FIELDS",
     "DECODERS",
+    "DECODER_FIELDS",
     "OPTIONS",
     "DecoderSpec",
     "Knob",
@@ -176,6 +178,9 @@ class DecoderSpec:
         Class keywords this entry fixes (``rule="topk"``).
     tie_seed : bool
         It takes a tie seed (every rule with ties; not ``random``).
+    presets : tuple of (str, mapping)
+        Named settings at the reference's documented defaults (``""``: the entry's own name), which
+        ``bench decoders`` times as ``NAME`` or ``NAME-SUFFIX``.
     """
 
     name: str
@@ -187,6 +192,11 @@ class DecoderSpec:
     knobs: tuple[Knob, ...] = ()
     fixed: Mapping[str, Any] = field(default_factory=dict)
     tie_seed: bool = True
+    presets: tuple[tuple[str, Mapping[str, Any]], ...] = (("", {}),)
+
+    def preset_names(self) -> dict[str, Mapping[str, Any]]:
+        """``{NAME or NAME-SUFFIX: options}`` of :attr:`presets`."""
+        return {(f"{self.name}-{k}" if k else self.name): v for k, v in self.presets}
 
     def option(self, name: str) -> Option:
         """The option called ``name`` (or by its class keyword); ``KeyError`` if it takes none."""
@@ -309,6 +319,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (_BLOCK, _TEMPERATURE, _REMASKI
                                                   _CONFIDENCE, _VARIANT, _ETA)}
 _KEYWORDS = {o.param for o in OPTIONS.values() if o.param}
 
+#: The options a sampler takes beside the two every rule family has (``gamma``, ``confidence``, which
+#: are fields of their own in a sweep's config): the keys of a config's ``options`` mapping and of its
+#: flat table columns. The first seven in the order the configs of 18407ad hashed and keyed their random
+#: streams by (kept, so old tables resolve); a new option is appended.
+CONFIG_FIELDS = ("gamma", "confidence")
+DECODER_FIELDS = ("block_length", "remasking", "temperature", "threshold", "factor", "remdm_variant", "eta")
+DECODER_FIELDS += tuple(k for k in OPTIONS if k not in DECODER_FIELDS + CONFIG_FIELDS)
+
 _STEPS_KNOB = Knob("steps", "more", 1, None, integer=True)
 
 
@@ -328,16 +346,18 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (replace(_GAMMA, help="cumulative entropy <= G nats", low=0), _BLOCK), frozenset(),
                     (Knob("gamma", "fewer", 0.0, None),), {"rule": "entropy-sum"}),
         DecoderSpec("llada", Llada, "decoder", "LLaDA generate: N steps over the blocks, fixed counts per step",
-                    (_BLOCK, _TEMPERATURE, _REMASKING), steps, (_STEPS_KNOB,)),
+                    (_BLOCK, _TEMPERATURE, _REMASKING), steps, (_STEPS_KNOB,),
+                    presets=(("", {}), ("random", {"remasking": "random"}))),
         DecoderSpec("fast-dllm", FastDllm, "decoder", "Fast-dLLM parallel decoding: --threshold or --factor",
                     (_BLOCK, _TEMPERATURE, _THRESHOLD, _FACTOR), frozenset(),
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), Knob("factor", "fewer", 0.0, None,
-                                                                              low_open=True))),
+                                                                              low_open=True)),
+                    presets=(("", {"threshold": 0.9}), ("factor", {"factor": 1.0}))),
         DecoderSpec("eb", EntropyBound, "decoder", "EB-Sampler: entropy-ordered prefix, sum H - max H <= gamma nats",
                     (_BLOCK, _TEMPERATURE, replace(_GAMMA, help="entropy bound G (nats)", low=0)), frozenset(),
-                    (Knob("gamma", "fewer", 0.0, None),)),
+                    (Knob("gamma", "fewer", 0.0, None),), presets=(("", {"gamma": 1.0}),)),
         DecoderSpec("remdm", Remdm, "decoder", "ReMDM remasking over N steps of the schedule",
-                    (_TEMPERATURE, _VARIANT, _ETA), sched, (_STEPS_KNOB,)),
+                    (_TEMPERATURE, _VARIANT, _ETA), sched, (_STEPS_KNOB,), presets=(("", {"eta": 0.05}),)),
     )
 
 

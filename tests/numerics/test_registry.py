@@ -70,3 +70,11 @@ def test_options_mapping_is_frozen_sorted_and_hashable():
     assert a == b and hash(a) == hash(b) and list(a) == ["eta", "remdm_variant"]
     assert option_takers("remasking") == ("llada",)
     assert set(OPTIONS) >= {"block_length", "temperature", "threshold", "eta"}
+
+
+def test_every_registered_decoder_has_a_test_row():
+    """A registry entry of the decoder kind without a row in the shared table would go untested."""
+    from tests.decoder_cases import CASES
+
+    names = {n for n, s in DECODERS.items() if s.kind == "decoder"}
+    assert names <= {c.name for c in CASES}
