@@ -37,27 +37,14 @@ from numerics.sampling.decoders import (
 )
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.schedules import make_schedule
+from tests.decoder_cases import decoders_at
 from tests.gof import assert_gof
 from tests.tolerances import ATOL_PROB, RTOL_EXACT
 
 PRUNED = NGram(2, [0.6, 0.4], [[0.7, 0.3], [0.0, 1.0]])  # x = 1 0 is impossible: SER > 0 for parallel decoders
 FULL3 = NGram(2, [0.5, 0.3, 0.2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
 
-DECODERS = [
-    Llada(steps=4, block_length=2),
-    Llada(steps=2),
-    Llada(steps=2, remasking="random"),
-    Llada(steps=4, block_length=2, remasking="random", temperature=0.5),
-    Llada(steps=2, temperature=0, tie_seed=3),
-    Llada(steps=2, temperature=0.7, tie_seed=None),
-    FastDllm(threshold=0.6),
-    FastDllm(factor=1.5, block_length=2),
-    FastDllm(threshold=0.5, temperature=0),
-    EntropyBound(gamma=0.4),
-    EntropyBound(gamma=0.8, temperature=0.5, block_length=2),
-    Remdm(schedule=make_schedule("linear", 3), eta=0.3),
-    Remdm(schedule=make_schedule("cosine", 3), variant="rescale", eta=0.5, temperature=0.8),
-]
+DECODERS = decoders_at(4)  # the shared table (tests/decoder_cases.py): every row that fits L = 4
 
 
 @pytest.mark.parametrize("decoder", DECODERS, ids=lambda d: d.label)
