@@ -388,10 +388,18 @@ class PathScore(NamedTuple):
 
 @dataclass(frozen=True, kw_only=True)
 class Llada(BlockDecoder):
-    """LLaDA's ``generate``: ``steps`` ``N`` split over the blocks, fixed counts, ``remasking`` scores."""
+    """LLaDA's ``generate``: ``steps`` ``N`` split over the blocks, fixed counts, ``remasking`` scores.
+
+    ``threshold`` ``tau`` (LLaDA2.0's floored threshold, registered as ``llada2``): a step with
+    scheduled count ``k_t`` reveals every candidate whose score ``p_j(x0_j)`` is ``> tau`` if at
+    least ``k_t`` are, else the top ``k_t``; that is, the top ``max(k_t, #{c_j > tau})``. The block
+    ends when it has no masked position (at most its ``n`` steps: each step reveals at least
+    ``k_t``), so the calls are random. ``None``: LLaDA's fixed counts.
+    """
 
     steps: int
     remasking: str = "low-confidence"
+    threshold: float | None = None
     name: ClassVar[str] = "llada"
 
     def __post_init__(self) -> None:
@@ -399,10 +407,17 @@ class Llada(BlockDecoder):
         check_int("steps", self.steps, 1)
         if self.remasking not in REMASKINGS:
             raise ValueError(f"unknown remasking {self.remasking!r}; choose one of {REMASKINGS}")
+        if self.threshold is not None:
+            if not (isinstance(self.threshold, (int, float)) and math.isfinite(self.threshold)
+                    and 0 < self.threshold <= 1):
+                raise ValueError(f"the llada threshold tau must be in (0, 1], got {self.threshold!r}")
+            if self.remasking != "low-confidence":
+                raise ValueError("the llada threshold floor compares confidences: it needs remasking "
+                                 "low-confidence, not random")
 
     @property
     def stops_when_empty(self) -> bool:
-        return False
+        return self.threshold is not None
 
     @property
     def random_scores(self) -> bool:
@@ -417,13 +432,21 @@ class Llada(BlockDecoder):
         return llada_counts(B, steps_per_block(self.steps, length, B))
 
     def count(self, sorted_scores, step, block_steps):
-        return block_steps[step]
+        k = block_steps[step]
+        if self.threshold is None:
+            return k
+        return np.maximum(k, (sorted_scores > on_grid(self.threshold)).sum(axis=-1))
 
     def _kernel_count(self, block):
-        return "fixed", self.remasking, 0, np.zeros(block, dtype=np.int64)
+        if self.threshold is None:
+            return "fixed", self.remasking, 0, np.zeros(block, dtype=np.int64)
+        return "floored", self.remasking, int(on_grid(self.threshold)), np.zeros(block, dtype=np.int64)
 
     def parameters(self) -> dict:
-        return {**super().parameters(), "steps": int(self.steps), "remasking": self.remasking}
+        out = {**super().parameters(), "steps": int(self.steps), "remasking": self.remasking}
+        if self.threshold is not None:  # only when set: llada's parameters (and stream keys) as before
+            out["threshold"] = float(self.threshold)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
