@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,8 @@ from numerics.provenance import (
     provenance,
     to_jsonable,
 )
+from numerics.sampling.registry import DECODER_FIELDS, OPTIONS, Options, option_takers
 from numerics.schedules import Schedule, make_schedule
-from validation.commands._decoders import DECODER_FIELDS
 from validation.executors import EXECUTORS, run_dask, run_local
 from validation.guards import guard_output
 
@@ -58,14 +58,13 @@ __all__ = [
 
 #: Fields left out of :meth:`PointConfig.as_dict` at their default, so that the config hash of a
 #: point is what it was before the field existed (tables stay resumable).
-_HASH_DEFAULTS = {"tie_seed": 0, "block_length": None}
+_HASH_DEFAULTS = {"tie_seed": 0}
 
-#: The decoders' options (:func:`numerics.sampling.decoders.make_decoder`) are the fields named by
-#: :data:`validation.commands._decoders.DECODER_FIELDS` (one tuple, the CLI's and this config's):
-#: in a config's hash only when set.
+_FIELDS = ("language", "length", "n_steps", "schedule", "method", "samples", "seed", "ser_language", "batch_size",
+           "sampler", "gamma", "confidence", "tie_seed")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PointConfig:
     """One point of a sweep (everything that determines its numbers).
 
@@ -89,23 +88,24 @@ class PointConfig:
     batch_size : int
         Sequences per sampler batch (the ``ddpm_cache`` NFE depends on it; 1 = per sequence).
     sampler : str
-        ``random`` (the i.i.d. schedule sampler) or an adaptive rule of
-        :mod:`numerics.sampling.adaptive` (``topk`` takes ``schedule``/``n_steps``, ``threshold`` and
-        ``entropy-sum`` take ``gamma`` and ignore ``n_steps``).
+        A name of the sampler registry :data:`numerics.sampling.registry.DECODERS`: ``random`` (the
+        i.i.d. schedule sampler), an adaptive rule (``topk``, ``threshold``, ``entropy-sum``) or a
+        decoder (``llada``, ``fast-dllm``, ``eb``, ``remdm``, ...). What it needs (``n_steps``, the
+        ``schedule``) and takes is its registry entry's.
     gamma : float or None
-        Threshold of ``threshold`` / entropy bound (nats) of ``entropy-sum``.
+        Threshold of ``threshold`` / entropy bound (nats) of ``entropy-sum`` and ``eb``.
     confidence : str
         ``maxprob``, ``margin`` or ``neg-entropy`` (``topk``, ``threshold``).
     tie_seed : int
         Seed of the adaptive rules' and decoders' tie priority (``numerics.sampling.adaptive.tie_priority``);
         the random sampler has no ties. Left out of the hash at 0 (the value before it was an option).
-    block_length, remasking, temperature, threshold, factor, remdm_variant, eta : optional
-        The decoders' options (``sampler`` one of :data:`numerics.sampling.decoders.DECODER_NAMES`;
-        :func:`numerics.sampling.decoders.make_decoder`, ``docs/methods/decoders.md``): ``llada``
-        takes ``n_steps``, ``remdm`` ``n_steps`` of ``schedule``, ``eb`` ``gamma``; ``None`` = not
-        given (the decoder's default). Each enters the hash only when set, so the tables of the
-        other samplers keep their hashes. ``block_length`` also applies to the adaptive rules
-        (semi-autoregressive blocks ``B``, :mod:`numerics.sampling.blocks`; ``None``: one block of ``L``).
+    options : Options
+        The sampler's other options (:data:`numerics.sampling.registry.DECODER_FIELDS`: ``block_length``,
+        ``remasking``, ``temperature``, ``threshold``, ``factor``, ``remdm_variant``, ``eta``, ...), a
+        frozen mapping of the options given (unset = the registry's default). The constructor also takes
+        them as keywords (``PointConfig(..., eta=0.1)``, ``dataclasses.replace(cfg, eta=0.2)``; ``None``
+        unsets) and ``cfg.eta`` reads one (``None`` when not given). Each enters the hash as its own
+        key, only when set, so every table written before the mapping existed keeps its hashes.
     """
 
     language: str
@@ -121,13 +121,32 @@ class PointConfig:
     gamma: float | None = None
     confidence: str = "maxprob"
     tie_seed: int = 0
-    block_length: int | None = None
-    remasking: str | None = None
-    temperature: float | None = None
-    threshold: float | None = None
-    factor: float | None = None
-    remdm_variant: str | None = None
-    eta: float | None = None
+    options: Options = field(default_factory=Options)
+
+    def __init__(self, language: str, length: int, n_steps: int, schedule: str = "linear", method: str = "auto",  # noqa: PLR0917 (the dataclass order)
+                 samples: int = 1000, seed: int = 0, ser_language: str | None = None, batch_size: int = 1,
+                 sampler: str = "random", gamma: float | None = None, confidence: str = "maxprob", tie_seed: int = 0,
+                 options: Mapping[str, Any] | None = None, **flat: Any) -> None:
+        values = dict(zip(_FIELDS, (language, length, n_steps, schedule, method, samples, seed, ser_language,
+                                    batch_size, sampler, gamma, confidence, tie_seed)))
+        unknown = sorted(set(flat) - set(DECODER_FIELDS))
+        if unknown:
+            raise TypeError(f"PointConfig got unknown option(s) {', '.join(unknown)}; "
+                            f"the sampler options are {', '.join(DECODER_FIELDS)}")
+        opts = {**dict(options or {}), **flat}
+        foreign = sorted(set(opts) - set(DECODER_FIELDS))
+        if foreign:
+            raise ValueError(f"unknown option(s) {', '.join(foreign)}; the sampler options are "
+                             f"{', '.join(DECODER_FIELDS)}")
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "options", Options(opts))
+        self.__post_init__()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in DECODER_FIELDS and "options" in self.__dict__:
+            return self.__dict__["options"].get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -142,9 +161,11 @@ class PointConfig:
                 raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
         if self.method == "mc" and self.samples < 2:
             raise ValueError("Monte Carlo needs samples >= 2")
-        sampler = self.make_sampler()  # a bad sampler/gamma/confidence combination fails here, with its reason
-        if self.block_length is not None and sampler.kind == "adaptive":
-            sampler.step_sizes(self.length)  # a block length that does not divide L (or N) fails here
+        # a bad sampler / option combination fails here, with its reason; the sampler is kept (built once)
+        object.__setattr__(self, "_sampler", self._build_sampler())
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_sampler"}  # rebuilt on first use
 
     def rng(self, stream: str) -> np.random.Generator:
         """A generator fixed by the seed, the point (not its position in a grid) and ``stream``."""
@@ -154,25 +175,23 @@ class PointConfig:
             if self.tie_seed != _HASH_DEFAULTS["tie_seed"]:
                 key += f"|tie{self.tie_seed}"
             for name in DECODER_FIELDS:  # a decoder's options, only when set (the other samplers' keys unchanged)
-                if getattr(self, name) is not None:
-                    key += f"|{name}={getattr(self, name)}"
+                if name in self.options:
+                    key += f"|{name}={self.options[name]}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
 
     def as_dict(self) -> dict:
-        """The fields as hashed and stored: ``n_steps`` under its old name ``steps``, without the
-        sampler fields of the default ``random`` sampler and without a default tie seed (so the
-        config hash of a point is what it was before these were options or renamed)."""
-        d = asdict(self)
-        d = {("steps" if k == "n_steps" else k): v for k, v in d.items()}
+        """The fields as hashed and stored: ``n_steps`` under its old name ``steps``, each option given
+        as its own key, without the sampler fields of the default ``random`` sampler and without a
+        default tie seed (so the config hash of a point is what it was before these were options,
+        renamed, or gathered into ``options``)."""
+        d = {("steps" if k == "n_steps" else k): getattr(self, k) for k in _FIELDS}
         if self.sampler == "random":
             for name in ("sampler", "gamma", "confidence", "tie_seed"):
                 d.pop(name)
         for name, default in _HASH_DEFAULTS.items():
             if d.get(name, default) == default:
                 d.pop(name, None)
-        for name in DECODER_FIELDS:
-            if d.get(name) is None:
-                d.pop(name, None)
+        d.update(self.options)
         return d
 
     @classmethod
@@ -184,38 +203,40 @@ class PointConfig:
         return cls(**d)
 
     def make_sampler(self):
-        """The :class:`numerics.sampling.samplers.Sampler` of this point (a decoder checked against ``length``)."""
-        from numerics.sampling.adaptive import RULES, make_sampler
-        from numerics.sampling.decoders import DECODER_NAMES
+        """The :class:`numerics.sampling.samplers.Sampler` of this point, built (and checked against
+        ``length``) once, when the config was made."""
+        sampler = self.__dict__.get("_sampler")
+        if sampler is None:
+            sampler = self._build_sampler()
+            object.__setattr__(self, "_sampler", sampler)
+        return sampler
 
-        own = ("block_length",) if self.sampler in RULES else ()  # the adaptive rules take blocks too
-        given = [f"--{k.replace('_', '-')}" for k in DECODER_FIELDS if k not in own and getattr(self, k) is not None]
-        if self.sampler in DECODER_NAMES:
-            return self._make_decoder()
-        if given:
-            raise ValueError(f"{', '.join(given)} apply to the decoders ({', '.join(DECODER_NAMES)}), "
+    def _build_sampler(self):
+        """The sampler of the registry entry :attr:`sampler` from this point's options (module docstring)."""
+        from numerics.sampling.registry import DECODERS, decoder_names
+
+        spec = DECODERS.get(self.sampler)
+        if spec is None:
+            raise ValueError(f"unknown sampler {self.sampler!r}; choose one of {tuple(DECODERS)}")
+        opts = dict(self.options)
+        foreign = [k for k in DECODER_FIELDS if k in opts and k not in spec.option_names]
+        if foreign and spec.kind != "decoder":
+            names = ", ".join(decoder_names("decoder"))
+            raise ValueError(f"{', '.join(OPTIONS[k].flag for k in foreign)} apply to the decoders ({names}), "
                              f"not to --sampler {self.sampler}")
-        return make_sampler(self.sampler, schedule=self.make_schedule() if self.sampler in ("random", "topk") else None,
-                            gamma=self.gamma, confidence=self.confidence,
-                            tie_seed=self.tie_seed, block_length=self.block_length)
-
-    def _make_decoder(self):
-        """The decoder of this point (:func:`numerics.sampling.decoders.make_decoder`), checked against ``length``."""
-        from numerics.sampling.decoders import make_decoder
-
-        if self.confidence != "maxprob":
-            raise ValueError(f"--confidence {self.confidence} applies to topk and threshold, not to {self.sampler} "
-                             "(the decoders score by their --remasking)")
-        if self.sampler != "eb" and self.gamma is not None:
-            raise ValueError(f"--gamma applies to eb (and threshold / entropy-sum), not to {self.sampler}")
-        decoder = make_decoder(
-            self.sampler, steps=self.n_steps if self.sampler == "llada" else None,
-            schedule=self.make_schedule() if self.sampler == "remdm" else None, block_length=self.block_length,
-            remasking=self.remasking, temperature=self.temperature, threshold=self.threshold, factor=self.factor,
-            gamma=self.gamma, variant=self.remdm_variant, eta=self.eta, tie_seed=self.tie_seed)
-        decoder.blocks(self.length)  # block length not dividing L, steps not divisible by the blocks: ValueError
-        decoder.fixed_steps(self.length)
-        return decoder
+        if self.gamma is not None:
+            if "gamma" not in spec.option_names:
+                raise ValueError(f"--gamma applies to {_takers('gamma')}, not to {self.sampler}")
+            opts["gamma"] = self.gamma
+        if self.confidence != OPTIONS["confidence"].default:
+            if "confidence" not in spec.option_names:
+                raise ValueError(f"--confidence {self.confidence} applies to {_takers('confidence')}, not to "
+                                 f"{self.sampler}" + (" (the decoders score by their --remasking)"
+                                                      if spec.kind == "decoder" else ""))
+            opts["confidence"] = self.confidence
+        return spec.build(opts, steps=self.n_steps if "steps" in spec.needs else None,
+                          schedule=self.make_schedule() if "schedule" in spec.needs else None,
+                          tie_seed=self.tie_seed, length=self.length)
 
     def make_schedule(self) -> Schedule:
         """The schedule family at ``n_steps``; ``"optimal"``: the information-curve DP schedule for this
@@ -226,6 +247,18 @@ class PointConfig:
 
             return optimal_schedule(load_language(self.language), self.length, self.n_steps)
         return make_schedule(self.schedule, self.n_steps)
+
+
+def _takers(option: str) -> str:
+    """The samplers that take ``option`` in words: the decoders first, the adaptive rules in brackets."""
+    from numerics.sampling.registry import DECODERS
+
+    takers = option_takers(option)
+    dec = [n for n in takers if DECODERS[n].kind == "decoder"]
+    other = [n for n in takers if DECODERS[n].kind != "decoder"]
+    if not dec:
+        return " and ".join(other)
+    return " / ".join(dec) + (f" (and {' / '.join(other)})" if other else "")
 
 
 def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
@@ -412,8 +445,17 @@ def write_flat_tables(path: str | Path) -> tuple[Path, Path]:
     from validation.tables import flatten_point, write_tables
 
     rows, _ = read_table(path)
-    flat = [flatten_point(r.config, r.result, r.provenance, r.config_hash) for r in rows]
+    flat = [_with_option_columns(flatten_point(r.config, r.result, r.provenance, r.config_hash)) for r in rows]
     return write_tables(flat, Path(path).with_suffix(""))
+
+
+def _with_option_columns(row: dict) -> dict:
+    """Every sampler option its own column in every row (``None`` where the point did not set it) and the
+    ``sampler`` named on the random sampler's rows too, so a table of mixed samplers has one schema."""
+    row.setdefault("sampler", "random")
+    for name in ("gamma", "confidence", *DECODER_FIELDS):
+        row.setdefault(name, None)
+    return row
 
 
 def _row_line(row: SweepRow) -> str:

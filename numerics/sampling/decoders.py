@@ -97,7 +97,6 @@ from numerics.sampling.stream import (
 from numerics.schedules import Schedule
 
 __all__ = [
-    "DECODER_NAMES",
     "REMASKINGS",
     "REMDM_COMPILED",
     "REMDM_VARIANTS",
@@ -122,7 +121,6 @@ __all__ = [
     "tempered",
 ]
 
-DECODER_NAMES = ("llada", "fast-dllm", "eb", "remdm")
 REMDM_VARIANTS = ("cap", "rescale", "loop")
 
 
@@ -236,45 +234,25 @@ class Remdm(BlockDecoder):
         return tokens, steps, np.full(Bn, self.schedule.n_steps, dtype=np.int64)
 
 
-_RULE_OPTIONS = {"llada": ("remasking",), "fast-dllm": ("threshold", "factor"), "eb": ("gamma",),
-                 "remdm": ("variant", "eta")}  # each decoder's own options; block_length and temperature are everyone's
-
-
 def make_decoder(name: str, *, steps: int | None = None, schedule: Schedule | None = None, tie_seed: int | None = 0,
                  **options: float | int | str | None) -> BlockDecoder:
     """The decoder called ``name`` (:data:`DECODER_NAMES`) from options that may be unset (``None``).
 
-    ``options`` are ``block_length`` and ``temperature`` (every decoder; default ``L`` and 1) and the
-    decoder's own: ``llada`` ``remasking`` (default ``low-confidence``, and it needs ``steps``);
-    ``fast-dllm`` one of ``threshold`` / ``factor``; ``eb`` ``gamma``; ``remdm`` ``variant`` (default
-    ``cap``) and ``eta`` (and a ``schedule``). An option that no decoder or not this one takes is a
-    ``ValueError`` naming it, so a typo never runs silently.
+    Built by its registry entry (:data:`numerics.sampling.registry.DECODERS`, which lists each
+    decoder's options, defaults and ranges); ``steps`` and ``schedule`` are used by the decoders that
+    need them. An option that no decoder or not this one takes is a ``ValueError`` naming it, so a
+    typo never runs silently.
     """
-    if name not in _RULE_OPTIONS:
-        raise ValueError(f"unknown decoder {name!r}; choose one of {DECODER_NAMES}")
-    known = {"block_length", "temperature"}.union(*_RULE_OPTIONS.values())
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"unknown decoder option(s) {', '.join(unknown)}; choose from {sorted(known)}")
-    given = {k for k, v in options.items() if v is not None and k not in ("block_length", "temperature")}
-    extra = sorted(given - set(_RULE_OPTIONS[name]))
-    if extra:
-        raise ValueError(f"the {name} decoder does not take {', '.join(extra)}")
-    opt = dict.fromkeys(known) | options
-    block_length, temperature, remasking = opt["block_length"], opt["temperature"], opt["remasking"]
-    threshold, factor, gamma, variant, eta = opt["threshold"], opt["factor"], opt["gamma"], opt["variant"], opt["eta"]
-    common = dict(block_length=block_length, temperature=1.0 if temperature is None else temperature,
-                  tie_seed=tie_seed)
-    if name == "llada":
-        if steps is None:
-            raise ValueError("llada needs steps N")
-        return Llada(steps=steps, remasking=remasking or "low-confidence", **common)
-    if name == "fast-dllm":
-        return FastDllm(threshold=threshold, factor=factor, **common)
-    if name == "eb":
-        if gamma is None:
-            raise ValueError("eb needs gamma (the entropy bound, nats)")
-        return EntropyBound(gamma=gamma, **common)
-    if eta is None:
-        raise ValueError("remdm needs eta (its remasking strength, in [0, 1])")
-    return Remdm(schedule=schedule, variant=variant or "cap", eta=eta, **common)
+    from numerics.sampling.registry import DECODERS, decoder_names
+
+    if name not in decoder_names("decoder"):
+        raise ValueError(f"unknown decoder {name!r}; choose one of {decoder_names('decoder')}")
+    return DECODERS[name].build(options, steps=steps, schedule=schedule, tie_seed=tie_seed)
+
+
+def __getattr__(name: str):
+    if name == "DECODER_NAMES":  # generated from the registry (which imports this module: resolved on first use)
+        from numerics.sampling.registry import decoder_names
+
+        return decoder_names("decoder")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

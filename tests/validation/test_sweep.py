@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from numerics.provenance import NotRegularFileError
+from numerics.sampling.registry import DECODER_FIELDS
 from validation.cli import main
 from validation.commands.exact import parse_int_list
 from validation.sweep import CorruptRowsError, PointConfig, evaluate_point, grid, read_table, run_sweep
@@ -201,6 +202,8 @@ def test_a_sweep_writes_flat_parquet_and_csv_beside_the_table(tmp_path):
             for field in ("value", "stderr", "ci_low", "ci_high", "method", "samples", "exact"):
                 assert flat[f"{metric}_{field}"] == row.result[metric][field], (metric, field)
     assert table[2]["kl_value"] is None and "exact law" in json.loads(table[2]["kl_null_reason"])["value"]
+    for flat in table:  # every sampler option its own column, null where the point did not set it
+        assert flat["sampler"] == "random" and all(flat[k] is None for k in ("gamma", *DECODER_FIELDS))
     with open(tmp_path / "t.csv", newline="") as fh:
         text_rows = list(csv.DictReader(fh))
     assert [r["n_steps"] for r in text_rows] == ["1", "2", "2"]
@@ -325,3 +328,57 @@ def test_every_flat_row_carries_the_sampler_and_its_tie_seed(tmp_path):
     assert flat["tie_seed"] == 2 and flat["sampler_name"].startswith("topk")
     assert flat["kl_value"] == flat["kl_chain_rule_value"] or math.isclose(flat["kl_value"], flat["kl_chain_rule_value"],
                                                                             rel_tol=1e-12)
+
+
+#: Configs with their config hash and first ``rng("kl")`` draw as 18407ad computed them (printed by that
+#: commit's ``PointConfig``, before the decoder options became one ``options`` mapping): old tables and
+#: their random streams must resolve unchanged.
+OLD_HASHES = [
+    (dict(language="2gram", length=8, n_steps=4), "ab8899132533e5c5", 497817295262809659),
+    (dict(language="2gram", length=8, n_steps=4, sampler="topk", confidence="margin", block_length=4),
+     "a5060adab62c43c0", 2602755054084978078),
+    (dict(language="2gram", length=8, n_steps=1, sampler="threshold", gamma=0.7, tie_seed=3),
+     "e0bed5f56b0aad92", 3067979837194756069),
+    (dict(language="2gram", length=8, n_steps=4, sampler="llada", block_length=4, remasking="random", temperature=0.5),
+     "70e47f770c35fed7", 1936005247965602210),
+    (dict(language="2gram", length=8, n_steps=1, sampler="fast-dllm", threshold=0.9), "5b9e16c7da2e7c41",
+     3376108860196976506),
+    (dict(language="2gram", length=8, n_steps=1, sampler="fast-dllm", factor=1.5, temperature=0.0),
+     "16c17b03884044b6", 459636346870318409),
+    (dict(language="2gram", length=8, n_steps=1, sampler="eb", gamma=0.5, block_length=2), "92c4d9897217ed30",
+     4329175835330801067),
+    (dict(language="2gram", ser_language="2gram-pruned", length=8, n_steps=4, sampler="remdm", remdm_variant="rescale",
+          eta=0.3, schedule="cosine"), "aa99f24abce5e2b2", 1346382876262976792),
+]
+
+
+@pytest.mark.parametrize("kwargs, old_hash, old_draw", OLD_HASHES, ids=lambda v: str(v)[:40])
+def test_point_config_hashes_and_streams_as_before_the_options_mapping(kwargs, old_hash, old_draw):
+    from numerics.provenance import config_hash, to_jsonable
+
+    cfg = PointConfig(**kwargs)
+    assert config_hash(to_jsonable(cfg.as_dict())) == old_hash
+    assert cfg.rng("kl").integers(0, 2**62) == old_draw
+    assert PointConfig.from_dict(cfg.as_dict()) == cfg  # a stored row's flat config resolves to the same point
+    opts = {k: v for k, v in kwargs.items() if k in DECODER_FIELDS}
+    rest = {k: v for k, v in kwargs.items() if k not in DECODER_FIELDS}
+    assert PointConfig(**rest, options=opts) == cfg  # the mapping and the flat keywords are one config
+
+
+def test_point_config_options_replace_pickle_and_one_build():
+    import dataclasses
+    import pickle
+
+    cfg = PointConfig("2gram", 8, 4, sampler="llada", block_length=4)
+    assert cfg.block_length == 4 and cfg.eta is None and dict(cfg.options) == {"block_length": 4}
+    assert cfg.make_sampler() is cfg.make_sampler()  # built once, in the constructor
+    wider = dataclasses.replace(cfg, block_length=None, temperature=0.5)
+    assert dict(wider.options) == {"temperature": 0.5} and wider.make_sampler().block_length is None
+    back = pickle.loads(pickle.dumps(cfg))
+    assert back == cfg and back.make_sampler() == cfg.make_sampler()
+    with pytest.raises(TypeError, match="unknown option"):
+        PointConfig("2gram", 8, 4, treshold=0.5)
+    with pytest.raises(ValueError, match="apply to the decoders"):
+        PointConfig("2gram", 8, 4, eta=0.5)
+    with pytest.raises(ValueError, match="the llada decoder does not take eta"):
+        PointConfig("2gram", 8, 4, sampler="llada", eta=0.5)

@@ -1,54 +1,50 @@
-"""The decoder options every command shares, parsed in one place.
+"""The decoder options every command shares, generated from the sampler registry.
 
-:func:`decoder_options` adds ``--block-length``, ``--remasking``, ``--temperature``,
-``--threshold``, ``--factor``, ``--remdm-variant`` and ``--eta`` to a click
-command and hands the command one :class:`DecoderOptions` (argument ``decoder_opts``);
-:func:`build_decoder` turns it, with the command's ``--sampler``, ``-N``, ``--schedule``,
-``--gamma`` and ``--tie-seed`` (shared with the adaptive rules), into a :mod:`numerics.sampling.decoders` sampler or a
-``click.UsageError`` (exit code 2, nothing computed or written) that names the bad input.
-:meth:`DecoderOptions.fields` hands the same options to a :class:`validation.sweep.PointConfig`
-(``exact``, ``sweep``), which builds and checks the decoder itself; :func:`check_decoder_method`
-refuses a method no decoder has (``closed-form``) on the command line.
+:func:`decoder_options` adds one click option per decoder option of
+:data:`numerics.sampling.registry.DECODERS` (``--block-length``, ``--remasking``, ``--temperature``,
+``--threshold``, ``--factor``, ``--remdm-variant``, ``--eta``, and whatever a new entry declares):
+its type or choices, its help (which samplers take it, its range, its default) and its flag come
+from the registry. The command receives one :class:`DecoderOptions` (argument ``decoder_opts``), a
+frozen mapping of the options given, which :class:`validation.sweep.PointConfig` takes as its
+``options``; ``lists=True`` (``sweep``) takes comma lists and hands the command the grid of them
+(``decoder_grid``, a list of :class:`DecoderOptions`). :func:`check_decoder_method` refuses a method
+no decoder has (``closed-form``) on the command line.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+import itertools
+from typing import Any
 
 import click
 
-from numerics.sampling.decoders import DECODER_NAMES, REMASKINGS, REMDM_VARIANTS
+from numerics.sampling.registry import DECODER_FIELDS, DECODERS, OPTIONS, Option, Options, decoder_names, option_takers
 
-BLOCK_RULES = ("topk", "threshold", "entropy-sum")  # the adaptive rules that take --block-length too
+DECODER_NAMES = decoder_names("decoder")
+BLOCK_RULES = tuple(n for n in decoder_names("adaptive") if "block_length" in DECODERS[n].option_names)
 
-__all__ = ["BLOCK_RULES", "DECODER_FIELDS", "DECODER_NAMES", "DecoderOptions", "build_decoder", "check_decoder_method",
-           "decoder_options"]
+__all__ = ["BLOCK_RULES", "DECODER_FIELDS", "DECODER_NAMES", "DecoderOptions", "check_decoder_method",
+           "decoder_options", "parse_values"]
 
 
-@dataclass(frozen=True)
-class DecoderOptions:
-    """The decoder options as given (``None`` = not given)."""
+class DecoderOptions(Options):
+    """The decoder options as given (unset ones are absent; ``opts.eta`` is ``None`` when not given)."""
 
-    block_length: int | None = None
-    remasking: str | None = None
-    temperature: float | None = None
-    threshold: float | None = None
-    factor: float | None = None
-    remdm_variant: str | None = None
-    eta: float | None = None
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in DECODER_FIELDS:
+            return self.get(name)
+        raise AttributeError(name)
 
     def given(self) -> list[str]:
-        return [f"--{k.replace('_', '-')}" for k, v in self.__dict__.items() if v is not None]
+        """The flags given, in the registry's order."""
+        return [OPTIONS[k].flag for k in DECODER_FIELDS if k in self]
 
     def fields(self) -> dict:
-        """The options as :class:`validation.sweep.PointConfig` fields (the same names; ``None`` = not given)."""
-        return dict(self.__dict__)
-
-
-#: The decoder option names, one place: :class:`DecoderOptions`' fields, which are also
-#: :class:`validation.sweep.PointConfig`'s decoder fields (sweep imports this tuple).
-DECODER_FIELDS = tuple(f.name for f in fields(DecoderOptions))
+        """Every decoder option name with its value (``None`` = not given)."""
+        return {k: self.get(k) for k in DECODER_FIELDS}
 
 
 def check_decoder_method(sampler: str, method: str) -> None:
@@ -59,67 +55,59 @@ def check_decoder_method(sampler: str, method: str) -> None:
         raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
 
 
-_OPTIONS = (
-    click.option("--block-length", type=int, default=None,
-                 help="Decoders and the adaptive rules (topk, threshold, entropy-sum): semi-autoregressive block "
-                      "length B (must divide L; topk: N divisible by L/B, fixed counts) [default: L, one block]."),
-    click.option("--remasking", type=click.Choice(["low-confidence", "random"]), default=None,
-                 help="llada: score of a drawn value, its probability (low-confidence) or a fresh uniform "
-                      "(random)  [default: low-confidence]."),
-    click.option("--temperature", type=float, default=None,
-                 help="Decoders: temperature T >= 0 of the draws (0 = greedy argmax)  [default: 1]."),
-    click.option("--threshold", type=float, default=None,
-                 help="fast-dllm: reveal every drawn value of probability >= TAU (in (0, 1]), at least one."),
-    click.option("--factor", type=float, default=None,
-                 help="fast-dllm: reveal the largest prefix with c_(j) >= 1 - F/(j+1) (F > 0), at least one."),
-    click.option("--remdm-variant", type=click.Choice(list(REMDM_VARIANTS)), default=None,
-                 help="remdm: sigma = min(eta, sigma_max) (cap), eta * sigma_max (rescale), or loop (alpha held at "
-                      "0.9 for t in [0.05, 0.55], remasking min(eta, sigma_max) there)  [default: cap]."),
-    click.option("--eta", type=float, default=None, help="remdm: remasking strength eta in [0, 1]."),
-)
+def _help(o: Option) -> str:
+    """Which samplers take the option and what it does for each (grouped where they say the same)."""
+    said: dict[str, list[str]] = {}
+    for n in option_takers(o.name):
+        mine = DECODERS[n].option(o.name)
+        default = f" [default: {mine.default}]" if mine.default is not None else ""
+        said.setdefault(mine.help + default, []).append(n)
+    limits = "" if o.choices or o.range_text() == "any" else f" Range {o.range_text()}."
+    return "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items()) + "." + limits
 
 
-def decoder_options(f):
-    """Add the decoder options to a click command; it receives ``decoder_opts`` (:class:`DecoderOptions`)."""
-    names = [o.name for o in (opt(lambda: None).__click_params__[0] for opt in _OPTIONS)]
+def parse_values(o: Option, text: str | None) -> tuple:
+    """A comma list of ``o``'s values (``None``: ``(None,)``, not given); a bad one is a ``click.BadParameter``."""
+    if text is None:
+        return (None,)
+    out = []
+    for part in (s.strip() for s in str(text).split(",")):
+        try:
+            v = o.type(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r} is not a valid {o.type.__name__}", param_hint=o.flag) from None
+        if o.choices is not None and v not in o.choices:
+            raise click.BadParameter(f"{v!r} is not one of {', '.join(map(repr, o.choices))}", param_hint=o.flag)
+        out.append(v)
+    if not out or any(p == "" for p in str(text).split(",")):
+        raise click.BadParameter(f"an empty value in {text!r}", param_hint=o.flag)
+    return tuple(dict.fromkeys(out))
+
+
+def _click_option(o: Option, lists: bool):
+    if lists:
+        return click.option(o.flag, o.name, type=str, default=None, help=_help(o) + " A comma list sweeps it.")
+    kind = click.Choice(list(o.choices)) if o.choices else o.type
+    return click.option(o.flag, o.name, type=kind, default=None, help=_help(o))
+
+
+def decoder_options(f=None, *, lists: bool = False):
+    """Add the registry's decoder options to a click command; it receives ``decoder_opts``
+    (:class:`DecoderOptions`), or with ``lists`` ``decoder_grid`` (every combination of the comma lists)."""
+    if f is None:
+        return functools.partial(decoder_options, lists=lists)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        kwargs["decoder_opts"] = DecoderOptions(**{k: kwargs.pop(k) for k in names})
+        raw = {k: kwargs.pop(k) for k in DECODER_FIELDS}
+        if not lists:
+            kwargs["decoder_opts"] = DecoderOptions(raw)
+        else:
+            axes = [parse_values(OPTIONS[k], raw[k]) for k in DECODER_FIELDS]
+            kwargs["decoder_grid"] = [DecoderOptions(dict(zip(DECODER_FIELDS, combo)))
+                                      for combo in itertools.product(*axes)]
         return f(*args, **kwargs)
 
-    for opt in reversed(_OPTIONS):
-        wrapper = opt(wrapper)
+    for name in reversed(DECODER_FIELDS):
+        wrapper = _click_option(OPTIONS[name], lists)(wrapper)
     return wrapper
-
-
-def build_decoder(sampler: str, opts: DecoderOptions, *, steps: int | None, schedule: str, gamma: float | None,
-                  length: int, tie_seed: int = 0):
-    """The decoder of the options, checked against ``length`` (``click.UsageError`` naming any bad input);
-    ``tie_seed`` is the command's ``--tie-seed``, shared with the adaptive rules."""
-    from numerics.sampling.decoders import make_decoder
-    from numerics.schedules import make_schedule
-
-    if sampler not in DECODER_NAMES:
-        given = [o for o in opts.given() if not (o == "--block-length" and sampler in BLOCK_RULES)]
-        if given:
-            raise click.UsageError(f"{', '.join(given)} apply to the decoders ({', '.join(DECODER_NAMES)}), "
-                                   f"not to --sampler {sampler}")
-        return None
-    try:
-        if opts.remasking is not None and opts.remasking not in REMASKINGS:
-            raise ValueError(f"unknown remasking {opts.remasking!r}")
-        decoder = make_decoder(
-            sampler, steps=steps if sampler == "llada" else None,
-            schedule=make_schedule(schedule, steps) if sampler == "remdm" else None,
-            block_length=opts.block_length, remasking=opts.remasking, temperature=opts.temperature,
-            threshold=opts.threshold, factor=opts.factor, gamma=gamma if sampler == "eb" else None,
-            variant=opts.remdm_variant, eta=opts.eta, tie_seed=tie_seed)
-        if sampler != "eb" and gamma is not None:
-            raise ValueError(f"--gamma applies to eb (and threshold / entropy-sum), not to {sampler}")
-        decoder.blocks(length)
-        if sampler == "llada":
-            decoder.fixed_steps(length)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    return decoder

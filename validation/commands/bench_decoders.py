@@ -32,26 +32,30 @@ def _schedule(steps: int):
     return make_schedule("linear", steps)
 
 
-#: The decoders the benchmark times (``--decoders`` picks among them; the default is all of them): each
-#: ``(name, its make_decoder keywords given N)``.
-BENCH_DECODERS = (
-    ("llada", lambda N: {"name": "llada", "steps": N}),
-    ("llada-random", lambda N: {"name": "llada", "steps": N, "remasking": "random"}),
-    ("fast-dllm", lambda N: {"name": "fast-dllm", "threshold": 0.9}),
-    ("fast-dllm-factor", lambda N: {"name": "fast-dllm", "factor": 1.0}),
-    ("eb", lambda N: {"name": "eb", "gamma": 1.0}),
-    ("remdm", lambda N: {"name": "remdm", "schedule": _schedule(N), "eta": 0.05}),
-)
+def _bench_decoders() -> dict:
+    """``{name: (spec, options)}``: every preset of every decoder of the registry (``NAME`` or ``NAME-SUFFIX``)."""
+    from numerics.sampling.registry import DECODERS, decoder_names
+
+    return {label: (DECODERS[n], opts) for n in decoder_names("decoder")
+            for label, opts in DECODERS[n].preset_names().items()}
+
+
+#: The decoders the benchmark times (``--decoders`` picks among them; the default is all of them):
+#: ``NAME`` or ``NAME-SUFFIX`` of each preset of the registry's decoders.
+BENCH_DECODERS = tuple(_bench_decoders())
 
 
 def _decoders(names: tuple[str, ...], steps: int):
-    from numerics.sampling.decoders import make_decoder
-
-    known = dict(BENCH_DECODERS)
+    known = _bench_decoders()
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise ValueError(f"unknown decoder(s) {unknown or names}; choose from {list(known)}")
-    return {n: make_decoder(**known[n](steps)) for n in names}
+    out = {}
+    for n in names:
+        spec, opts = known[n]
+        out[n] = spec.build(opts, steps=steps if "steps" in spec.needs else None,
+                            schedule=_schedule(steps) if "schedule" in spec.needs else None)
+    return out
 
 
 def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, samples: int = 1000,
@@ -66,7 +70,7 @@ def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int
 
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    names = tuple(n for n, _ in BENCH_DECODERS) if names is None else tuple(names)
+    names = tuple(BENCH_DECODERS) if names is None else tuple(names)
     decoders = _decoders(names, steps)
 
     def point(name: str, L: int, n: int) -> tuple[float, float]:
@@ -103,7 +107,7 @@ def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int
 @click.option("--length", "-L", type=int, default=512, show_default=True)
 @click.option("--steps", "-N", type=int, default=64, show_default=True, help="N of random, llada and remdm.")
 @click.option("--samples", type=int, default=1000, show_default=True)
-@click.option("--decoders", "names", default=",".join(n for n, _ in BENCH_DECODERS), show_default=True,
+@click.option("--decoders", "names", default=",".join(BENCH_DECODERS), show_default=True,
               help="Comma-separated: llada, llada-random, fast-dllm (tau 0.9), fast-dllm-factor (f 1), eb (gamma 1), "
                    "remdm (cap, eta 0.05); the default is all of them (the full table in one command).")
 @click.option("--repeats", type=int, default=1, show_default=True, help="Best of this many timings per point.")

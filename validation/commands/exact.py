@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
-from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options
+from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options, parse_values
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
@@ -84,20 +84,28 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
-def _sampler_options(f, decoders: bool = False):
-    """``--sampler``, ``--gamma``, ``--confidence``, ``--tie-seed`` (numerics.sampling.adaptive; the tie
-    seed serves the decoders too); ``decoders``: the ``--sampler`` choices include the decoders (the
-    command then takes :func:`decoder_options`)."""
-    f = click.option("--confidence", type=click.Choice(["maxprob", "margin", "neg-entropy"]), default="maxprob",
+def _sampler_options(f, decoders: bool = False, lists: bool = False):
+    """``--sampler`` (the registry's names, :data:`numerics.sampling.registry.DECODERS`), ``--gamma``,
+    ``--confidence``, ``--tie-seed`` (the tie seed serves the adaptive rules and the decoders);
+    ``decoders``: the ``--sampler`` choices include the decoders (the command then takes
+    :func:`decoder_options`); ``lists``: ``--gamma`` takes a comma list (``sweep``), handed on as a tuple."""
+    from numerics.sampling.registry import DECODERS, OPTIONS
+
+    f = click.option("--confidence", type=click.Choice(list(OPTIONS["confidence"].choices)), default="maxprob",
                      show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
-    f = click.option("--gamma", type=float, default=None,
-                     help="threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats.")(f)
+    gamma_help = "threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats; eb: sum H - max H <= G."
+    if lists:
+        f = click.option("--gamma", "gamma", type=str, default=None,
+                         callback=lambda ctx, param, v: parse_values(OPTIONS["gamma"], v),
+                         help=gamma_help + " A comma list sweeps it.")(f)
+    else:
+        f = click.option("--gamma", type=float, default=None, help=gamma_help)(f)
     f = click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the tie priority of the adaptive rules and decoders (positions of equal "
                           "confidence or score are revealed in a random order fixed by it); reported as tie_seed.")(f)
-    names = ["random", "topk", "threshold", "entropy-sum"] + (list(DECODER_NAMES) if decoders else [])
-    more = (("; llada (N steps), fast-dllm (--threshold or --factor), eb (--gamma), remdm (N steps of --schedule, "
-             "--eta): the decoders of docs/methods/decoders.md") if decoders else "")
+    names = [n for n, s in DECODERS.items() if decoders or s.kind != "decoder"]
+    more = ("; " + "; ".join(f"{n}: {DECODERS[n].summary}" for n in DECODER_NAMES)
+            + " (docs/methods/decoders.md)") if decoders else ""
     return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
                              f"adaptive with --gamma (steps ignored){more}.")(f)
@@ -137,7 +145,7 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     try:
         cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
                           sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed,
-                          **decoder_opts.fields())
+                          options=decoder_opts)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     check_same_vocabulary([(language, ser_language)], "--ser-language")
@@ -192,8 +200,8 @@ def _progress_bar(total: int, enabled: bool):
 @_samples
 @_seed
 @_batch
-@functools.partial(_sampler_options, decoders=True)
-@decoder_options
+@functools.partial(_sampler_options, decoders=True, lists=True)
+@decoder_options(lists=True)
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -205,8 +213,11 @@ def _progress_bar(total: int, enabled: bool):
 @progress_option
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_opts, out, drop_bad_rows, executor, scheduler, progress, as_json):
+                  confidence, tie_seed, decoder_grid, out, drop_bad_rows, executor, scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
+
+    Every sampler option (--gamma and the decoder options) takes a comma list: the grid is crossed with
+    every combination of them.
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
     CSV copies (one row per point, docs/schema.md) are written beside the table.
@@ -216,11 +227,13 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     check_decoder_method(sampler, method)
     try:
         check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
-        configs = grid([s.strip() for s in languages.split(",") if s.strip()],
-                       check_increasing(parse_int_list(lengths), "--lengths"),
-                       check_increasing(_steps(steps_text), "-N"), schedule=schedule, method=method, samples=samples, seed=seed,
-                       batch_size=batch_size, sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed,
-                       **decoder_opts.fields())
+        langs = [s.strip() for s in languages.split(",") if s.strip()]
+        Ls = check_increasing(parse_int_list(lengths), "--lengths")
+        Ns = check_increasing(_steps(steps_text), "-N")
+        configs = [cfg for g in gamma for opts in decoder_grid
+                   for cfg in grid(langs, Ls, Ns, schedule=schedule, method=method, samples=samples, seed=seed,
+                                   batch_size=batch_size, sampler=sampler, gamma=g, confidence=confidence,
+                                   tie_seed=tie_seed, options=opts)]
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if not configs:

@@ -209,8 +209,9 @@ def _evaluate_decoders(checkpoint, sampler, opts, steps, schedule, gamma, tie_se
         raise click.UsageError("--learning measures the factorized sampler's Jensen bound, not a decoder's")
     from neural.sample import sampler_schedule
     from neural.train import load_checkpoint
-    from numerics.sampling.decoders import make_decoder
+    from numerics.sampling.registry import DECODERS
 
+    spec = DECODERS[sampler]
     ck = load_checkpoint(checkpoint)
     if ck.config.model.kind != "mdm":
         raise click.UsageError(f"--sampler {sampler} decodes a masked diffusion model; {checkpoint} holds a "
@@ -219,13 +220,9 @@ def _evaluate_decoders(checkpoint, sampler, opts, steps, schedule, gamma, tie_se
     out = {}
     try:
         for N in steps:
-            dec = make_decoder(sampler, steps=N if sampler == "llada" else None,
-                               schedule=sampler_schedule(schedule, N) if sampler == "remdm" else None,
-                               block_length=opts.block_length, remasking=opts.remasking, temperature=opts.temperature,
-                               threshold=opts.threshold, factor=opts.factor, gamma=gamma, variant=opts.remdm_variant,
-                               eta=opts.eta, tie_seed=tie_seed)
-            dec.blocks(L)
-            dec.fixed_steps(L)
+            dec = spec.build({**opts, "gamma": gamma}, steps=N if "steps" in spec.needs else None,
+                             schedule=sampler_schedule(schedule, N) if "schedule" in spec.needs else None,
+                             tie_seed=tie_seed, length=L)
             out[N] = dec
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

@@ -31,6 +31,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from numerics.sampling.registry import DECODERS
+
 from ..cache import ResultCache
 from . import _engine as eng
 from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
@@ -38,8 +40,9 @@ from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
 NAME = "calls"
 TITLE = "How many calls, at best"
 VERSION = 1
-COLORS = {"random": "#7f7f7f", "topk": "#1f77b4", "threshold": "#ff7f0e", "entropy-sum": "#2ca02c",
-          "llada": "#d62728", "fast-dllm": "#8c564b", "eb": "#17becf", "remdm": "#9467bd"}
+_PALETTE = ("#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c564b", "#17becf", "#9467bd", "#e377c2",
+            "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94")
+COLORS = dict(zip(DECODERS, _PALETTE))  # one colour per family of the sampler registry, in its order
 
 
 @dataclass(frozen=True)

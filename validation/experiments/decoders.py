@@ -36,6 +36,7 @@ from numerics.sampling import adaptive as ad
 from numerics.sampling import decoders as dec
 from numerics.sampling.batch_oracles import fastest_oracle
 from numerics.sampling.denoiser import OracleDenoiser
+from numerics.sampling.registry import DECODERS, decoder_names
 from numerics.sampling.samplers import sample_oracle
 
 from ..cache import ResultCache
@@ -45,7 +46,7 @@ from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
 NAME = "decoders"
 TITLE = "The decoders people run: LLaDA, Fast-dLLM, EB-Sampler, ReMDM"
 VERSION = 1
-FAMILIES = ("random", "topk", "llada", "fast-dllm", "eb", "remdm")
+FAMILIES = ("random", "topk", *decoder_names("decoder"))  # the registry's decoders beside random and topk
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,9 @@ def _specs(cfg: Config, L: int, lengths_only_llada: bool = False) -> list[tuple[
 def _decoder(family: str, params: dict):
     p = dict(params)
     steps = p.pop("steps", None)
-    schedule = eng.schedule_for("linear", steps) if family == "remdm" else None
-    return dec.make_decoder(family, steps=steps if family == "llada" else None, schedule=schedule, **p)
+    spec = DECODERS[family]
+    schedule = eng.schedule_for("linear", steps) if "schedule" in spec.needs else None
+    return spec.build(p, steps=steps if "steps" in spec.needs else None, schedule=schedule)
 
 
 def _mc_point(cfg: Config, lang: str, L: int, family: str, params: dict) -> dict:

@@ -1,0 +1,81 @@
+"""The decoder test cases, one table for every decoder test (exact methods, compiled kernels, metrics).
+
+Each row names a sampler of the registry (:data:`numerics.sampling.registry.DECODERS`) with its
+options, ``steps`` N (the schedule's for ``remdm``) and tie seed; :func:`decoders_at` builds the rows
+that fit a length ``L`` (a block length dividing ``L``, ``N`` divisible by the number of blocks).
+A new decoder adds its rows here and every decoder test runs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from numerics.sampling.registry import DECODERS
+from numerics.schedules import make_schedule
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: ``name`` (the registry's), ``options``, ``steps`` N, the ``schedule`` (``remdm``),
+    ``tie_seed`` and ``tags`` (``metrics``: the point-metrics test's subset; ``full``: also on a
+    full-support language at ``L = 3``)."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    steps: int = 2
+    schedule: str = "linear"
+    tie_seed: int | None = 0
+    tags: frozenset[str] = frozenset()
+
+    def build(self, length: int):
+        """The sampler at ``length`` (a ``ValueError`` when the row does not fit it)."""
+        spec = DECODERS[self.name]
+        return spec.build(self.options, steps=self.steps, schedule=make_schedule(self.schedule, self.steps),
+                          tie_seed=self.tie_seed, length=length)
+
+    def fits(self, length: int) -> bool:
+        try:
+            self.build(length)
+        except ValueError:
+            return False
+        return True
+
+
+M, F = frozenset({"metrics"}), frozenset({"metrics", "full"})
+
+CASES = [
+    Case("llada", {"block_length": 2}, steps=4),
+    Case("llada", tie_seed=3, tags=F),
+    Case("llada", {"remasking": "random"}),
+    Case("llada", {"block_length": 2, "remasking": "random", "temperature": 0.5}, steps=4, tags=M),
+    Case("llada", {"temperature": 0}, tie_seed=3),
+    Case("llada", {"temperature": 0.7}, tie_seed=None),
+    Case("llada", steps=6),
+    Case("llada", {"block_length": 4, "remasking": "random"}, steps=6),
+    Case("llada", {"block_length": 6, "temperature": 0.5}, steps=12, tie_seed=None),
+    Case("llada", {"temperature": 0}, steps=4, tie_seed=3),
+    Case("fast-dllm", {"threshold": 0.6}),
+    Case("fast-dllm", {"factor": 1.5, "block_length": 2}),
+    Case("fast-dllm", {"threshold": 0.5, "temperature": 0}),
+    Case("fast-dllm", {"factor": 1.5, "temperature": 0.7}, tags=F),
+    Case("fast-dllm", {"threshold": 0.4, "block_length": 4}),
+    Case("fast-dllm", {"factor": 1.0}),
+    Case("fast-dllm", {"factor": 0.5, "temperature": 0}),
+    Case("eb", {"gamma": 0.4}),
+    Case("eb", {"gamma": 0.8, "temperature": 0.5, "block_length": 2}),
+    Case("eb", {"gamma": 0.6, "temperature": 0}, tags=M),
+    Case("eb", {"gamma": 0.7, "block_length": 6}),
+    Case("eb", {"gamma": 0.3, "temperature": 2.0}),
+    Case("remdm", {"eta": 0.3}, steps=3),
+    Case("remdm", {"remdm_variant": "rescale", "eta": 0.5, "temperature": 0.8}, steps=3, schedule="cosine"),
+    Case("remdm", {"remdm_variant": "rescale", "eta": 0.4}, steps=3, tags=F),
+    Case("remdm", {"eta": 0.2}, steps=6),
+    Case("remdm", {"remdm_variant": "rescale", "eta": 0.6, "temperature": 0.7}, steps=6, schedule="cosine"),
+]
+
+
+def decoders_at(length: int, tag: str | None = None) -> list:
+    """The decoders of the rows that fit ``length`` (with ``tag``: only the rows so tagged)."""
+    return [c.build(length) for c in CASES if (tag is None or tag in c.tags) and c.fits(length)]
+

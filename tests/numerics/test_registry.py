@@ -1,0 +1,80 @@
+"""The sampler registry: every entry builds, its declared ranges are the ones its class enforces,
+and its knob directions are what the samplers do (a registry that lied would mislead calibrate)."""
+
+from __future__ import annotations
+
+import pytest
+
+from numerics.sampling.registry import DECODERS, OPTIONS, Options, build_sampler, option_takers, spec
+from numerics.schedules import make_schedule
+
+L = 4
+
+
+def _needs(s):
+    return {"steps": 4 if "steps" in s.needs else None,
+            "schedule": make_schedule("linear", 4) if "schedule" in s.needs else None}
+
+
+def _valid(s) -> dict:
+    """The smallest options that build ``s``: its required ones (fast-dllm: a threshold)."""
+    out = {o.name: (0.5 if o.type is float else o.choices[0]) for o in s.options if o.required}
+    if s.name == "fast-dllm":
+        out["threshold"] = 0.9
+    return out
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_every_entry_builds_its_kind_with_defaults(name):
+    s = spec(name)
+    sampler = s.build(_valid(s), **_needs(s), length=L)
+    assert isinstance(sampler, s.cls)
+    assert sampler.kind == s.kind
+
+
+@pytest.mark.parametrize("name, option", [(n, o) for n, s in DECODERS.items() for o in s.options
+                                          if o.low is not None or o.high is not None])
+def test_declared_range_is_enforced(name, option):
+    """Just outside each declared end is refused with the option's name; the end itself as declared."""
+    s = spec(name)
+    base = _valid(s)
+    if name == "fast-dllm" and option.name == "factor":
+        base = {}
+    for end, is_open, step in ((option.low, option.low_open, -1), (option.high, False, +1)):
+        if end is None:
+            continue
+        outside = end + step * (1 if option.type is int else 1e-6)
+        with pytest.raises(ValueError):
+            s.build({**base, option.name: outside}, **_needs(s), length=L)
+        if not is_open and option.type is float:
+            assert option.contains(end)
+            s.build({**base, option.name: end}, **_needs(s), length=L)
+        assert not option.contains(outside)
+
+
+def test_misplaced_missing_and_unknown_options_are_named():
+    with pytest.raises(ValueError, match="the eb decoder does not take threshold"):
+        build_sampler("eb", {"gamma": 0.5, "threshold": 0.9})
+    with pytest.raises(ValueError, match=r"unknown decoder option\(s\) treshold"):
+        build_sampler("fast-dllm", {"treshold": 0.9})
+    with pytest.raises(ValueError, match="eb needs gamma"):
+        build_sampler("eb", {})
+    with pytest.raises(ValueError, match="llada needs steps"):
+        build_sampler("llada", {})
+    with pytest.raises(ValueError, match="unknown decoder 'greedy'"):
+        spec("greedy")
+
+
+def test_options_mapping_is_frozen_sorted_and_hashable():
+    a, b = Options({"eta": 0.1, "remdm_variant": "cap", "block_length": None}), Options(remdm_variant="cap", eta=0.1)
+    assert a == b and hash(a) == hash(b) and list(a) == ["eta", "remdm_variant"]
+    assert option_takers("remasking") == ("llada",)
+    assert set(OPTIONS) >= {"block_length", "temperature", "threshold", "eta"}
+
+
+def test_every_registered_decoder_has_a_test_row():
+    """A registry entry of the decoder kind without a row in the shared table would go untested."""
+    from tests.decoder_cases import CASES
+
+    names = {n for n, s in DECODERS.items() if s.kind == "decoder"}
+    assert names <= {c.name for c in CASES}
