@@ -52,6 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numerics.estimate import Estimate, Unavailable, clopper_pearson
+from numerics.sampling.registry import DECODERS, Knob
 from validation.sweep import PointConfig
 
 __all__ = [
@@ -64,7 +65,6 @@ __all__ = [
     "Calibration",
     "Family",
     "FamilySearch",
-    "Knob",
     "Setting",
     "Space",
     "TargetError",
@@ -94,46 +94,8 @@ class TargetError(ValueError):
     """A target outside the metric's range (SER outside [0, 1], TER below the data's own, a negative KL)."""
 
 
-@dataclass(frozen=True)
-class Knob:
-    """The parameter a calibration searches.
-
-    Attributes
-    ----------
-    name : str
-        ``"steps"`` (the point's ``n_steps``) or the :class:`~validation.sweep.PointConfig` field
-        (``"gamma"``, ``"threshold"``, ``"factor"``).
-    calls : str
-        ``"more"``: raising it costs calls and buys accuracy (steps, a confidence threshold);
-        ``"fewer"``: lowering it does (an entropy budget, Fast-dLLM's factor).
-    low, high : float or None
-        Its range; ``high=None``: set from ``L``, the block length and ``V`` (:meth:`Family.space`).
-    integer : bool
-        Steps.
-    low_open : bool
-        ``low`` itself is not allowed (the grid starts just above it).
-    """
-
-    name: str
-    calls: str
-    low: float
-    high: float | None = None
-    integer: bool = False
-    low_open: bool = False
-
-
-_STEPS = Knob("steps", "more", 1, None, integer=True)
-#: Each sampler's knobs, the main one first (a sampler of numerics.sampling with a knob joins here).
-KNOBS: dict[str, tuple[Knob, ...]] = {
-    "random": (_STEPS,),
-    "topk": (_STEPS,),
-    "threshold": (Knob("gamma", "more", 0.0, 1.0),),
-    "entropy-sum": (Knob("gamma", "fewer", 0.0),),
-    "llada": (_STEPS,),
-    "fast-dllm": (Knob("threshold", "more", 0.0, 1.0, low_open=True), Knob("factor", "fewer", 0.0, low_open=True)),
-    "eb": (Knob("gamma", "fewer", 0.0),),
-    "remdm": (_STEPS,),
-}
+#: Each sampler's knobs, the main one first: the decoder registry's (a sampler registered with a knob is a family).
+KNOBS: dict[str, tuple[Knob, ...]] = {name: spec.knobs for name, spec in DECODERS.items() if spec.knobs}
 #: Samplers whose steps must be a multiple of the number of blocks L/B, and which never use more than L steps.
 _FIXED_COUNTS = ("topk", "llada")
 
@@ -166,7 +128,10 @@ class Family:
         As asked for (``"llada-b8"``, ``"fast-dllm:factor"``).
     sampler : str
         The :class:`~validation.sweep.PointConfig` sampler.
-    knob : Knob
+    knob : :class:`numerics.sampling.registry.Knob`
+        ``name`` is ``"steps"`` (the point's ``n_steps``) or an option (``"gamma"``, ``"threshold"``,
+        ``"factor"``); ``calls="more"``: raising it costs calls; ``high=None``: set from ``L``, the
+        block length and ``V`` (:meth:`space`).
     options : mapping
         Fixed :class:`~validation.sweep.PointConfig` fields (``block_length``, ``temperature``, ...).
     """
@@ -513,7 +478,8 @@ def search_family(fam: Family, base: PointConfig, metric: str, target: float, la
         e, quantity, calls = evaluate_setting(sampler, metric, language, base.length, method=base.method,
                                               samples=base.samples, rng=base.seed, confidence=confidence,
                                               names=(base.language, None))
-        s = Setting(fam.name, fam.parameter, float(v), sampler.label, calls, e, quantity, _status(e, target))
+        s = Setting(fam.name, fam.parameter, int(v) if fam.integer else float(v), sampler.label, calls, e, quantity,
+                    _status(e, target))
         seen[v] = s
         if on_setting:
             on_setting(s)
