@@ -30,6 +30,7 @@ TINY_STATUS = {
     "realtext": "partial",  # tiny() trains tiny MDM + AR models that miss their validation targets (shown, flagged)
     "decoders": "ok",     # every decoder computed; the answers are sentences, no bound checked
     "calls": "ok",        # every front, bound and floor computed; no step family below the SER floor
+    "thresholds": "ok",   # every threshold point computed (exact); the rises are notes, no claim checked
 }
 
 
