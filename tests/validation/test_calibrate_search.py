@@ -149,3 +149,35 @@ def test_steps_needed_takes_topk_blocks_and_shares_calibrates_options():
     for name in ("method", "samples", "confidence", "max_steps", "seed", "tie_seed", "grid", "refine",
                  "block_length", "temperature"):
         assert a[name] == b[name], name
+
+
+def test_temperature_near_zero_is_computed_in_log_space():
+    """LLaDA with one step at T = 0.002 on 2gram-pruned, L = 3: every position is drawn from its tempered marginal
+    r_j = q_j^(1/T) / sum, most of whose entries underflow in linear space (the old DP raised). By hand in log
+    space, log p(x) = sum_j log r_j(x_j): the DP's KL and SER equal it, finite; steps-needed answers."""
+    from scipy.special import logsumexp
+
+    from numerics.exact.decoders import decoder_exact
+    from numerics.exact.joint_table import joint_table
+    from numerics.sampling.decoders import make_decoder
+
+    T, L = 0.002, 3
+    lang = load_language("2gram-pruned")
+    q = joint_table(lang, L)
+    logr = []
+    for j in range(L):
+        with np.errstate(divide="ignore"):  # a token never at position j: log 0 = -inf, weight 0
+            z = np.log(q.sum(axis=tuple(i for i in range(L) if i != j))) / T
+        logr.append(z - logsumexp(z))
+    log_p = logr[0][:, None, None] + logr[1][None, :, None] + logr[2][None, None, :]
+    on = q > 0
+    kl = float(np.sum(q[on] * (np.log(q[on]) - log_p[on])))
+    with np.errstate(under="ignore"):
+        ser = float(np.exp(log_p[~on]).sum())
+    r = decoder_exact(lang, L, make_decoder("llada", steps=1, temperature=T), "dp")
+    assert np.any(r.law.p[on] == 0)  # the linear law underflows on the support
+    assert math.isfinite(r.metrics.kl.value) and r.metrics.kl.value == pytest.approx(kl, rel=RTOL_EXACT)
+    assert r.metrics.ser.value == pytest.approx(ser, rel=RTOL_EXACT, abs=1e-300)
+    code, out = run("steps-needed", "--language", "2gram-pruned", "-L", "3", "--metric", "kl", "--target", "2000",
+                    "--sampler", "llada", "--temperature", "0.002")
+    assert code == 0 and out["met"] and math.isfinite(out["at_n"]["estimate"]["value"])
