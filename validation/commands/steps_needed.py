@@ -100,7 +100,10 @@ def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, 
     verbose = show_progress(progress)
     check_decoder_method(sampler, method)
     if sampler == "random" and decoder_opts.given():
-        raise click.UsageError(f"{', '.join(decoder_opts.given())} do not apply to --sampler random")
+        from numerics.sampling.registry import decoder_names
+
+        raise click.UsageError(f"{', '.join(decoder_opts.given())} apply to the decoders "
+                               f"({', '.join(decoder_names('decoder'))}), not to --sampler random")
     if knob is not None and sampler == "random":
         raise click.UsageError("--knob applies to a sampler with several knobs (fast-dllm), not to random")
     if checkpoint is not None and sampler != "random":
@@ -201,6 +204,7 @@ def _family_steps(cfg, name, opts, metric, target, language, confidence, max_ste
         "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": fam.sampler,
         "schedule": cfg.schedule if steps else None, "method": cfg.method, "checkpoint": None,
         "tie_seed": cfg.tie_seed, "options": fs.grid["options"], "parameter": fs.parameter,
+        "sampler_parameters": _parameters(fam, cfg, s),
         "n_steps": int(s.value) if steps and s is not None else None, "met": s is not None,
         "exact": s is not None and s.metric.exact and (prev is None or prev.metric.exact),
         "confidence": confidence if mc else None,
@@ -231,6 +235,14 @@ def _family_steps(cfg, name, opts, metric, target, language, confidence, max_ste
                  f"{format_estimate(_record(s.metric))})" if s else
                  f"{fam.name}: no {fs.parameter} evaluated gives {metric.upper()} <= {target:g}")
     emit(result, as_json, human + "\n  " + grid_text(fs))
+
+
+def _parameters(fam, cfg, s) -> dict | None:
+    """A decoder's every parameter at the answer (its ``steps`` the ``N`` found); ``None`` for the other samplers."""
+    if s is None:
+        return None
+    sampler = fam.build(cfg, s.value).make_sampler()
+    return sampler.parameters() if sampler.kind == "decoder" else None
 
 
 def _record(estimate) -> dict:
