@@ -25,6 +25,10 @@ Two independent methods per decoder, sharing nothing but the rule's step
   ReMDM: the full transition matrix of each step built entry by entry from per-position
   factors (a gather over the digit table), then matrix-vector products.
 
+A rule with per-step counts (``llada``, with or without its ``threshold`` floor) reads its count by
+the step within the block, which the state carries (``(code, step)``; a state of the floor can be
+reached after different numbers of steps); the other block rules carry step 0.
+
 Undefined branches: the ``"uniform"`` convention of :mod:`numerics.exact.output_law` (the
 samplers' convention; ``p`` sums to 1). Sizes beyond the limits are refused before any work.
 """
@@ -131,7 +135,6 @@ class _Setup(NamedTuple):
     L: int
     B: int  # block length
     fixed: np.ndarray | None  # LLaDA's per-step counts in a block, None for the other rules
-    cum: np.ndarray | None  # their cumulative sums
     prio: np.ndarray  # tie priority of each position
 
 
@@ -140,12 +143,18 @@ def _block_setup(language: Any, length: int | None, decoder: BlockDecoder, metho
     q = as_table(language, length)
     L = q.ndim
     fixed = decoder.fixed_steps(L)
-    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, None if fixed is None else np.cumsum(fixed),
-                  tie_priority(L, decoder.tie_seed))
+    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, tie_priority(L, decoder.tie_seed))
 
 
-def _step_index(cum, revealed_in_block: int) -> int:
-    return 0 if cum is None else int(np.searchsorted(cum, revealed_in_block, side="right"))
+def _next_step(fixed, step: int, revealed: int, candidates: int) -> int:
+    """The step within the block after one that revealed ``revealed`` of ``candidates`` (0: a new block,
+    or a rule without per-step counts)."""
+    return 0 if fixed is None or revealed == candidates else step + 1
+
+
+def _fixed_calls(decoder: BlockDecoder, fixed) -> float | None:
+    """The calls of a rule that runs every block's steps (LLaDA without its floor): ``N``; else ``None``."""
+    return float(decoder.steps) if fixed is not None and not decoder.stops_when_empty else None
 
 
 def _sizes(language: Any, length: int | None) -> tuple[int, int]:
@@ -170,16 +179,17 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
     """Forward pass over reachable states of a block decoder (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_dp(language, length, decoder)
-    q, V, L, B, fixed, cum, prio = _block_setup(language, length, decoder, "dp")
+    q, V, L, B, fixed, prio = _block_setup(language, length, decoder, "dp")
     Qf = masked_marginal_table(q).ravel()
     base = (V + 1) ** np.arange(L - 1, -1, -1, dtype=np.int64)
     vv = np.arange(V)
-    layers: list[dict[int, list[float]]] = [dict() for _ in range(L + 1)]
-    layers[0][int(V * base.sum())] = [1.0, 0.0, 0.0]  # [mass, mass * calls so far, log mass]
+    layers: list[dict[tuple[int, int], list[float]]] = [dict() for _ in range(L + 1)]
+    # (code, step in block): [mass, mass * calls so far, log mass]
+    layers[0][int(V * base.sum()), 0] = [1.0, 0.0, 0.0]
     undefined_mass = 0.0
     n_states = 0
     for c in range(L):
-        for code, (mass, mcalls, logmass) in layers[c].items():
+        for (code, step), (mass, mcalls, logmass) in layers[c].items():
             n_states += 1
             digits = (code // base) % (V + 1)
             masked = digits == V
@@ -190,14 +200,14 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
             if qS > 0:
                 marg = Qf[code + (vv[None, :] - V) * base[cand][:, None]] / qS
             rows = step_rows(marg, decoder.temperature)
-            step = _step_index(cum, B - cand.size)
             logr = _log_draw_law(rows.probs, decoder.temperature)
             for w, logw, D, vals in _transitions(decoder, rows, logr, prio[cand], step, fixed):
                 nxt = int(code + np.dot(vals - V, base[cand[D]]))
                 q2 = Qf[nxt]
                 if qS > 0 and q2 == 0 and c + D.size < L:
                     undefined_mass += mass * w
-                slot = layers[c + D.size].setdefault(nxt, [0.0, 0.0, -math.inf])
+                slot = layers[c + D.size].setdefault((nxt, _next_step(fixed, step, D.size, cand.size)),
+                                                      [0.0, 0.0, -math.inf])
                 slot[0] += mass * w
                 slot[1] += (mcalls + mass) * w
                 slot[2] = float(np.logaddexp(slot[2], logmass + logw))
@@ -205,14 +215,15 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
     p = np.zeros(q.size)
     log_p = np.full(q.size, -math.inf)
     calls = 0.0
-    for code, (mass, mcalls, logmass) in layers[L].items():
+    for (code, _), (mass, mcalls, logmass) in layers[L].items():
         digits = (code // base) % (V + 1)
         x = int(np.dot(digits, V ** np.arange(L - 1, -1, -1)))
-        p[x], log_p[x] = mass, logmass
+        p[x] += mass
+        log_p[x] = float(np.logaddexp(log_p[x], logmass))
         calls += mcalls
-    if fixed is not None:
-        calls = float(decoder.steps)
-    return _finish(q, p, "dp", decoder, calls, n_states, undefined_mass, log_p)
+    fixed_calls = _fixed_calls(decoder, fixed)
+    return _finish(q, p, "dp", decoder, calls if fixed_calls is None else fixed_calls, n_states, undefined_mass,
+                   log_p)
 
 
 def _log_draw_law(probs: np.ndarray, temperature: float) -> np.ndarray:
@@ -288,7 +299,7 @@ def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) 
     """Per-output recursion over revealed sets, all draws enumerated (module docstring)."""
     if isinstance(decoder, Remdm):
         return remdm_enumerate(language, length, decoder)
-    q, V, L, B, fixed, cum, prio = _block_setup(language, length, decoder, "enumerate")
+    q, V, L, B, fixed, prio = _block_setup(language, length, decoder, "enumerate")
     xs = all_sequences(V, L)
     qf = q.ravel()
     full = (1 << L) - 1
@@ -298,8 +309,8 @@ def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) 
     for i, x in enumerate(xs):
 
         @functools.cache
-        def fg(S: int) -> tuple[float, float]:
-            """(P(end at x | x_S revealed), E[calls to the end; end at x])."""
+        def fg(S: int, step: int) -> tuple[float, float]:
+            """(P(end at x | x_S revealed, ``step`` steps into the block), E[calls to the end; end at x])."""
             if S == full:
                 return 1.0, 0.0
             nodes[0] += 1
@@ -314,7 +325,6 @@ def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) 
             else:
                 marg = np.full((cand.size, V), 1.0 / V)
             rows = step_rows(marg, decoder.temperature)
-            step = _step_index(cum, B - cand.size)
             f = g = 0.0
             m = cand.size
             for y in itertools.product(range(V), repeat=m):
@@ -334,16 +344,15 @@ def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) 
                     S2 = S
                     for j in cand[D]:
                         S2 |= 1 << int(j)
-                    f2, g2 = fg(S2)
+                    f2, g2 = fg(S2, _next_step(fixed, step, len(D), m))
                     f += wy * wd * f2
                     g += wy * wd * (f2 + g2)
             return f, g
 
-        p[i], gi = fg(0)
+        p[i], gi = fg(0, 0)
         calls += gi
-    if fixed is not None:
-        calls = float(decoder.steps)
-    return _finish(q, p, "enumerate", decoder, calls, nodes[0])
+    fixed_calls = _fixed_calls(decoder, fixed)
+    return _finish(q, p, "enumerate", decoder, calls if fixed_calls is None else fixed_calls, nodes[0])
 
 
 # -- ReMDM -----------------------------------------------------------------------------------------

@@ -81,9 +81,9 @@ from numerics.sampling.oracle.steps import normalize as _normalize
 
 __all__ = ["COUNT_CODES", "SCORE_CODES", "DecoderRule", "RemdmRule", "decoder_run", "remdm_run", "stream_u"]
 
-COUNT_CODES = {"fixed": 0, "threshold": 1, "factor": 2, "entropy": 3}
+COUNT_CODES = {"fixed": 0, "threshold": 1, "factor": 2, "entropy": 3, "floored": 4}
 SCORE_CODES = {"low-confidence": 0, "random": 1, "entropy": 2}
-_FIXED, _THRESHOLD, _FACTOR, _ENTROPY = 0, 1, 2, 3
+_FIXED, _THRESHOLD, _FACTOR, _ENTROPY, _FLOORED = 0, 1, 2, 3, 4
 _LOWCONF, _RANDOM, _NEGENT = 0, 1, 2
 _PARTIAL = 32  # rank up to this many candidates by one bounded insertion pass, more by a full argsort
 _DRAW, _SCORE, _REMASK, _UNMASK = 0, 1, 2, 3  # numerics.sampling.decoders STREAM_*
@@ -100,7 +100,8 @@ class DecoderRule(NamedTuple):
     Attributes
     ----------
     count : int
-        :data:`COUNT_CODES`: LLaDA's fixed counts, Fast-dLLM threshold or factor, EB's bound.
+        :data:`COUNT_CODES`: LLaDA's fixed counts, Fast-dLLM threshold or factor, EB's bound, or LLaDA2.0's
+        counts floored by a threshold (the top ``max(k_t, #{score > gamma})``, the block ending when empty).
     score : int
         :data:`SCORE_CODES`: ``p_j(x0_j)``, a fresh uniform, or ``-H(p_j)``.
     temperature : float
@@ -110,7 +111,7 @@ class DecoderRule(NamedTuple):
     counts : (n,) int64
         LLaDA's per-step counts within a block (:func:`~numerics.sampling.decoders.llada_counts`); ``[0]`` else.
     gamma : int
-        On the grid: Fast-dLLM's ``tau`` or EB's ``gamma``; 0 else.
+        On the grid: Fast-dLLM's or LLaDA2.0's ``tau`` or EB's ``gamma``; 0 else.
     factor : (B,) int64
         On the grid: ``1 - f / (j + 1)`` at index ``j - 1`` (Fast-dLLM factor); zeros else.
     priority : (L,) int64
@@ -343,8 +344,13 @@ def _threshold_count(rule, rank, nm):
 def _choose(rule, rank, nm, step):
     """The positions one step reveals into ``rank.chosen`` (sorted by position); returns their number."""
     sel = rank.chosen
-    if rule.count == _FIXED:
+    if rule.count == _FIXED or rule.count == _FLOORED:
         r = min(rule.counts[step], nm)
+        if rule.count == _FLOORED:  # every score > tau if at least k_t are: the top max(k_t, #above)
+            above = 0
+            for i in range(nm):
+                above += rank.scores[i] > rule.gamma
+            r = max(r, above)
         if r == 0:
             return 0
         order = _ranked(rank, nm, r)
@@ -385,7 +391,7 @@ def _score_block(lang, rule, x, step, post, work, rank):
     ent, conf = post.entropy, post.confidence
     score = rule.score
     draw_all = score == _LOWCONF and T > 0.0
-    if draw_all and sample and rule.count != _FIXED:
+    if draw_all and sample and (rule.count == _THRESHOLD or rule.count == _FACTOR):
         return _score_bounded(lang, rule, x, step, post, work, rank)
     nm = 0
     for j in range(lo, hi):

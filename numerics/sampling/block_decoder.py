@@ -149,6 +149,12 @@ class BlockDecoder(Sampler):
         """Per-block step counts of a fixed-count rule (``None``: steps until the block is empty)."""
         return None
 
+    @property
+    def stops_when_empty(self) -> bool:
+        """True when a block ends as soon as it has no masked position (every rule but LLaDA's fixed
+        steps, whose count-0 steps still cost their calls)."""
+        return True
+
     def parameters(self) -> dict:
         """Every parameter of the decoder (for ``--json`` rows and labels)."""
         return {"sampler": self.name, "block_length": self.block_length, "temperature": float(self.temperature),
@@ -272,7 +278,7 @@ class BlockDecoder(Sampler):
         mask = np.ones((Bn, L), dtype=bool)
         steps = np.zeros((Bn, L), dtype=np.int64)
         calls = np.zeros(Bn, dtype=np.int64)
-        cursor = _BlockCursor(Bn, L, B, fixed)
+        cursor = _BlockCursor(Bn, L, B, fixed, self.stops_when_empty)
         while (active := cursor.active()).size:
             probs = _call(denoiser, tokens[active], mask[active])  # (a, L, V)
             a, V = active.size, probs.shape[-1]
@@ -325,7 +331,7 @@ class BlockDecoder(Sampler):
         mask = np.ones((n, L), dtype=bool)
         logp = np.zeros(n)
         calls = np.zeros(n, dtype=np.int64)
-        cursor = _BlockCursor(n, L, B, fixed)
+        cursor = _BlockCursor(n, L, B, fixed, self.stops_when_empty)
         while (active := cursor.active()).size:
             probs = _call(denoiser, np.where(mask[active], 0, x[active]), mask[active])
             a = active.size
@@ -347,10 +353,10 @@ class BlockDecoder(Sampler):
 class _BlockCursor:
     """Per sequence, the current block and the step within it: the block bookkeeping every path shares."""
 
-    def __init__(self, n: int, L: int, B: int, fixed: np.ndarray | None) -> None:
+    def __init__(self, n: int, L: int, B: int, fixed: np.ndarray | None, until_empty: bool) -> None:
         self.block = np.zeros(n, dtype=np.int64)
         self.step = np.zeros(n, dtype=np.int64)
-        self.n_blocks, self.B, self.fixed = L // B, B, fixed
+        self.n_blocks, self.B, self.fixed, self.until_empty = L // B, B, fixed, until_empty
 
     def active(self) -> np.ndarray:
         """Sequences with a block left."""
@@ -361,12 +367,14 @@ class _BlockCursor:
         return self.block[active][:, None] * self.B + np.arange(self.B)[None, :]
 
     def advance(self, active: np.ndarray, cols: np.ndarray, mask: np.ndarray) -> None:
-        """One step done: a block ends after its fixed steps (llada) or when it has no masked position."""
+        """One step done: a block ends after its fixed steps (llada) or, where the rule stops there, when
+        it has no masked position."""
         self.step[active] += 1
+        done = np.zeros(active.size, dtype=bool)
         if self.fixed is not None:
-            done = self.step[active] >= self.fixed.size
-        else:
-            done = ~mask[active[:, None], cols].any(axis=1)
+            done |= self.step[active] >= self.fixed.size
+        if self.until_empty:
+            done |= ~mask[active[:, None], cols].any(axis=1)
         self.block[active[done]] += 1
         self.step[active[done]] = 0
 
@@ -380,10 +388,18 @@ class PathScore(NamedTuple):
 
 @dataclass(frozen=True, kw_only=True)
 class Llada(BlockDecoder):
-    """LLaDA's ``generate``: ``steps`` ``N`` split over the blocks, fixed counts, ``remasking`` scores."""
+    """LLaDA's ``generate``: ``steps`` ``N`` split over the blocks, fixed counts, ``remasking`` scores.
+
+    ``threshold`` ``tau`` (LLaDA2.0's floored threshold, registered as ``llada2``): a step with
+    scheduled count ``k_t`` reveals every candidate whose score ``p_j(x0_j)`` is ``> tau`` if at
+    least ``k_t`` are, else the top ``k_t``; that is, the top ``max(k_t, #{c_j > tau})``. The block
+    ends when it has no masked position (at most its ``n`` steps: each step reveals at least
+    ``k_t``), so the calls are random. ``None``: LLaDA's fixed counts.
+    """
 
     steps: int
     remasking: str = "low-confidence"
+    threshold: float | None = None
     name: ClassVar[str] = "llada"
 
     def __post_init__(self) -> None:
@@ -391,6 +407,17 @@ class Llada(BlockDecoder):
         check_int("steps", self.steps, 1)
         if self.remasking not in REMASKINGS:
             raise ValueError(f"unknown remasking {self.remasking!r}; choose one of {REMASKINGS}")
+        if self.threshold is not None:
+            if not (isinstance(self.threshold, (int, float)) and math.isfinite(self.threshold)
+                    and 0 < self.threshold <= 1):
+                raise ValueError(f"the llada threshold tau must be in (0, 1], got {self.threshold!r}")
+            if self.remasking != "low-confidence":
+                raise ValueError("the llada threshold floor compares confidences: it needs remasking "
+                                 "low-confidence, not random")
+
+    @property
+    def stops_when_empty(self) -> bool:
+        return self.threshold is not None
 
     @property
     def random_scores(self) -> bool:
@@ -405,13 +432,21 @@ class Llada(BlockDecoder):
         return llada_counts(B, steps_per_block(self.steps, length, B))
 
     def count(self, sorted_scores, step, block_steps):
-        return block_steps[step]
+        k = block_steps[step]
+        if self.threshold is None:
+            return k
+        return np.maximum(k, (sorted_scores > on_grid(self.threshold)).sum(axis=-1))
 
     def _kernel_count(self, block):
-        return "fixed", self.remasking, 0, np.zeros(block, dtype=np.int64)
+        if self.threshold is None:
+            return "fixed", self.remasking, 0, np.zeros(block, dtype=np.int64)
+        return "floored", self.remasking, int(on_grid(self.threshold)), np.zeros(block, dtype=np.int64)
 
     def parameters(self) -> dict:
-        return {**super().parameters(), "steps": int(self.steps), "remasking": self.remasking}
+        out = {**super().parameters(), "steps": int(self.steps), "remasking": self.remasking}
+        if self.threshold is not None:  # only when set: llada's parameters (and stream keys) as before
+            out["threshold"] = float(self.threshold)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,8 @@ Used by :mod:`numerics.sampling.adaptive` (``topk``, ``threshold``, ``entropy-su
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from numerics.sampling.denoiser import Denoiser
@@ -39,16 +41,22 @@ def check_run(denoiser, n, length, rng, batch_size, path: str, paths: tuple[str,
     return check_int("batch_size", int(n) if batch_size is None else batch_size, 1)
 
 
+@functools.lru_cache(maxsize=256)
 def block_of(length: int, block_length: int | None) -> int:
-    """``B`` (``None``: ``L``); a block length that does not divide ``L`` is a ``ValueError``."""
+    """``B`` (``None``: ``L``); a block length that does not divide ``L`` is a ``ValueError``.
+
+    Cached: a point asks it of every path (sampler, exact methods, kernels); it is checked once
+    per ``(L, B)`` (an error is not cached, so it is raised every time)."""
     B = int(length) if block_length is None else int(block_length)
     if B < 1 or B > length or length % B:
         raise ValueError(f"block_length {B} does not divide the length L = {length}")
     return B
 
 
+@functools.lru_cache(maxsize=256)
 def steps_per_block(steps: int, length: int, block_length: int | None) -> int:
-    """``n = N / (L / B)``; ``N`` not divisible by the number of blocks is a ``ValueError``."""
+    """``n = N / (L / B)``; ``N`` not divisible by the number of blocks is a ``ValueError`` (cached as
+    :func:`block_of`)."""
     nb = length // block_of(length, block_length)
     if steps % nb:
         raise ValueError(f"steps N = {steps} is not divisible by the number of blocks L/B = {nb}")

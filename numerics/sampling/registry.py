@@ -16,6 +16,9 @@ The families, and where two names are one rule with a parameter:
 * the draw-then-select block decoders ``llada``, ``fast-dllm``, ``eb``
   (:mod:`numerics.sampling.block_decoder`) and the remasking ``remdm``
   (:mod:`numerics.sampling.decoders`).
+* ``llada2`` (LLaDA2.0's floored threshold) is ``llada`` with its ``threshold`` set (default 0.95,
+  ``remasking`` fixed to ``low-confidence``): the entry differs from ``llada``'s only in defaults;
+  with one step per position it is ``fast-dllm --threshold`` (``>`` for ``>=``).
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
   probability) and ``entropy-sum`` is ``eb`` without the ``- max H`` term;
   Both kinds select through one seam, ``select_rows``
@@ -236,7 +239,8 @@ class DecoderSpec:
             if value is None:
                 value = o.default
             if value is None and o.required:
-                raise ValueError(f"{self.name} needs {o.name} ({o.flag}): {o.help}")
+                who = f"the {self.name} rule needs a finite" if self.kind == "adaptive" else f"{self.name} needs"
+                raise ValueError(f"{who} {o.name} ({o.flag}): {o.help}")
             if value is not None:
                 kw[o.keyword] = value
         if "steps" in self.needs:
@@ -307,6 +311,8 @@ _THRESHOLD = Option("threshold", float, "reveal every drawn value of probability
 _FACTOR = Option("factor", float, "reveal the largest prefix with c_(j) >= 1 - F/(j+1), at least one",
                  low=0, low_open=True)
 _GAMMA = Option("gamma", float, "the bound G", required=True)
+_FLOOR = replace(_THRESHOLD, help="LLaDA2.0's floor: reveal every drawn value of probability > TAU if at least "
+                 "the step's count are, else the top count (a parameter of llada, off by default)")
 _CONFIDENCE = Option("confidence", str, "confidence of a masked position's marginal", default="maxprob",
                      choices=CONFIDENCES)
 _VARIANT = Option("remdm_variant", str, "sigma = min(eta, sigma_max) (cap), eta * sigma_max (rescale), or loop "
@@ -346,7 +352,7 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (replace(_GAMMA, help="cumulative entropy <= G nats", low=0), _BLOCK), frozenset(),
                     (Knob("gamma", "fewer", 0.0, None),), {"rule": "entropy-sum"}),
         DecoderSpec("llada", Llada, "decoder", "LLaDA generate: N steps over the blocks, fixed counts per step",
-                    (_BLOCK, _TEMPERATURE, _REMASKING), steps, (_STEPS_KNOB,),
+                    (_BLOCK, _TEMPERATURE, _REMASKING, _FLOOR), steps, (_STEPS_KNOB,),
                     presets=(("", {}), ("random", {"remasking": "random"}))),
         DecoderSpec("fast-dllm", FastDllm, "decoder", "Fast-dLLM parallel decoding: --threshold or --factor",
                     (_BLOCK, _TEMPERATURE, _THRESHOLD, _FACTOR), frozenset(),
@@ -358,10 +364,16 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (Knob("gamma", "fewer", 0.0, None),), presets=(("", {"gamma": 1.0}),)),
         DecoderSpec("remdm", Remdm, "decoder", "ReMDM remasking over N steps of the schedule",
                     (_TEMPERATURE, _VARIANT, _ETA), sched, (_STEPS_KNOB,), presets=(("", {"eta": 0.05}),)),
+        DecoderSpec("llada2", Llada, "decoder", "LLaDA2.0: llada's counts floored by a threshold, reveal every "
+                    "draw of probability > tau if at least the step's count are, else the top count",
+                    (_BLOCK, _TEMPERATURE, replace(_FLOOR, default=0.95)), steps,
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
+                    {"remasking": "low-confidence"}),
     )
 
 
-#: The registry: command-line name -> :class:`DecoderSpec`, in the order ``--sampler`` lists them.
+#: The registry: command-line name -> :class:`DecoderSpec`, in the order ``--sampler`` lists them (a new
+#: entry is appended: the report's colours follow this order).
 DECODERS: dict[str, DecoderSpec] = {s.name: s for s in _specs()}
 
 

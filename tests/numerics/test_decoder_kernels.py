@@ -25,9 +25,10 @@ from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling._decoder_numba import stream_u
 from numerics.sampling.adaptive import AdaptiveSampler, IntervalOracle
-from numerics.sampling.decoders import EntropyBound, FastDllm, Llada, Remdm, stream_uniform
+from numerics.sampling.decoders import EntropyBound, FastDllm, Llada, stream_uniform
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.schedules import cosine, linear
+from tests.decoder_cases import decoders_at
 from tests.gof import assert_gof
 from tests.tolerances import ATOL_LOG, RTOL_EXACT
 
@@ -48,19 +49,7 @@ def _languages():
 
 LANGS = _languages()
 L = 12
-DECODERS = [
-    Llada(steps=6),
-    Llada(steps=6, block_length=4, remasking="random"),
-    Llada(steps=12, block_length=6, temperature=0.5, tie_seed=None),
-    Llada(steps=4, temperature=0, tie_seed=3),
-    FastDllm(threshold=0.4, block_length=4),
-    FastDllm(factor=1.0),
-    FastDllm(factor=0.5, temperature=0),
-    EntropyBound(gamma=0.7, block_length=6),
-    EntropyBound(gamma=0.3, temperature=2.0),
-    Remdm(schedule=linear(6), eta=0.2),
-    Remdm(schedule=cosine(6), variant="rescale", eta=0.6, temperature=0.7),
-]
+DECODERS = decoders_at(L)  # the shared table (tests/decoder_cases.py): every row that fits L = 12
 
 
 def _oracle(lang):

@@ -26,8 +26,9 @@ from numerics.exact.divergences import TV_ROUNDOFF_ATOL, nonnegative_tv
 from numerics.languages.hmm import NGram
 from numerics.metrics import point_metrics
 from numerics.sampling.adaptive import make_sampler
-from numerics.sampling.decoders import EntropyBound, FastDllm, Llada, Remdm
+from numerics.sampling.decoders import EntropyBound, Llada, Remdm
 from numerics.schedules import make_schedule
+from tests.decoder_cases import decoders_at
 from tests.gof import within_z
 from tests.tolerances import RTOL_EXACT
 
@@ -37,16 +38,10 @@ pytestmark = pytest.mark.xdist_group("decoder-kernels")
 PRUNED = NGram(2, [0.6, 0.4], [[0.7, 0.3], [0.0, 1.0]])  # x = 1 0 impossible: SER > 0, reverse KL inf
 FULL = NGram(2, [0.5, 0.3, 0.2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
 
-DECODERS = [
-    Llada(steps=2, tie_seed=3),
-    Llada(steps=4, block_length=2, remasking="random"),
-    FastDllm(factor=1.5, temperature=0.7),
-    EntropyBound(gamma=0.6, temperature=0),
-    Remdm(schedule=make_schedule("linear", 3), variant="rescale", eta=0.4),
-]
-#: (language, L, decoder): every decoder on the language with zeros at L = 4, and a full-support
-#: one at L = 3 (V = 3: the enumeration of every draw is the slow side)
-CASES = [(PRUNED, 4, d) for d in DECODERS] + [(FULL, 3, d) for d in (DECODERS[0], DECODERS[2], DECODERS[4])]
+#: (language, L, decoder): the shared table's "metrics" rows (tests/decoder_cases.py) on the language with
+#: zeros at L = 4, and its "full" rows on a full-support one at L = 3 (V = 3: the enumeration of every draw is
+#: the slow side)
+CASES = [(PRUNED, 4, d) for d in decoders_at(4, "metrics")] + [(FULL, 3, d) for d in decoders_at(3, "full")]
 
 
 def _same(a, b) -> None:

@@ -9,7 +9,7 @@
   and then drawn independently, so its law is ``(1 - s) q_pair + s q_1 (x) q_2``.
 * ReMDM with ``eta = 0`` is MDLM's ancestral sampler: the random-order law of the same schedule.
 * Reverse KL and TV on a hand-checkable case (sympy ``Rational``).
-* The generic sampler against the exact law (chi-squared, tests/gof.py budget: 4 assertions).
+* The generic sampler against the exact law (chi-squared, tests/gof.py budget: 5 assertions).
 * The counter-based stream: samples do not depend on the batch size.
 """
 
@@ -25,6 +25,7 @@ from numerics.exact.decoders import MAX_REMDM_STATES, decoder_exact
 from numerics.exact.enumerate import enumerate_output_law
 from numerics.exact.joint_table import joint_table
 from numerics.languages.hmm import NGram
+from numerics.sampling.adaptive import on_grid
 from numerics.sampling.decoders import (
     EntropyBound,
     FastDllm,
@@ -37,27 +38,14 @@ from numerics.sampling.decoders import (
 )
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.schedules import make_schedule
+from tests.decoder_cases import decoders_at
 from tests.gof import assert_gof
 from tests.tolerances import ATOL_PROB, RTOL_EXACT
 
 PRUNED = NGram(2, [0.6, 0.4], [[0.7, 0.3], [0.0, 1.0]])  # x = 1 0 is impossible: SER > 0 for parallel decoders
 FULL3 = NGram(2, [0.5, 0.3, 0.2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
 
-DECODERS = [
-    Llada(steps=4, block_length=2),
-    Llada(steps=2),
-    Llada(steps=2, remasking="random"),
-    Llada(steps=4, block_length=2, remasking="random", temperature=0.5),
-    Llada(steps=2, temperature=0, tie_seed=3),
-    Llada(steps=2, temperature=0.7, tie_seed=None),
-    FastDllm(threshold=0.6),
-    FastDllm(factor=1.5, block_length=2),
-    FastDllm(threshold=0.5, temperature=0),
-    EntropyBound(gamma=0.4),
-    EntropyBound(gamma=0.8, temperature=0.5, block_length=2),
-    Remdm(schedule=make_schedule("linear", 3), eta=0.3),
-    Remdm(schedule=make_schedule("cosine", 3), variant="rescale", eta=0.5, temperature=0.8),
-]
+DECODERS = decoders_at(4)  # the shared table (tests/decoder_cases.py): every row that fits L = 4
 
 
 @pytest.mark.parametrize("decoder", DECODERS, ids=lambda d: d.label)
@@ -173,15 +161,16 @@ def _counts(tokens, V, L):
 
 @pytest.mark.parametrize("decoder", [Llada(steps=2, temperature=1.0), FastDllm(factor=1.5, block_length=2),
                                      EntropyBound(gamma=0.4, temperature=0.7),
-                                     Remdm(schedule=make_schedule("linear", 3), eta=0.4)], ids=lambda d: d.name)
+                                     Remdm(schedule=make_schedule("linear", 3), eta=0.4),
+                                     make_decoder("llada2", steps=2, threshold=0.6)], ids=lambda d: d.label)
 def test_sampler_follows_the_exact_law(decoder):
     L, V, n = 4, 2, 4000
     p = decoder_exact(PRUNED, L, decoder, "dp").law.p
     run = decoder.sample(OracleDenoiser(PRUNED, strict=False), n, L, np.random.default_rng(11), batch_size=1000)
     assert_gof(_counts(run.tokens, V, L), p.ravel(), decoder.label)
     exact_calls = decoder_exact(PRUNED, L, decoder, "dp").expected_calls.value
-    if decoder.name in ("llada", "remdm"):
-        assert np.all(run.nfe_sequence == exact_calls)
+    if decoder.name == "remdm" or (decoder.name == "llada" and not decoder.stops_when_empty):
+        assert np.all(run.nfe_sequence == exact_calls)  # N calls (llada2's floor ends a block early: random)
 
 
 def test_samples_do_not_depend_on_batching():
@@ -331,3 +320,49 @@ def test_make_decoder_names_a_misplaced_or_unknown_option():
         make_decoder("fast-dllm", treshold=0.9)
     with pytest.raises(ValueError, match="unknown decoder 'greedy'"):
         make_decoder("greedy")
+
+
+@pytest.mark.parametrize("temperature, block", [(1.0, None), (0.5, 2), (0.0, None)])
+def test_llada2_with_one_step_per_position_is_fast_dllm_threshold(temperature, block):
+    """LLaDA2.0 with ``k_t = 1`` (``N = L``: ``n = B`` steps a block) reveals ``max(1, #{c > tau})``;
+    Fast-dLLM's threshold ``max(1, #{c >= tau})`` on the same draws, scores and end of block
+    (docs/methods/decoders.md, llada2). On the grid ``c > tau`` is ``c >= tau + 1e-9``: one law,
+    the same samples and calls."""
+    tau = 0.6
+    assert on_grid(tau + 1e-9) == on_grid(tau) + 1
+    a = make_decoder("llada2", steps=4, threshold=tau, temperature=temperature, block_length=block)
+    b = FastDllm(threshold=tau + 1e-9, temperature=temperature, block_length=block)
+    ea, eb = decoder_exact(PRUNED, 4, a, "dp"), decoder_exact(PRUNED, 4, b, "enumerate")
+    np.testing.assert_allclose(ea.law.p, eb.law.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    assert ea.expected_calls.value == pytest.approx(eb.expected_calls.value, rel=RTOL_EXACT)
+    assert ea.expected_calls.value < 4  # the floor saves calls here: the case is exercised
+    den = OracleDenoiser(PRUNED, strict=False)
+    for path in ("generic", "auto"):
+        ra = a.sample(den, 300, 4, np.random.default_rng(5), path=path)
+        rb = b.sample(den, 300, 4, np.random.default_rng(5), path=path)
+        np.testing.assert_array_equal(ra.tokens, rb.tokens)
+        np.testing.assert_array_equal(ra.nfe_sequence, rb.nfe_sequence)
+
+
+def test_llada2_strict_threshold_differs_where_a_score_equals_tau():
+    """``q(x_1 = 0) = 0.6`` on the pruned 2-gram: at ``tau = 0.6`` Fast-dLLM (``>=``) reveals that
+    position at the first step, LLaDA2.0 (``>``) not, and the greedy outputs differ."""
+    a = make_decoder("llada2", steps=4, threshold=0.6, temperature=0)
+    b = FastDllm(threshold=0.6, temperature=0)
+    pa, pb = np.ravel(decoder_exact(PRUNED, 4, a, "dp").law.p), np.ravel(decoder_exact(PRUNED, 4, b, "dp").law.p)
+    # by hand: maxprobs 0.6, 0.58, 0.706, 0.794 at the start; Fast-dLLM reveals x4 = x3 = 1 and x1 = 0, then
+    # x2 = 1 (0.3 > 0.21): 0111; LLaDA2.0 reveals x4 = x3 = 1 only, then x1 = 1 (0.4 > 0.306), then x2 = 1: 1111
+    assert pb[0b0111] == pytest.approx(1.0, abs=1e-12) and pa[0b1111] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_llada2_floor_reveals_all_above_tau_else_the_scheduled_count():
+    """The count by hand: scheduled ``k``, scores sorted descending (``-inf``: not a candidate)."""
+    d = make_decoder("llada2", steps=2, threshold=0.8)
+    s = on_grid(np.array([[0.95, 0.9, 0.85, 0.5], [0.95, 0.5, 0.4, 0.3], [0.7, 0.6, 0.5, 0.4]])).astype(np.float64)
+    s[1, 3] = -np.inf
+    np.testing.assert_array_equal(d.count(s, np.zeros(3, dtype=np.int64), np.array([2, 2])), [3, 2, 2])
+    assert make_decoder("llada2", steps=2).threshold == 0.95 and make_decoder("llada2", steps=2).remasking == "low-confidence"
+    with pytest.raises(ValueError, match="needs remasking low-confidence"):
+        Llada(steps=2, threshold=0.9, remasking="random")
+    with pytest.raises(ValueError, match=r"threshold tau must be in \(0, 1\]"):
+        make_decoder("llada2", steps=2, threshold=1.5)

@@ -78,3 +78,30 @@ def test_every_registered_decoder_has_a_test_row():
 
     names = {n for n, s in DECODERS.items() if s.kind == "decoder"}
     assert names <= {c.name for c in CASES}
+
+
+def test_threshold_rule_selects_as_fast_dllm_at_temperature_zero():
+    """One rule with a parameter (registry docstring): the adaptive ``threshold`` (maxprob >= gamma, at
+    least the most confident) chooses the same positions as ``fast-dllm --threshold gamma`` at ``T = 0``
+    (whose score, the probability of the argmax draw, is the maxprob); they differ only in the values
+    drawn (the marginal against the argmax). Checked on random marginal rows, ties included."""
+    import numpy as np
+
+    from numerics.sampling.adaptive import AdaptiveSampler, tie_priority
+    from numerics.sampling.block_decoder import FastDllm, step_rows
+
+    rng = np.random.default_rng(0)
+    L, V = 6, 3
+    for gamma in (0.4, 0.5, 0.7):
+        a, d = AdaptiveSampler("threshold", gamma=gamma), FastDllm(threshold=gamma, temperature=0)
+        prio = tie_priority(L, 0)
+        for _ in range(200):
+            probs = rng.dirichlet(np.ones(V) * 0.7, size=L)
+            probs[rng.random(L) < 0.3] = [0.5, 0.5, 0.0]  # equal maxprobs: the tie priority decides
+            masked = rng.random(L) < 0.7
+            masked[rng.integers(L)] = True
+            chosen, _ = a.choose(probs, masked, prio, 0)
+            cand = np.flatnonzero(masked)
+            rows = step_rows(probs[cand], 0)
+            picked = d.select(rows, np.argmax(rows.draw_law, axis=1), None, prio[cand], 0, None)
+            np.testing.assert_array_equal(chosen, np.sort(cand[picked]))
