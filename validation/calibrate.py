@@ -96,8 +96,9 @@ class TargetError(ValueError):
 
 #: Each sampler's knobs, the main one first: the decoder registry's (a sampler registered with a knob is a family).
 KNOBS: dict[str, tuple[Knob, ...]] = {name: spec.knobs for name, spec in DECODERS.items() if spec.knobs}
-#: Samplers whose steps must be a multiple of the number of blocks L/B, and which never use more than L steps.
-_FIXED_COUNTS = ("topk", "llada")
+#: Samplers whose steps must be a multiple of the number of blocks L/B, and which never use more than L steps:
+#: topk and the decoders that take a number of steps (llada, llada2).
+_FIXED_COUNTS = ("topk", *(name for name, spec in DECODERS.items() if "steps" in spec.needs))
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,10 @@ class Family:
             opts["eta"] = REMDM_DEFAULT_ETA
         if self.knob.integer:
             return replace(base, sampler=self.sampler, n_steps=int(value), **opts)
-        return replace(base, sampler=self.sampler, n_steps=1, schedule="linear", **opts,
+        # a real knob of a rule that also takes steps (llada2's threshold) is searched at N = L: a floor of one
+        # token per step, the threshold deciding how many more
+        steps = base.length if "steps" in DECODERS[self.sampler].needs else 1
+        return replace(base, sampler=self.sampler, n_steps=steps, schedule="linear", **opts,
                        **{self.knob.name: float(value)})
 
     def block_length(self, length: int) -> int:
@@ -283,7 +287,8 @@ class FamilySearch:
         The metric never rises along the direction of more calls over the values evaluated
         (Monte Carlo: a rise counts only beyond both intervals); ``None`` when inapplicable.
     error : str or None
-        Why the family cannot run here (it then has no settings).
+        Why the family cannot run here (no settings), or why its search stopped early (a setting no
+        method can compute: the settings before it are kept).
     """
 
     family: str
@@ -485,27 +490,35 @@ def search_family(fam: Family, base: PointConfig, metric: str, target: float, la
             on_setting(s)
         return s
 
+    error = None
     if fam.integer:
-        u = space.unit
-        search_steps(lambda m: Evaluation(m * u, "", Estimate(0.0, 0.0, ""), at(m * u).meets), int(space.high) // u)
         desc |= {"kind": "doubling", "straddles": []}
     else:
         values = space.grid(int(grid))
-        for v in values:
-            at(v)
-        straddles = [(a, b) for a, b in zip(values, values[1:]) if seen[a].meets != seen[b].meets]
-        for a, b in straddles:
-            for _ in range(int(refine)):
-                mid = 0.5 * (a + b)
-                if at(mid).meets == seen[a].meets:
-                    a = mid
-                else:
-                    b = mid
-        desc |= {"kind": "uniform", "points": int(grid), "refine": int(refine),
-                 "straddles": [[a, b] for a, b in zip(values, values[1:]) if seen[a].meets != seen[b].meets]}
+        desc |= {"kind": "uniform", "points": int(grid), "refine": int(refine), "straddles": []}
+    try:  # a setting no method can compute (a size beyond the exact limits) ends this family's search, said so
+        if fam.integer:
+            u = space.unit
+            search_steps(lambda m: Evaluation(m * u, "", Estimate(0.0, 0.0, ""), at(m * u).meets),
+                         int(space.high) // u)
+        else:
+            for v in values:
+                at(v)
+            straddles = [(a, b) for a, b in zip(values, values[1:]) if seen[a].meets != seen[b].meets]
+            desc["straddles"] = [list(ab) for ab in straddles]
+            for a, b in straddles:
+                for _ in range(int(refine)):
+                    mid = 0.5 * (a + b)
+                    if at(mid).meets == seen[a].meets:
+                        a = mid
+                    else:
+                        b = mid
+    except ValueError as exc:
+        error = f"stopped after {len(seen)} settings: {exc}" if seen else str(exc)
     settings = tuple(seen.values())
     cheapest = min((s for s in settings if s.meets), key=lambda s: (s.calls.value, s.metric.value), default=None)
-    return FamilySearch(fam.name, fam.parameter, settings, cheapest, desc, _monotone(fam, settings))
+    return FamilySearch(fam.name, fam.parameter, settings, cheapest, desc,
+                        _monotone(fam, settings) if settings else None, error)
 
 
 def pareto_front(settings: Sequence[Setting]) -> tuple:

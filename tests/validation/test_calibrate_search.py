@@ -100,6 +100,16 @@ def test_a_family_that_cannot_run_does_not_take_the_others_down(copy_pairs):
     assert code == 2 and "does not divide" in out["error"]["message"]
 
 
+def test_a_family_no_method_can_compute_is_reported_beside_the_others():
+    """--method dp: llada's exact law at L = 4, V = 8 is beyond the DP's limit; threshold's answer stands."""
+    c = calibrate("2gram-pruned", 4, "ser", 0.1, ["threshold", "llada", "llada2:steps"], method="dp", grid=9,
+                  refine=1)
+    th, ll, l2 = c.searches
+    assert c.met and c.cheapest.family == "threshold" and th.error is None
+    assert ll.settings == () and "beyond the limit" in ll.error and l2.settings == ()
+    assert family("llada2").build(PointConfig("2gram-pruned", 4, 1), 0.5).n_steps == 4  # its threshold at N = L
+
+
 def test_any_block_length_and_fast_dllm_with_blocks():
     """llada-b16 and --block-length on fast-dllm (refused or impossible before); the JSON names the knob."""
     code, out = run("calibrate", "--language", "2gram-pruned", "-L", "4", "--metric", "ser", "--target", "0.2",

@@ -32,7 +32,8 @@ def _setting(s) -> dict | None:
 
 def search_record(fs) -> dict:
     """The JSON shape of one :class:`validation.calibrate.FamilySearch` (docs/schema.md)."""
-    return {"family": fs.family, "parameter": fs.parameter, "applicable": fs.error is None, "error": fs.error,
+    return {"family": fs.family, "parameter": fs.parameter, "applicable": bool(fs.settings) or fs.error is None,
+            "error": fs.error,
             "grid": fs.grid, "monotone": fs.monotone, "cheapest": _setting(fs.cheapest),
             "settings": [_setting(s) for s in fs.settings]}
 
@@ -127,7 +128,7 @@ def grid_text(fs) -> str:
     g = fs.grid
     opts = ", ".join(f"{k} = {v}" for k, v in g.get("options", {}).items())
     where = f"{fs.family}" + (f" ({opts})" if opts else "")
-    if fs.error is not None:
+    if fs.error is not None and not fs.settings:
         return f"{where}: inapplicable: {fs.error}"
     if g["kind"] == "uniform":
         how = (f"{fs.parameter} on {g['points']} points of [{g['low']:g}, {g['high']:g}], "
@@ -136,7 +137,8 @@ def grid_text(fs) -> str:
         how = (f"{fs.parameter} = {g['low']:g}, 2x, 4x, ... up to {g['high']:g} (or the first N meeting the "
                "target), then bisection")
     mono = "monotone" if fs.monotone else "NOT monotone"
-    return f"{where}: {how}; {len(fs.settings)} settings, metric {mono} on them"
+    stopped = f"; {fs.error}" if fs.error is not None else ""
+    return f"{where}: {how}; {len(fs.settings)} settings, metric {mono} on them{stopped}"
 
 
 def _human(result: dict, c) -> str:
@@ -152,7 +154,7 @@ def _human(result: dict, c) -> str:
     lines = [head, "  Families:"]
     for fs in c.searches:
         lines.append(f"    {grid_text(fs)}")
-        if fs.error is None:
+        if fs.settings:
             s = fs.cheapest
             lines.append(f"      cheapest meeting: {s.parameter} = {s.value:g}, {s.calls.value:.4g} calls, {s.quantity} "
                          f"{format_estimate(_rec(s.metric))}" if s else "      cheapest meeting: none evaluated")

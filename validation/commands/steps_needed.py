@@ -188,7 +188,7 @@ def _family_steps(cfg, name, opts, metric, target, language, confidence, max_ste
                            grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine)
     except ValueError as exc:  # a knob the sampler lacks, an option it does not take, a metric it has no law for
         raise click.UsageError(str(exc)) from None
-    if fs.error is not None:
+    if fs.error is not None and not fs.settings:
         raise click.UsageError(f"--sampler {fam.sampler} at L = {cfg.length}: {fs.error}")
     s = fs.cheapest
     mc = any(not x.metric.exact for x in fs.settings)
