@@ -1,60 +1,76 @@
-"""The cheapest decoder setting that meets a target: each family's parameter searched, and the Pareto front.
+"""The cheapest decoder setting that meets a target: each family's knob searched on a grid, and the Pareto front.
 
-For a language, a length ``L``, a metric (``ser``, ``ter`` or ``kl``) and a target, every sampler
-family of :data:`FAMILIES` has one parameter whose increase (or decrease) buys accuracy with calls:
-the number of steps of ``random`` and ``topk``, the confidence threshold of ``threshold``, the
-entropy budget of ``entropy-sum``. :func:`calibrate` searches it along the direction of more calls:
+For a language, a length ``L``, a metric (``ser``, ``ter`` or ``kl``) and a target, a *family* is
+one sampler with its options fixed (block length, temperature, remasking, ...) and one *knob*
+searched: the number of steps of ``random``, ``topk``, ``llada`` and ``remdm``, the confidence
+threshold of ``threshold`` and of Fast-dLLM, Fast-dLLM's factor, the entropy budget of
+``entropy-sum`` and ``eb`` (:data:`KNOBS`). Nothing assumes the metric is monotone in the knob; it
+is not (``threshold`` on ``2gram-pruned`` at ``L = 3``: SER 0.078 at gamma 0.23, 0.146 at 0.25,
+0.057 at 0.28):
 
-* integer parameters (steps): exponential search ``1, 2, 4, ...`` then bisection
-  (:func:`validation.steps_needed.search_steps`), about ``2 log2 N`` settings;
-* real parameters (gamma): the two ends first (the cheapest end meeting the target ends the
-  search; the dearest end missing it answers "not met"), then :data:`GAMMA_BISECTIONS` bisections.
+* a real knob is evaluated on a uniform grid of ``grid`` points over its range
+  (:meth:`Family.space`), and every pair of grid neighbours of which one meets the target and the
+  other does not is refined by ``refine`` bisections;
+* an integer knob (steps, in multiples of the number of blocks where the rule needs it) is
+  evaluated at ``1, 2, 4, ...`` up to the first value meeting the target, then bisected between
+  the last miss and that value (:func:`validation.steps_needed.search_steps`): the expected calls
+  of a step family grow with its steps, so no larger value is cheaper.
 
-Both assume the metric does not increase along the direction of more calls (true of every case
-computed, not a theorem). Every setting evaluated joins the Pareto front of ``(expected calls,
-metric)``; the cheapest setting that *meets* the target is the answer.
+The answer is the setting with the fewest expected calls among those evaluated that meet the
+target; every search says the grid it searched and whether the metric was monotone along the
+direction of more calls on the values evaluated (:attr:`FamilySearch.monotone`). A family that
+cannot run at this ``L`` (a block length that does not divide it) is reported as inapplicable with
+the reason, and the others keep their answers.
 
-A family is a sampler factory ``(base PointConfig, parameter value) -> Sampler`` and its
-parameter's search space; what one setting costs and how its numbers were obtained is
-:func:`evaluate_setting`, which hands the sampler to :func:`numerics.metrics.point_metrics` asking
-only for the fields the metric needs (so any sampler ``point_metrics`` accepts works, and its
-method -- exact, DP, closed form, Monte Carlo -- is carried by every :class:`Estimate`):
+What one setting costs and how its numbers were obtained is :func:`evaluate_setting`, which hands
+the sampler to :func:`numerics.metrics.point_metrics` asking only for the fields the metric needs
+(so every sampler ``point_metrics`` accepts works, and its method -- exact, DP, closed form, Monte
+Carlo -- is carried by every :class:`Estimate`):
 
 * the metric itself where the point has it (exact methods; Monte Carlo SER; a rule's Monte Carlo
   KL by the chain-rule identity (I1));
-* else, for TER, ``TER(q) exp(KL / L)`` with the interval mapped through the same monotone function;
+* else, for TER, ``TER(q) exp(KL / L)`` with the interval mapped through the same monotone
+  function, ``TER(q)`` exact (:func:`data_entropy`: the chain rule of an n-gram, the interval
+  closed form, else the joint table while ``V^L`` is small);
 * else (the random-order sampler's mixture law at large ``L``) the Jensen bound
   ``E_tau KL(q || p(. | tau))`` for KL and ``TER(q) exp(bound / L)`` for TER: upper bounds, so a
   setting meeting them meets the metric;
-* calls: the point's ``calls`` (the exact ``ddpm_cache`` count ``1 + sum_{i<N} (1 - (1 - pi_i)^L)``
-  of the random order for one sequence; a rule's or a decoder's exact or Monte Carlo calls per sequence).
+* calls: the point's ``calls`` (the exact ``ddpm_cache`` count of the random order for one
+  sequence; a rule's or a decoder's exact or Monte Carlo calls per sequence).
 
 A Monte Carlo setting *meets* the target only when the upper end of its one-sided interval at
-``confidence`` does, *may meet* when only the estimate does. A target outside the metric's
-range is a :class:`TargetError`.
+``confidence`` does, *may meet* when only the estimate does. A target outside the metric's range is
+a :class:`TargetError`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numerics.estimate import Estimate, Unavailable, clopper_pearson
+from numerics.sampling.registry import DECODERS, Knob
 from validation.sweep import PointConfig
 
 __all__ = [
-    "FAMILIES",
-    "GAMMA_BISECTIONS",
+    "DECODER_PARAMETER_FLOOR",
+    "GRID_POINTS",
+    "KNOBS",
     "METRICS",
+    "REFINE_BISECTIONS",
+    "REMDM_DEFAULT_ETA",
     "Calibration",
     "Family",
     "FamilySearch",
     "Setting",
+    "Space",
     "TargetError",
-    "calibrate",
     "build_sampler",
+    "calibrate",
+    "data_entropy",
     "evaluate_setting",
     "family",
     "pareto_front",
@@ -62,7 +78,15 @@ __all__ = [
 ]
 
 METRICS = ("ser", "ter", "kl")
-GAMMA_BISECTIONS = 12  # a real parameter is located to 2^-12 of its range (the rules' decisions are on a grid anyway)
+#: Points of a real knob's uniform grid (64 intervals: the threshold's at 1/64).
+GRID_POINTS = 65
+#: Bisections of each pair of grid neighbours that straddle the target (to 2^-4 of a grid interval).
+REFINE_BISECTIONS = 4
+#: The first grid point of a range whose low end is open (Fast-dLLM's tau and factor must be > 0):
+#: ``low + DECODER_PARAMETER_FLOOR (high - low)``.
+DECODER_PARAMETER_FLOOR = 2.0**-10
+#: ReMDM's remasking strength when none is given (the ``cap`` variant).
+REMDM_DEFAULT_ETA = 0.05
 MEETS, MAY_MEET, MISSES = "meets", "may meet", "misses"
 
 
@@ -70,75 +94,138 @@ class TargetError(ValueError):
     """A target outside the metric's range (SER outside [0, 1], TER below the data's own, a negative KL)."""
 
 
+#: Each sampler's knobs, the main one first: the decoder registry's (a sampler registered with a knob is a family).
+KNOBS: dict[str, tuple[Knob, ...]] = {name: spec.knobs for name, spec in DECODERS.items() if spec.knobs}
+#: Samplers whose steps must be a multiple of the number of blocks L/B, and which never use more than L steps:
+#: topk and the decoders that take a number of steps (llada, llada2).
+_FIXED_COUNTS = ("topk", *(name for name, spec in DECODERS.items() if "steps" in spec.needs))
+
+
+@dataclass(frozen=True)
+class Space:
+    """Where a family's knob is searched at one ``L``: ``[low, high]``; an integer knob in multiples of ``unit``."""
+
+    low: float
+    high: float
+    unit: int = 1
+    low_open: bool = False
+
+    def grid(self, points: int) -> list[float]:
+        """``points`` values evenly spaced over ``[low, high]`` (an open low end moved just inside)."""
+        span = self.high - self.low
+        out = [self.low + span * k / (points - 1) for k in range(points)]
+        if self.low_open:
+            out[0] = self.low + span * DECODER_PARAMETER_FLOOR
+        return out
+
+
 @dataclass(frozen=True)
 class Family:
-    """One sampler family and its searched parameter.
+    """One sampler with its options fixed and one knob searched.
 
     Attributes
     ----------
     name : str
-        The sampler (``PointConfig.sampler``).
-    parameter : str
-        ``"steps"`` or ``"gamma"``.
-    integer : bool
-        Steps are integers (searched by doubling and bisection); gamma is real.
-    low, high : float or None
-        The range of the parameter (``None``: set from ``L`` by :meth:`range_for`).
-    more_calls_when : str
-        ``"higher"``: raising the parameter costs calls and buys accuracy (steps, the confidence
-        threshold); ``"lower"``: lowering it does (the entropy budget).
-    build : callable
-        ``(base PointConfig, parameter value) -> Sampler``: the setting's
-        :class:`~numerics.sampling.samplers.Sampler` (a :class:`~validation.sweep.PointConfig` is
-        also accepted and taken through its ``make_sampler``); ``base`` carries the language,
-        ``L``, the schedule and the method.
+        As asked for (``"llada-b8"``, ``"fast-dllm:factor"``).
+    sampler : str
+        The :class:`~validation.sweep.PointConfig` sampler.
+    knob : :class:`numerics.sampling.registry.Knob`
+        ``name`` is ``"steps"`` (the point's ``n_steps``) or an option (``"gamma"``, ``"threshold"``,
+        ``"factor"``); ``calls="more"``: raising it costs calls; ``high=None``: set from ``L``, the
+        block length and ``V`` (:meth:`space`).
+    options : mapping
+        Fixed :class:`~validation.sweep.PointConfig` fields (``block_length``, ``temperature``, ...).
     """
 
     name: str
-    parameter: str
-    integer: bool
-    low: float | None
-    high: float | None
-    more_calls_when: str
-    build: Callable[[PointConfig, float], PointConfig]
+    sampler: str
+    knob: Knob
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def parameter(self) -> str:
+        return self.knob.name
+
+    @property
+    def integer(self) -> bool:
+        return self.knob.integer
+
+    @property
+    def more_calls_when(self) -> str:
+        """``"higher"`` or ``"lower"``: the direction of the knob that costs calls."""
+        return "higher" if self.knob.calls == "more" else "lower"
+
+    def build(self, base: PointConfig, value: float) -> PointConfig:
+        """The point of this family at ``value`` (``base`` carries the language, ``L``, method, schedule, seeds)."""
+        opts = dict(self.options)
+        if self.sampler == "remdm" and opts.get("eta") is None:
+            opts["eta"] = REMDM_DEFAULT_ETA
+        if self.knob.integer:
+            return replace(base, sampler=self.sampler, n_steps=int(value), **opts)
+        # a real knob of a rule that also takes steps (llada2's threshold) is searched at N = L: a floor of one
+        # token per step, the threshold deciding how many more
+        steps = base.length if "steps" in DECODERS[self.sampler].needs else 1
+        return replace(base, sampler=self.sampler, n_steps=steps, schedule="linear", **opts,
+                       **{self.knob.name: float(value)})
+
+    def block_length(self, length: int) -> int:
+        B = self.options.get("block_length")
+        return length if B is None else int(B)
+
+    def space(self, length: int, vocab_size: int, max_steps: int) -> Space:
+        """The knob's range at ``L``: steps up to ``max_steps`` (topk, llada: up to ``L``, in multiples of
+        ``L/B``); an entropy budget up to ``B log V``; Fast-dLLM's factor up to ``B + 1`` (from there every
+        score passes ``1 - f/(j+1)``)."""
+        k, B = self.knob, self.block_length(length)
+        if k.integer:
+            fixed = self.sampler in _FIXED_COUNTS
+            unit = max(1, length // B) if fixed and length % B == 0 else 1
+            top = min(length, max_steps) if fixed else max_steps
+            return Space(unit, max(unit, top - top % unit), unit)
+        if k.high is not None:
+            high = k.high
+        elif k.name == "factor":
+            high = B + 1.0
+        else:
+            high = B * math.log(max(vocab_size, 2))
+        return Space(k.low, high, 1, k.low_open)
 
     def range_for(self, length: int, vocab_size: int, max_steps: int) -> tuple[float, float]:
-        """``(low, high)`` at this ``L``: steps up to ``max_steps`` (topk: ``L``), entropy up to ``L log V``."""
-        low = self.low if self.low is not None else 0.0
-        if self.high is not None:
-            return low, self.high
-        if self.name == "topk":
-            return low, float(min(length, max_steps))
-        if self.parameter == "steps":
-            return low, float(max_steps)
-        return low, length * math.log(max(vocab_size, 2))
+        """``(low, high)`` of :meth:`space`."""
+        s = self.space(length, vocab_size, max_steps)
+        return s.low, s.high
 
 
-def _steps(sampler: str) -> Callable[[PointConfig, float], Any]:
-    """The sampler ``sampler`` with ``v`` steps of the base's schedule."""
-    return lambda base, v: replace(base, n_steps=int(v), sampler=sampler, gamma=None).make_sampler()
+_LEGACY = re.compile(r"^llada-b(\d+)$")
 
 
-def _gamma(sampler: str) -> Callable[[PointConfig, float], Any]:
-    """The sampler ``sampler`` with ``gamma = v``."""
-    return lambda base, v: replace(base, n_steps=1, schedule="linear", sampler=sampler, gamma=float(v)).make_sampler()
-
-
-#: The families, one entry each (a decoder of numerics.sampling with one monotone parameter joins here).
-FAMILIES: tuple[Family, ...] = (
-    Family("random", "steps", True, 1, None, "higher", _steps("random")),
-    Family("topk", "steps", True, 1, None, "higher", _steps("topk")),
-    Family("threshold", "gamma", False, 0.0, 1.0, "higher", _gamma("threshold")),
-    Family("entropy-sum", "gamma", False, 0.0, None, "lower", _gamma("entropy-sum")),
-)
-
-
-def family(name: str) -> Family:
-    """The family called ``name`` (:data:`FAMILIES`)."""
-    for f in FAMILIES:
-        if f.name == name:
-            return f
-    raise ValueError(f"unknown sampler family {name!r}; choose from {', '.join(f.name for f in FAMILIES)}")
+def family(name: str, options: Mapping[str, Any] | None = None) -> Family:
+    """The family ``name``: a sampler of :data:`KNOBS` (its main knob), ``SAMPLER:KNOB`` (another knob:
+    ``fast-dllm:factor``), or the short names ``llada-bB`` (llada with blocks of ``B``) and
+    ``fast-dllm-factor``; ``options`` are the fixed decoder options (PointConfig fields, ``None`` = not given)."""
+    opts = {k: v for k, v in (options or {}).items() if v is not None}
+    text = name.strip()
+    m = _LEGACY.match(text)
+    if m:
+        sampler, knob_name = "llada", None
+        opts["block_length"] = int(m.group(1))
+    elif text == "fast-dllm-factor":
+        sampler, knob_name = "fast-dllm", "factor"
+    else:
+        sampler, _, knob_name = text.partition(":")
+        knob_name = knob_name or None
+    if sampler not in KNOBS:
+        raise ValueError(f"unknown sampler family {name!r}; choose from {', '.join(KNOBS)} (or SAMPLER:KNOB, "
+                         "llada-bB, fast-dllm-factor)")
+    knobs = KNOBS[sampler]
+    knob = knobs[0] if knob_name is None else next((k for k in knobs if k.name == knob_name), None)
+    if knob is None:
+        raise ValueError(f"unknown sampler family {name!r}: {sampler}'s knobs are {', '.join(k.name for k in knobs)}")
+    if not knob.integer and opts.get(knob.name) is not None:
+        raise ValueError(f"family {name!r} searches {knob.name}: do not fix it (--{knob.name})")
+    if sampler == "fast-dllm":  # one of threshold / factor: the knob, never both
+        opts.pop("factor" if knob.name == "threshold" else "threshold", None)
+    return Family(text, sampler, knob, opts)
 
 
 @dataclass(frozen=True)
@@ -148,8 +235,9 @@ class Setting:
     Attributes
     ----------
     family, parameter : str
+        The family and its knob (``steps``, ``gamma``, ``threshold``, ``factor``).
     value : float
-        The parameter's value (an integer number of steps, or gamma).
+        The knob's value (the total number of steps ``N``, or the real parameter).
     label : str
         The sampler as the engine names it (schedule or threshold included).
     calls : Estimate
@@ -179,20 +267,37 @@ class Setting:
 
 @dataclass(frozen=True)
 class FamilySearch:
-    """The search of one family: every setting visited, and the answer.
+    """The search of one family: the grid, every setting visited, and the answer.
 
     Attributes
     ----------
     family : str
+    parameter : str
+        The knob searched.
     settings : tuple of Setting
         In the order visited.
     cheapest : Setting or None
-        The fewest-calls setting that meets the target (``None``: none tried does).
+        The fewest-calls setting that meets the target (``None``: none evaluated does).
+    grid : dict
+        What was searched: ``kind`` (``"uniform"``: ``points`` values over ``[low, high]`` and
+        ``refine`` bisections of each straddling pair; ``"doubling"``: ``unit, 2 unit, 4 unit, ...``
+        up to ``high`` or the first value meeting the target, then bisection), ``low``, ``high``,
+        ``unit``, ``straddles`` (the pairs refined) and ``options`` (the fixed options).
+    monotone : bool or None
+        The metric never rises along the direction of more calls over the values evaluated
+        (Monte Carlo: a rise counts only beyond both intervals); ``None`` when inapplicable.
+    error : str or None
+        Why the family cannot run here (no settings), or why its search stopped early (a setting no
+        method can compute: the settings before it are kept).
     """
 
     family: str
+    parameter: str
     settings: tuple
     cheapest: Setting | None
+    grid: dict = field(default_factory=dict)
+    monotone: bool | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +312,7 @@ class Calibration:
     target : float
         The absolute target (a relative TER target already multiplied by ``TER(q)``).
     searches : tuple of FamilySearch
+        One per family asked for, inapplicable ones included (with their ``error``).
     front : tuple of Setting
         Pareto front over every family: no other setting has fewer expected calls and a lower
         metric value (ordered by calls).
@@ -256,6 +362,25 @@ def _one_sided(e: Estimate, confidence: float) -> Estimate:
     return replace(e, ci_low=None, ci_high=None, confidence=level)
 
 
+def data_entropy(language: Any, length: int) -> Estimate | None:
+    """``H(q)`` of ``L`` tokens exactly: the n-gram chain rule or the interval closed form
+    (:func:`numerics.metrics.exact_entropy`), else the joint table while ``V^L`` fits
+    (:data:`numerics.exact.joint_table.MAX_TABLE_ENTRIES`, the table ``exact`` uses); ``None`` beyond."""
+    import numpy as np
+
+    from numerics.exact.joint_table import MAX_TABLE_ENTRIES, joint_table
+    from numerics.metrics import exact_entropy
+
+    H = exact_entropy(language, length)
+    if H is not None:
+        return H
+    if length * math.log(max(int(language.vocab_size), 1)) > math.log(MAX_TABLE_ENTRIES):
+        return None
+    q = joint_table(language, length).ravel()
+    q = q[q > 0]
+    return Estimate(float(-np.sum(q * np.log(q))), 0.0, "joint-table")
+
+
 #: The PointMetrics fields each metric needs (the first available one is used, in this order).
 NEEDS = {"ser": ("ser",), "kl": ("kl", "kl_jensen_bound"), "ter": ("ter", "ter_data", "kl", "kl_jensen_bound")}
 
@@ -267,8 +392,9 @@ def evaluate_setting(sampler: Any, metric: str, language: Any, length: int, *, m
 
     ``sampler`` is any :class:`~numerics.sampling.samplers.Sampler` that
     :func:`numerics.metrics.point_metrics` accepts (or a ``Schedule``: the random order); only the
-    fields of :data:`NEEDS` and ``calls`` (network calls per sequence, every sampler kind) are computed. ``confidence`` is one-sided: Monte Carlo
-    intervals are put at the two-sided level ``2 confidence - 1``.
+    fields of :data:`NEEDS` and ``calls`` (network calls per sequence, every sampler kind) are
+    computed. ``confidence`` is one-sided: Monte Carlo intervals are put at the two-sided level
+    ``2 confidence - 1``.
     """
     from numerics.metrics import point_metrics
 
@@ -292,68 +418,107 @@ def evaluate_setting(sampler: Any, metric: str, language: Any, length: int, *, m
     kl = _one_sided(kl, confidence)
     if metric == "kl":
         return kl, quantity, calls
-    ter_q = m.ter_data
-    if not isinstance(ter_q, Estimate) or not ter_q.exact:
-        raise ValueError(f"--metric ter at L = {length}: the language has no exact entropy H(q) and no exact method "
-                         "fits; use a smaller --length, an n-gram or interval language, or --metric kl")
+    ter_q = m.ter_data if isinstance(m.ter_data, Estimate) and m.ter_data.exact else None
+    if ter_q is None:
+        H = data_entropy(language, length)
+        ter_q = None if H is None else Estimate(math.exp(H.value / length), 0.0, H.method)
+    if ter_q is None:
+        raise ValueError(f"--metric ter at L = {length}: the language has no exact entropy H(q) (no chain rule, "
+                         "V^L beyond the joint table); use a smaller --length, an n-gram or interval language, "
+                         "or --metric kl")
     lo, hi = kl.interval()
-    f = lambda k: ter_q.value * math.exp(k / length)
-    e = Estimate(f(kl.value), f(kl.value) * kl.stderr / length, f"TER(q) exp({'KL' if quantity == 'ter' else 'bound'} "
-                 f"/ L): TER(q) {ter_q.method}, {'KL' if quantity == 'ter' else 'bound'} {kl.method}", kl.samples,
+    f = lambda k: ter_q.value * math.exp(k / length)  # noqa: E731
+    what = "KL" if quantity == "ter" else "bound"
+    e = Estimate(f(kl.value), f(kl.value) * kl.stderr / length,
+                 f"TER(q) exp({what} / L): TER(q) {ter_q.method}, {what} {kl.method}", kl.samples,
                  None if kl.exact else f(lo), None if kl.exact else f(hi), kl.confidence)
     return e, quantity, calls
 
 
 def build_sampler(fam: Family, base: PointConfig, value: float) -> Any:
-    """The sampler of ``fam`` at ``value`` (a :class:`PointConfig` built by a family is taken through ``make_sampler``)."""
-    out = fam.build(base, value)
-    return out.make_sampler() if isinstance(out, PointConfig) else out
+    """The sampler of ``fam`` at ``value``."""
+    return fam.build(base, value).make_sampler()
+
+
+def _monotone(fam: Family, settings: Sequence[Setting]) -> bool:
+    """No rise of the metric along the direction of more calls (Monte Carlo: beyond both intervals)."""
+    order = sorted(settings, key=lambda s: s.value, reverse=fam.more_calls_when == "lower")
+    for a, b in zip(order, order[1:]):
+        if b.metric.interval()[0] > a.metric.interval()[1] * (1 + 1e-12) + 1e-300:
+            return False
+    return True
+
+
+def _options_text(options: Mapping[str, Any]) -> dict:
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def search_family(fam: Family, base: PointConfig, metric: str, target: float, language: Any, confidence: float,
                   max_steps: int, on_setting: Callable[[Setting], None] | None = None, *,
-                  gamma_bisections: int = GAMMA_BISECTIONS) -> FamilySearch:
-    """Search ``fam``'s parameter for the cheapest setting meeting ``target`` (module docstring; a real
-    parameter is bisected ``gamma_bisections`` times)."""
+                  grid: int = GRID_POINTS, refine: int = REFINE_BISECTIONS) -> FamilySearch:
+    """Search ``fam``'s knob for the cheapest setting meeting ``target`` (module docstring).
+
+    A family that cannot run at ``base.length`` (its decoder refuses the block length, the options
+    or the steps) comes back with ``error`` set and no settings; nothing is allocated for it.
+    """
     from validation.steps_needed import Evaluation, search_steps
 
-    seen: list[Setting] = []
+    if int(grid) != grid or grid < 2:
+        raise ValueError(f"a grid needs at least 2 points, got {grid!r}")
+    if int(refine) != refine or refine < 0:
+        raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
+    space = fam.space(base.length, language.vocab_size, max_steps)
+    desc = {"knob": fam.parameter, "low": space.low, "high": space.high, "unit": space.unit,
+            "options": _options_text(fam.options)}
+    try:  # what the cheapest setting refuses (a block length that does not divide L, an option it does not take)
+        fam.build(base, space.low if fam.integer else space.grid(2)[0]).make_sampler()
+    except ValueError as exc:
+        return FamilySearch(fam.name, fam.parameter, (), None, desc, None, str(exc))
+    seen: dict[float, Setting] = {}
 
     def at(v: float) -> Setting:
+        if v in seen:
+            return seen[v]
         sampler = build_sampler(fam, base, v)
         e, quantity, calls = evaluate_setting(sampler, metric, language, base.length, method=base.method,
                                               samples=base.samples, rng=base.seed, confidence=confidence,
                                               names=(base.language, None))
-        s = Setting(fam.name, fam.parameter, float(v), sampler.label, calls, e, quantity, _status(e, target))
-        seen.append(s)
+        s = Setting(fam.name, fam.parameter, int(v) if fam.integer else float(v), sampler.label, calls, e, quantity,
+                    _status(e, target))
+        seen[v] = s
         if on_setting:
             on_setting(s)
         return s
 
-    low, high = fam.range_for(base.length, language.vocab_size, max_steps)
+    error = None
     if fam.integer:
-        found = search_steps(lambda n: Evaluation(n, "", Estimate(0.0, 0.0, ""), at(n).meets), int(high))
-        cheapest = next((s for s in seen if s.value == found.n_steps), None) if found.met else None
-        return FamilySearch(fam.name, tuple(seen), cheapest)
-    # real parameter, ordered so that s = 0 is the cheapest end and s = 1 the dearest
-    def value(s: float) -> float:
-        return low + s * (high - low) if fam.more_calls_when == "higher" else high - s * (high - low)
-
-    dear = at(value(1.0))
-    if not dear.meets:
-        return FamilySearch(fam.name, tuple(seen), None)
-    if at(value(0.0)).meets:
-        return FamilySearch(fam.name, tuple(seen), seen[-1])
-    lo, hi, best = 0.0, 1.0, dear
-    for _ in range(int(gamma_bisections)):
-        mid = 0.5 * (lo + hi)
-        s = at(value(mid))
-        if s.meets:
-            hi, best = mid, s
+        desc |= {"kind": "doubling", "straddles": []}
+    else:
+        values = space.grid(int(grid))
+        desc |= {"kind": "uniform", "points": int(grid), "refine": int(refine), "straddles": []}
+    try:  # a setting no method can compute (a size beyond the exact limits) ends this family's search, said so
+        if fam.integer:
+            u = space.unit
+            search_steps(lambda m: Evaluation(m * u, "", Estimate(0.0, 0.0, ""), at(m * u).meets),
+                         int(space.high) // u)
         else:
-            lo = mid
-    cheapest = min((s for s in seen if s.meets), key=lambda s: (s.calls.value, s.metric.value), default=best)
-    return FamilySearch(fam.name, tuple(seen), cheapest)
+            for v in values:
+                at(v)
+            straddles = [(a, b) for a, b in zip(values, values[1:]) if seen[a].meets != seen[b].meets]
+            desc["straddles"] = [list(ab) for ab in straddles]
+            for a, b in straddles:
+                for _ in range(int(refine)):
+                    mid = 0.5 * (a + b)
+                    if at(mid).meets == seen[a].meets:
+                        a = mid
+                    else:
+                        b = mid
+    except ValueError as exc:
+        error = f"stopped after {len(seen)} settings: {exc}" if seen else str(exc)
+    settings = tuple(seen.values())
+    cheapest = min((s for s in settings if s.meets), key=lambda s: (s.calls.value, s.metric.value), default=None)
+    return FamilySearch(fam.name, fam.parameter, settings, cheapest, desc,
+                        _monotone(fam, settings) if settings else None, error)
 
 
 def pareto_front(settings: Sequence[Setting]) -> tuple:
@@ -378,43 +543,53 @@ def check_target(metric: str, target: float, ter_data: float | None) -> None:
                           f"TER; a target of {target} is never met")
 
 
+class NoFamilyError(ValueError):
+    """No family asked for can run at this ``L`` (each one's reason in the message)."""
+
+
 def calibrate(language: str, length: int, metric: str, target: float, samplers: Sequence[str] = ("random",), *,
               relative: bool = False, schedule: str = "linear", method: str = "auto", samples: int = 1000,
               seed: int = 0, confidence: float = 0.95, max_steps: int = 1 << 12,
-              on_setting: Callable[[Setting], None] | None = None,
-              gamma_bisections: int = GAMMA_BISECTIONS) -> Calibration:
+              on_setting: Callable[[Setting], None] | None = None, options: Mapping[str, Any] | None = None,
+              tie_seed: int = 0, grid: int = GRID_POINTS, refine: int = REFINE_BISECTIONS) -> Calibration:
     """The cheapest setting of any of ``samplers`` with ``metric <= target`` (module docstring).
 
+    ``samplers`` are family names (:func:`family`); ``options`` the decoder options every family
+    takes (block length, temperature, ...: :class:`~validation.sweep.PointConfig` fields).
     ``relative`` (TER only): the target is the relative excess over the data's ``TER(q)``, i.e.
-    ``TER <= (1 + target) TER(q)`` ("perplexity within 1%" is ``target = 0.01``).
+    ``TER <= (1 + target) TER(q)`` ("perplexity within 1%" is ``target = 0.01``). A family that
+    cannot run at ``L`` is reported with its reason; when none can, :class:`NoFamilyError`.
     """
     from numerics.languages.presets import load_language
-    from numerics.metrics import exact_entropy
 
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
-    names = [s for s in samplers]
+    names = list(samplers)
     if not names:
-        raise ValueError("no sampler family given: name at least one of " + ", ".join(f.name for f in FAMILIES))
-    fams = [family(n) for n in names]
+        raise ValueError("no sampler family given: name at least one of " + ", ".join(KNOBS))
+    fams = [family(n, options) for n in names]
     lang = load_language(language)
     ter_q = None
     if metric == "ter":
-        H = exact_entropy(lang, length)
+        H = data_entropy(lang, length)
         ter_q = None if H is None else math.exp(H.value / length)
         if relative:
             if ter_q is None:
-                raise TargetError(f"a relative TER target needs the exact entropy H(q); {language} has none")
+                raise TargetError(f"a relative TER target needs the exact entropy H(q); {language} has none at "
+                                  f"L = {length} (no chain rule, V^L beyond the joint table)")
             if target < 0:
                 raise TargetError(f"a relative TER target is an excess over TER(q) >= 0, got {target}")
             target = ter_q * (1.0 + target)
     elif relative:
         raise ValueError("a relative target applies to --metric ter only")
     check_target(metric, target, ter_q)
-    base = PointConfig(language, length, 1, schedule, method, samples, seed)
-    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting,
-                                   gamma_bisections=gamma_bisections) for f in fams)
+    base = PointConfig(language, length, 1, schedule, method, samples, seed, tie_seed=tie_seed)
+    searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting, grid=grid,
+                                   refine=refine) for f in fams)
     every = [s for fs in searches for s in fs.settings]
+    if not every:
+        raise NoFamilyError("no family can run at L = {}: {}".format(
+            length, "; ".join(f"{fs.family}: {fs.error}" for fs in searches)))
     meeting = [fs.cheapest for fs in searches if fs.cheapest is not None]
     cheapest = min(meeting, key=lambda s: (s.calls.value, s.metric.value)) if meeting else None
     maybe = [s for s in every if s.status == MAY_MEET]
@@ -422,51 +597,3 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     best = min(every, key=lambda s: (s.metric.value, s.calls.value))
     return Calibration(language, length, metric, target, searches, pareto_front(every), cheapest, best, may_meet,
                        confidence)
-
-
-# ----- the decoders of numerics.sampling.decoders (docs/methods/decoders.md) ------------------------
-#
-# Each family builds a PointConfig whose sampler is a decoder; evaluate_setting reads its calls from the
-# point's ``calls`` (as for every sampler) and its metric as for the adaptive rules (exact law on tiny
-# cases, else Monte Carlo; KL / TER by Monte Carlo only for a path-deterministic decoder, else unavailable).
-
-#: The block lengths of the ``llada-bB`` families (besides ``llada``, one block ``B = L``).
-LLADA_BLOCK_LENGTHS = (8, 32)
-#: The cheap end of a real parameter that must stay positive (fast-dllm's tau, its factor f): at
-#: ``2^-10`` every draw of probability ``>= 2^-10`` passes (tau), or one per step nearly (f); the
-#: bisection locates the parameter to ``2^-GAMMA_BISECTIONS`` of its range anyway.
-DECODER_PARAMETER_FLOOR = 2.0**-10
-#: ReMDM's remasking strength when the base config gives none (the ``cap`` variant).
-REMDM_DEFAULT_ETA = 0.05
-
-
-def _llada(block_length: int | None) -> Callable[[PointConfig, float], PointConfig]:
-    """``v`` steps per block: ``N = v L/B`` (LLaDA's steps are a multiple of the number of blocks)."""
-
-    def build(base: PointConfig, v: float) -> PointConfig:
-        blocks = 1 if block_length is None else base.length // block_length
-        return replace(base, n_steps=int(v) * blocks, sampler="llada", gamma=None, block_length=block_length)
-
-    return build
-
-
-def _fast_dllm(parameter: str) -> Callable[[PointConfig, float], PointConfig]:
-    return lambda base, v: replace(base, n_steps=1, schedule="linear", sampler="fast-dllm", gamma=None,
-                                   **{parameter: float(v)})
-
-
-def _remdm(base: PointConfig, v: float) -> PointConfig:
-    eta = REMDM_DEFAULT_ETA if base.eta is None else base.eta
-    return replace(base, n_steps=int(v), sampler="remdm", gamma=None, eta=eta)
-
-
-FAMILIES += (
-    Family("llada", "steps", True, 1, None, "higher", _llada(None)),
-    *(Family(f"llada-b{B}", "steps", True, 1, None, "higher", _llada(B)) for B in LLADA_BLOCK_LENGTHS),
-    Family("fast-dllm", "gamma", False, DECODER_PARAMETER_FLOOR, 1.0, "higher", _fast_dllm("threshold")),
-    Family("fast-dllm-factor", "gamma", False, DECODER_PARAMETER_FLOOR, None, "lower", _fast_dllm("factor")),
-    Family("eb", "gamma", False, 0.0, None, "lower", _gamma("eb")),
-    Family("remdm", "steps", True, 1, None, "higher", _remdm),
-)
-
-__all__ += ["DECODER_PARAMETER_FLOOR", "LLADA_BLOCK_LENGTHS", "REMDM_DEFAULT_ETA"]

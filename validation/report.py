@@ -136,7 +136,7 @@ window.addEventListener('load', function () {
 
 _REASON_TITLES = {
     "error": "Errors (a part raised; a bug)",
-    "partial": "Not measured",
+    "partial": "Not measured, or short of a validation target",
     "finding": "Findings (a claim or bound violated)",
     "vacuous": "Vacuous checks (trivially true, so they say nothing)",
 }
@@ -213,7 +213,8 @@ def _doc_paragraphs(doc: str | None) -> str:
 
 
 def _badges(result: ExperimentResult) -> str:
-    return "".join(f'<span class="badge {b}" title="{_esc(STATUS_LEGEND[b])}">{_esc(b)}</span>'
+    """One badge per status that applies, with the section's counts (``vacuous 2/173``)."""
+    return "".join(f'<span class="badge {b}" title="{_esc(STATUS_LEGEND[b])}">{_esc(result.badge_label(b))}</span>'
                    for b in result.badges())
 
 

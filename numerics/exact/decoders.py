@@ -100,11 +100,11 @@ class DecoderExact:
     n_states: int
 
 
-def _finish(q, p, method, decoder, calls, n_states, undefined_mass=0.0) -> DecoderExact:
+def _finish(q, p, method, decoder, calls, n_states, undefined_mass=0.0, log_p=None) -> DecoderExact:
     p = np.asarray(p, dtype=np.float64).reshape(q.shape)
     p.setflags(write=False)
     law = OutputLaw(q, p, float(undefined_mass), method, decoder.label, "uniform")
-    metrics = _greedy_metrics(law) if decoder.temperature == 0 else law_metrics(law)
+    metrics = _greedy_metrics(law) if decoder.temperature == 0 else law_metrics(law, log_p=log_p)
     return DecoderExact(law, metrics, law_divergences(law), Estimate(float(calls), 0.0, method), n_states)
 
 
@@ -184,11 +184,12 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
     base = (V + 1) ** np.arange(L - 1, -1, -1, dtype=np.int64)
     vv = np.arange(V)
     layers: list[dict[tuple[int, int], list[float]]] = [dict() for _ in range(L + 1)]
-    layers[0][int(V * base.sum()), 0] = [1.0, 0.0]  # (code, step in block): [mass, mass * calls so far]
+    # (code, step in block): [mass, mass * calls so far, log mass]
+    layers[0][int(V * base.sum()), 0] = [1.0, 0.0, 0.0]
     undefined_mass = 0.0
     n_states = 0
     for c in range(L):
-        for (code, step), (mass, mcalls) in layers[c].items():
+        for (code, step), (mass, mcalls, logmass) in layers[c].items():
             n_states += 1
             digits = (code // base) % (V + 1)
             masked = digits == V
@@ -199,27 +200,49 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
             if qS > 0:
                 marg = Qf[code + (vv[None, :] - V) * base[cand][:, None]] / qS
             rows = step_rows(marg, decoder.temperature)
-            for w, D, vals in _transitions(decoder, rows, prio[cand], step, fixed):
+            logr = _log_draw_law(rows.probs, decoder.temperature)
+            for w, logw, D, vals in _transitions(decoder, rows, logr, prio[cand], step, fixed):
                 nxt = int(code + np.dot(vals - V, base[cand[D]]))
                 q2 = Qf[nxt]
                 if qS > 0 and q2 == 0 and c + D.size < L:
                     undefined_mass += mass * w
-                slot = layers[c + D.size].setdefault((nxt, _next_step(fixed, step, D.size, cand.size)), [0.0, 0.0])
+                slot = layers[c + D.size].setdefault((nxt, _next_step(fixed, step, D.size, cand.size)),
+                                                      [0.0, 0.0, -math.inf])
                 slot[0] += mass * w
                 slot[1] += (mcalls + mass) * w
+                slot[2] = float(np.logaddexp(slot[2], logmass + logw))
         layers[c] = {}
     p = np.zeros(q.size)
+    log_p = np.full(q.size, -math.inf)
     calls = 0.0
-    for (code, _), (mass, mcalls) in layers[L].items():
+    for (code, _), (mass, mcalls, logmass) in layers[L].items():
         digits = (code // base) % (V + 1)
-        p[int(np.dot(digits, V ** np.arange(L - 1, -1, -1)))] += mass
+        x = int(np.dot(digits, V ** np.arange(L - 1, -1, -1)))
+        p[x] += mass
+        log_p[x] = float(np.logaddexp(log_p[x], logmass))
         calls += mcalls
     fixed_calls = _fixed_calls(decoder, fixed)
-    return _finish(q, p, "dp", decoder, calls if fixed_calls is None else fixed_calls, n_states, undefined_mass)
+    return _finish(q, p, "dp", decoder, calls if fixed_calls is None else fixed_calls, n_states, undefined_mass,
+                   log_p)
 
 
-def _transitions(decoder: BlockDecoder, rows, prio, step, fixed):
-    """``(weight, chosen candidate indices, their values)`` of one step from a state (the DP's case split)."""
+def _log_draw_law(probs: np.ndarray, temperature: float) -> np.ndarray:
+    """``log r_j``, the tempered law of :func:`~numerics.sampling.block_decoder.tempered` in log space: finite
+    wherever ``p_j > 0`` at any ``T > 0`` (``r_j`` itself underflows to 0 below ``T`` of about
+    ``|log p| / 745``); at ``T = 0`` the log of the one-hot argmax."""
+    with np.errstate(divide="ignore"):
+        if temperature == 0:
+            return np.log(tempered(probs, 0.0))
+        z = np.log(probs)
+    if temperature != 1:
+        z = (z - z.max(axis=-1, keepdims=True)) / temperature
+    top = z.max(axis=-1, keepdims=True)
+    return z - (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))
+
+
+def _transitions(decoder: BlockDecoder, rows, logr, prio, step, fixed):
+    """``(weight, log weight, chosen candidate indices, their values)`` of one step from a state (the DP's
+    case split); every draw of positive probability in log space (``logr``), even where ``r`` underflows."""
     m, V = rows.probs.shape
     r = rows.draw_law
     if decoder.random_scores:
@@ -227,45 +250,49 @@ def _transitions(decoder: BlockDecoder, rows, prio, step, fixed):
         subsets = list(itertools.combinations(range(m), k))
         for D in subsets:
             D = np.asarray(D, dtype=np.int64)
-            for vals, w in _assignments(r[D]):
-                yield w / len(subsets), D, vals
+            for vals, w, logw in _assignments(r[D], logr[D]):
+                yield w / len(subsets), logw - math.log(len(subsets)), D, vals
         return
     if decoder.draw_dependent:  # every draw at once through the rule's batched step
-        ys, ws = _all_assignments(r)
+        ys, ws, logws = _all_assignments(r, logr)
         K = ws.size
         many = StepRows(*(np.broadcast_to(a, (K,) + a.shape) for a in rows))
         chosen = decoder.select_rows(many, ys, None, prio, np.ones(ys.shape, dtype=bool),
                                      np.full(K, step), fixed)
-        for y, w, c in zip(ys, ws, chosen):
+        for y, w, logw, c in zip(ys, ws, logws, chosen):
             D = np.flatnonzero(c)
-            yield float(w), D, y[D]
+            yield float(w), float(logw), D, y[D]
         return
     y = np.argmax(r, axis=1)  # the draws do not move the selection: T = 0 (one-hot) or entropy order
     D = decoder.select(rows, y, None, prio, step, fixed)
-    for vals, w in _assignments(r[D]):
-        yield w, D, vals
+    for vals, w, logw in _assignments(r[D], logr[D]):
+        yield w, logw, D, vals
 
 
-def _all_assignments(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(draws (K, k), probabilities (K,))``: the assignments of the rows of ``r`` with positive probability."""
+def _all_assignments(r: np.ndarray, logr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(draws (K, k), probabilities (K,), their logs (K,))``: the assignments of the rows of ``r`` with
+    positive probability (``logr > -inf``; the probability itself may underflow to 0)."""
     k, V = r.shape
     grid = np.indices((V,) * k).reshape(k, -1).T
     w = np.prod(r[np.arange(k)[None, :], grid], axis=1)
-    keep = w > 0
-    return grid[keep], w[keep]
+    logw = np.sum(logr[np.arange(k)[None, :], grid], axis=1)
+    keep = logw > -np.inf
+    return grid[keep], w[keep], logw[keep]
 
 
-def _assignments(r: np.ndarray):
-    """Every assignment ``y`` of the rows of ``r`` ``(k, V)`` with positive probability ``prod_j r_j(y_j)``."""
+def _assignments(r: np.ndarray, logr: np.ndarray):
+    """Every assignment ``y`` of the rows of ``r`` ``(k, V)`` with positive probability: ``(y, prod_j r_j(y_j),
+    its log)`` (the product may underflow to 0, the log not)."""
     k, V = r.shape
     if k == 0:
-        yield np.zeros(0, dtype=np.int64), 1.0
+        yield np.zeros(0, dtype=np.int64), 1.0, 0.0
         return
     grid = np.indices((V,) * k).reshape(k, -1).T
     w = np.prod(r[np.arange(k)[None, :], grid], axis=1)
-    for y, pr in zip(grid, w):
-        if pr > 0:
-            yield y, float(pr)
+    logw = np.sum(logr[np.arange(k)[None, :], grid], axis=1)
+    for y, pr, lw in zip(grid, w, logw):
+        if lw > -np.inf:
+            yield y, float(pr), float(lw)
 
 
 def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) -> DecoderExact:

@@ -159,14 +159,17 @@ def _exact(value: float, method: str) -> Estimate:
     return Estimate(float(value), 0.0, method)
 
 
-def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None) -> ExactMetrics:
+def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None,
+                log_p: np.ndarray | None = None) -> ExactMetrics:
     """All metrics of :class:`ExactMetrics` from an exact :class:`OutputLaw` (each exact, stderr 0).
 
     ``KL(q || p) = sum_{q(x) > 0} q(x) log(q(x) / p(x))``. The oracle sampler gives every ``x`` in
     the support positive probability in every instance (``p(x | tau) >= q(x)^L``), so ``p(x) = 0``
     there can only be float64 underflow: ``FloatingPointError``, never a silent ``inf``. A KL that
     comes out negative by round-off (``-1e-16`` where ``p = q``) is reported as 0
-    (:func:`nonnegative_kl`; a larger negative value raises).
+    (:func:`nonnegative_kl`; a larger negative value raises). ``log_p`` (same shape as ``p``): the
+    law's logarithm carried in log space by its method, used for the KL where ``p`` itself underflows
+    (a decoder at a temperature near 0).
     """
     q, p = law.q.ravel(), law.p.ravel()
     L = law.length
@@ -174,8 +177,15 @@ def law_metrics(law: OutputLaw, kl_jensen_bound: Estimate | None = None) -> Exac
     on = q > 0
     qs, ps = q[on], p[on]
     entropy = float(-np.sum(qs * np.log(qs)))
-    _check_no_underflow(ps)
-    kl = nonnegative_kl(np.sum(qs * (np.log(qs) - np.log(ps))), entropy)
+    if log_p is None:
+        _check_no_underflow(ps)
+        log_ps = np.log(ps)
+    else:
+        log_ps = np.asarray(log_p, dtype=np.float64).ravel()[on]
+        if np.any(log_ps == -np.inf):
+            raise ValueError("log p(x) = -inf for a sequence x in the support of q: the law carried in log space "
+                             "gives it no weight")
+    kl = nonnegative_kl(np.sum(qs * (np.log(qs) - log_ps)), entropy)
     dropped = law.undefined_mass if law.undefined == "drop" else 0.0  # "uniform": already in p
     ser = float(dropped + p[~on].sum())
     if ser > 0:

@@ -16,27 +16,36 @@ from validation.commands._common import (
     progress_option,
     show_progress,
 )
+from validation.commands._decoders import DECODER_NAMES, check_decoder_method
 from validation.commands._schedule import check_schedule, schedule_option
+from validation.commands.calibrate_options import search_options
 
-__all__ = ["bench_calibrate_command", "calibrate_command", "calibration_record"]
+__all__ = ["bench_calibrate_command", "calibrate_command", "calibration_record", "grid_text", "search_record"]
 
 
 def _setting(s) -> dict | None:
     if s is None:
         return None
-    return {"family": s.family, "parameter": s.parameter, "value": s.value, "label": s.label, "calls": s.calls,
-            "metric": s.metric, "quantity": s.quantity, "status": s.status}
+    return {"family": s.family, "parameter": s.parameter, s.parameter: s.value, "value": s.value, "label": s.label,
+            "calls": s.calls, "metric": s.metric, "quantity": s.quantity, "status": s.status}
+
+
+def search_record(fs) -> dict:
+    """The JSON shape of one :class:`validation.calibrate.FamilySearch` (docs/schema.md)."""
+    return {"family": fs.family, "parameter": fs.parameter, "applicable": bool(fs.settings) or fs.error is None,
+            "error": fs.error,
+            "grid": fs.grid, "monotone": fs.monotone, "cheapest": _setting(fs.cheapest),
+            "settings": [_setting(s) for s in fs.settings]}
 
 
 def calibration_record(c) -> dict:
-    """The JSON shape of a :class:`validation.calibrate.Calibration` (docs/cli.md)."""
+    """The JSON shape of a :class:`validation.calibrate.Calibration` (docs/schema.md)."""
     return {
         "language": c.language, "length": c.length, "metric": c.metric, "target": c.target, "met": c.met,
         "setting": _setting(c.cheapest), "calls": c.cheapest.calls if c.met else None,
         "best": _setting(c.best), "may_meet": _setting(c.may_meet), "confidence": c.confidence,
         "front": [_setting(s) for s in c.front],
-        "families": [{"family": fs.family, "cheapest": _setting(fs.cheapest),
-                      "settings": [_setting(s) for s in fs.settings]} for fs in c.searches],
+        "families": [search_record(fs) for fs in c.searches],
     }
 
 
@@ -49,40 +58,38 @@ def calibration_record(c) -> dict:
 @click.option("--relative", is_flag=True,
               help="--metric ter: TARGET is the excess over the data's TER(q), e.g. 0.01 = within 1%.")
 @click.option("--sampler", "samplers", default="random", show_default=True,
-              help="Comma-separated families: random, topk, llada, llada-b8, llada-b32, remdm (steps searched), "
-                   "threshold, entropy-sum, eb (gamma searched), fast-dllm (threshold searched), fast-dllm-factor "
-                   "(factor searched).")
+              help="Comma-separated families, each a sampler and the knob searched: random, topk, llada, remdm "
+                   "(steps), threshold, entropy-sum, eb (gamma), fast-dllm (threshold), fast-dllm:factor (factor); "
+                   "llada-bB is llada --block-length B, fast-dllm-factor is fast-dllm:factor. The decoder options "
+                   "below (--block-length, --temperature, ...) apply to every family; one that does not take an "
+                   "option or cannot run at L is reported as inapplicable, with the reason.")
 @schedule_option
-@click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
-              show_default=True, help="How each setting is computed: auto = the fastest exact method that fits, "
-                                      "else Monte Carlo.")
-@click.option("--samples", type=click.IntRange(min=2), default=1000, show_default=True,
-              help="Monte Carlo samples per setting evaluated.")
-@click.option("--confidence", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
-              show_default=True, help="Monte Carlo: one-sided confidence of 'meets'.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=1 << 12, show_default=True,
-              help="Largest number of steps tried (random).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
+@search_options
 @progress_option
 @json_option
 def calibrate_command(language, length, metric, target, relative, samplers, schedule, method, samples, confidence,
-                      max_steps, seed, progress, as_json):
+                      max_steps, seed, tie_seed, grid, refine, decoder_opts, progress, as_json):
     """The cheapest setting (fewest expected denoiser calls) of each sampler family that meets a target.
 
-    Each family's parameter is searched along the direction of more calls (doubling then bisection
-    for steps, bisection for gamma), every setting evaluated is kept, and the answer is the Pareto
-    front of (expected calls, metric) with the cheapest setting meeting TARGET. Every number says
-    its method (exact / DP / closed form / Monte Carlo). A Monte Carlo setting "meets" only when
-    its interval's upper end does, and "may meet" when only its estimate does. A target no setting
-    tried meets answers met: false with the best found (exit 0).
+    A real knob (threshold, factor, gamma) is evaluated on a uniform grid over its range (--grid
+    points), and each pair of neighbours of which one meets the target and the other not is refined
+    by --refine bisections; steps are evaluated at 1, 2, 4, ... up to the first N meeting the target,
+    then bisected. No monotonicity is assumed: the answer is the setting with the fewest expected
+    calls among those evaluated that meet TARGET, and each family says its grid and whether the metric
+    was monotone on it. Every setting enters the Pareto front of (expected calls, metric); every
+    number says its method (exact / DP / closed form / Monte Carlo). A Monte Carlo setting "meets"
+    only when its interval's upper end does, and "may meet" when only its estimate does. A target no
+    setting meets answers met: false with the best found (exit 0); a family that cannot run at L is
+    reported as inapplicable beside the others, and when none can, the command fails (exit 2).
     """
-    from validation.calibrate import TargetError, calibrate
+    from validation.calibrate import GRID_POINTS, REFINE_BISECTIONS, NoFamilyError, TargetError, calibrate
 
     t0 = time.perf_counter()
     names = [s.strip() for s in samplers.split(",") if s.strip()]
     if not names:
         raise click.BadParameter("name at least one sampler family", param_hint="--sampler")
     check_schedule(schedule, [language], [length])
+    check_decoder_method(names[0] if all(n.split(":")[0] in DECODER_NAMES for n in names) else "random", method)
     verbose = show_progress(progress)
 
     def log(s):
@@ -92,16 +99,20 @@ def calibrate_command(language, length, metric, target, relative, samplers, sche
 
     try:
         c = calibrate(language, length, metric, target, names, relative=relative, schedule=schedule, method=method,
-                      samples=samples, seed=seed, confidence=confidence, max_steps=max_steps, on_setting=log)
+                      samples=samples, seed=seed, confidence=confidence, max_steps=max_steps, on_setting=log,
+                      options=decoder_opts.fields(), tie_seed=tie_seed,
+                      grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine)
     except TargetError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
+    except NoFamilyError as exc:
+        raise click.UsageError(str(exc)) from None
     except ValueError as exc:
-        if "unknown sampler family" in str(exc):
+        if "sampler family" in str(exc) or "do not fix it" in str(exc):
             raise click.BadParameter(str(exc), param_hint="--sampler") from None
         raise
     result = {**calibration_record(c), "elapsed_s": time.perf_counter() - t0}
     if not c.met:
-        result["null_reason"] = {"setting": f"no setting tried meets {metric} <= {c.target:g}",
+        result["null_reason"] = {"setting": f"no setting evaluated meets {metric} <= {c.target:g}",
                                  "calls": "not met"}
     emit(result, as_json, _human(result, c))
 
@@ -112,6 +123,24 @@ def _rec(e) -> dict:
     return to_jsonable(e)
 
 
+def grid_text(fs) -> str:
+    """One family's search in words: the grid, and whether the metric was monotone on it."""
+    g = fs.grid
+    opts = ", ".join(f"{k} = {v}" for k, v in g.get("options", {}).items())
+    where = f"{fs.family}" + (f" ({opts})" if opts else "")
+    if fs.error is not None and not fs.settings:
+        return f"{where}: inapplicable: {fs.error}"
+    if g["kind"] == "uniform":
+        how = (f"{fs.parameter} on {g['points']} points of [{g['low']:g}, {g['high']:g}], "
+               f"{len(g['straddles'])} straddling pair(s) refined by {g['refine']} bisections")
+    else:
+        how = (f"{fs.parameter} = {g['low']:g}, 2x, 4x, ... up to {g['high']:g} (or the first N meeting the "
+               "target), then bisection")
+    mono = "monotone" if fs.monotone else "NOT monotone"
+    stopped = f"; {fs.error}" if fs.error is not None else ""
+    return f"{where}: {how}; {len(fs.settings)} settings, metric {mono} on them{stopped}"
+
+
 def _human(result: dict, c) -> str:
     what = f"{c.metric.upper()} <= {c.target:.6g}"
     if c.met:
@@ -120,9 +149,16 @@ def _human(result: dict, c) -> str:
                 f"({s.parameter} = {s.value:g}), {s.calls.value:.4g} calls, {s.quantity} {format_estimate(_rec(s.metric))}")
     else:
         b = c.best
-        head = (f"{c.language}, L = {c.length}: not met: no setting tried gives {what}; best found {b.label}, "
+        head = (f"{c.language}, L = {c.length}: not met: no setting evaluated gives {what}; best found {b.label}, "
                 f"{b.quantity} {format_estimate(_rec(b.metric))}")
-    lines = [head, "  Pareto front (calls, metric):"]
+    lines = [head, "  Families:"]
+    for fs in c.searches:
+        lines.append(f"    {grid_text(fs)}")
+        if fs.settings:
+            s = fs.cheapest
+            lines.append(f"      cheapest meeting: {s.parameter} = {s.value:g}, {s.calls.value:.4g} calls, {s.quantity} "
+                         f"{format_estimate(_rec(s.metric))}" if s else "      cheapest meeting: none evaluated")
+    lines.append("  Pareto front (calls, metric):")
     lines += [f"    {s.calls.value:8.4g}  {s.quantity} {format_estimate(_rec(s.metric))}  [{s.label}; {s.status}]"
               for s in c.front]
     if c.may_meet is not None and not (c.met and c.may_meet.calls.value >= c.cheapest.calls.value):
@@ -144,13 +180,14 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     """Time calibrate for one family against the equivalent full grid, measured in the same run.
 
     The grid evaluates every parameter value from the cheapest up to the answer (steps 1..N for a
-    step family; for a gamma family, as many evenly spaced values as the search has resolution);
+    step family; for a real knob, the search's grid refined everywhere to its finest resolution);
     past 600 s it is extrapolated from the settings measured. Wall and CPU times (all threads) of
     both are printed: on a shared machine the CPU time is the figure to compare with an idle one.
     """
     from numerics.languages.presets import load_language
     from validation.calibrate import (
-        GAMMA_BISECTIONS,
+        GRID_POINTS,
+        REFINE_BISECTIONS,
         build_sampler,
         calibrate,
         evaluate_setting,
@@ -165,13 +202,12 @@ def bench_calibrate_command(language, length, metric, target, sampler, samples, 
     n_search = sum(len(fs.settings) for fs in c.searches)
     lang = load_language(language)
     base = PointConfig(language, length, 1, samples=samples)
+    space = fam.space(length, lang.vocab_size, 1 << 12)
     if fam.integer:
         top = int(c.cheapest.value) if c.met else int(max(s.value for s in c.searches[0].settings))
-        values = list(range(1, top + 1))
-    else:
-        low, high = fam.range_for(length, lang.vocab_size, 1 << 12)
-        n = 1 << GAMMA_BISECTIONS
-        values = [low + (high - low) * k / n for k in range(n + 1)]
+        values = list(range(space.unit, top + 1, space.unit))
+    else:  # the search's finest resolution: its grid's intervals, each refined to 2^-refine
+        values = space.grid(((GRID_POINTS - 1) << REFINE_BISECTIONS) + 1)
     t0, c0 = time.perf_counter(), time.process_time()
     limit = 600.0
     done = 0

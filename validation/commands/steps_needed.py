@@ -10,19 +10,18 @@ import time
 
 import click
 
+from validation.calibrate import KNOBS
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
-from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options
+from validation.commands._decoders import check_decoder_method
 from validation.commands._schedule import check_schedule, schedule_option
+from validation.commands.calibrate_options import search_options
 from validation.guards import check_metric_target
 
 __all__ = ["steps_needed_cmd"]
 
 #: Samplers steps-needed can search: the families of validation.calibrate (steps-needed is calibrate's
-#: one-family case; a family whose parameter is not a number of steps has its gamma searched instead).
-SAMPLERS = ("random", "topk", "threshold", "entropy-sum")
-#: Decoders whose number of steps steps-needed searches (docs/methods/decoders.md); fast-dllm and eb
-#: take no number of steps (their threshold, factor or gamma: mdm-theory calibrate).
-DECODER_SAMPLERS = ("llada", "remdm")
+#: one-family case; a sampler whose knob is not a number of steps has that knob searched instead).
+SAMPLERS = tuple(KNOBS)
 
 
 def _evaluation(ev) -> dict | None:
@@ -59,27 +58,16 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @click.option("--metric", type=click.Choice(["ser", "ter", "kl"]), required=True,
               help="ser: sequence error rate; ter: token error rate TER(p) (a perplexity); kl: KL(q || p).")
 @click.option("--target", type=float, required=True, help="Find the smallest N with metric <= TARGET.")
-@click.option("--sampler", type=click.Choice(list(SAMPLERS + DECODER_NAMES)), default="random", show_default=True,
-              help="Sampler: random = the factorized random-order sampler of the paper; topk (its steps searched); "
-                   "threshold / entropy-sum (no steps: their gamma is searched, n_steps is null and gamma, calls "
-                   "say the answer); llada (N searched in multiples of the number of blocks L/B) and remdm "
-                   "(N of --schedule), with the decoder options below; fast-dllm and eb take no steps "
-                   "(use calibrate).")
+@click.option("--sampler", type=click.Choice(list(SAMPLERS)), default="random", show_default=True,
+              help="Sampler: random = the factorized random-order sampler of the paper; topk, llada (N in multiples "
+                   "of the number of blocks L/B) and remdm (N of --schedule) have their steps searched; threshold, "
+                   "entropy-sum, eb (gamma) and fast-dllm (threshold; --knob factor) take no steps: their knob is "
+                   "searched as by calibrate, n_steps is null and the knob and calls say the answer. The decoder "
+                   "options below apply as in exact.")
+@click.option("--knob", default=None, help="The knob searched when the sampler has several (fast-dllm: threshold "
+                                          "or factor)  [default: the sampler's main knob].")
 @schedule_option
-@click.option("--method", type=click.Choice(["auto", "closed-form", "dp", "enumerate", "mc"]), default="auto",
-              show_default=True, help="How each N is computed: auto = the fastest exact method that fits, else "
-                                      "Monte Carlo (a learned model: always Monte Carlo).")
-@click.option("--samples", type=click.IntRange(min=2), default=1000, show_default=True,
-              help="Monte Carlo samples per N evaluated.")
-@click.option("--confidence", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
-              show_default=True, help="Monte Carlo: one-sided confidence that the metric at N is <= TARGET.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=1 << 16, show_default=True,
-              help="Give up (target not met) beyond this N.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
-@click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the adaptive rules' and decoders' tie priority (reported as tie_seed; the random "
-                   "sampler has no ties).")
-@decoder_options
+@search_options
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Sequences per sampler batch (default: 1 for the oracle, all samples for a model).")
 @click.option("--checkpoint", type=click.Path(exists=True), default=None,
@@ -87,16 +75,20 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @click.option("--device", default=None, help="With --checkpoint: cpu, cuda, ... (default: CUDA when available).")
 @progress_option
 @json_option
-def steps_needed_cmd(language, length, metric, target, sampler, schedule, method, samples, confidence, max_steps,
-                     seed, tie_seed, decoder_opts, batch_size, checkpoint, device, progress, as_json):
+def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, method, samples, confidence,
+                     max_steps, seed, tie_seed, grid, refine, decoder_opts, batch_size, checkpoint, device, progress,
+                     as_json):
     """The smallest number of steps N at which the sampler's SER, TER or KL is at most TARGET.
 
-    Exponential search then bisection over N (about 2 log2 N evaluations, not a grid), assuming the
-    metric does not increase with N. Each N is computed exactly where an exact method exists
-    (the interval language's closed forms at any L, the DP or enumeration at small L), otherwise
-    by Monte Carlo, where "met" means the one-sided upper confidence bound is <= TARGET. Without
-    the exact law, kl and ter are compared through the Jensen bound (an upper bound: the N found
-    suffices). Reports N, the metric at N and at N - 1, and the method of each.
+    Steps are evaluated at N = 1, 2, 4, ... (topk and llada with blocks: multiples of L/B) up to the
+    first N meeting the target, then bisected between the last miss and it; the expected calls grow
+    with N, so no larger N is cheaper, and the output says whether the metric was monotone on the N
+    evaluated (it is not always). A sampler without steps has its knob searched on a grid, as by
+    calibrate (its one-family case). Each N is computed exactly where an exact method exists (the
+    interval language's closed forms at any L, the DP or enumeration at small L), otherwise by Monte
+    Carlo, where "met" means the one-sided upper confidence bound is <= TARGET. Without the exact
+    law, kl and ter are compared through the Jensen bound (an upper bound: the N found suffices).
+    Reports N, the metric at N and at N - 1, and the method of each.
     """
     from validation.steps_needed import StepsNeeded, model_ser, oracle_metric, search_steps
     from validation.sweep import PointConfig
@@ -107,12 +99,13 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
     check_metric_target(metric, target)
     verbose = show_progress(progress)
     check_decoder_method(sampler, method)
-    if sampler in DECODER_NAMES and sampler not in DECODER_SAMPLERS:
-        raise click.UsageError(f"--sampler {sampler} takes no number of steps (its threshold, factor or gamma "
-                               "decides the calls): search it with mdm-theory calibrate")
-    if sampler not in DECODER_NAMES and decoder_opts.given():
+    if sampler == "random" and decoder_opts.given():
+        from numerics.sampling.registry import decoder_names
+
         raise click.UsageError(f"{', '.join(decoder_opts.given())} apply to the decoders "
-                               f"({', '.join(DECODER_NAMES)}), not to --sampler {sampler}")
+                               f"({', '.join(decoder_names('decoder'))}), not to --sampler random")
+    if knob is not None and sampler == "random":
+        raise click.UsageError("--knob applies to a sampler with several knobs (fast-dllm), not to random")
     if checkpoint is not None and sampler != "random":
         raise click.UsageError(f"--checkpoint searches the steps of the factorized random-order sampler; "
                                f"--sampler {sampler} with a learned model: mdm-theory evaluate --sampler")
@@ -129,7 +122,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
             raise click.UsageError("--language and --length are required (or --checkpoint)")
         from numerics.languages.presets import load_language
 
-        try:  # the sampler joins this config (PointConfig.sampler) when numerics.sampling has more than one
+        try:
             cfg = PointConfig(language, length, 1, schedule, method, samples, seed, None, batch_size or 1,
                               tie_seed=tie_seed)
         except ValueError as exc:
@@ -141,14 +134,10 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         check_schedule(schedule, [language], [length])
         choose_method(method, lang, length, cfg.make_schedule(), samples, name=language)
         _check_reachable(metric, target, language, lang, length)
-        check_schedule(schedule, [language], [length])
-        if sampler in DECODER_SAMPLERS:
-            return _decoder_steps(cfg, sampler, decoder_opts, metric, target, lang, confidence, max_steps, verbose,
-                                  t0, as_json)
-        if sampler in ("threshold", "entropy-sum"):
-            return _gamma_family(cfg, sampler, metric, target, lang, confidence, max_steps, verbose, t0, as_json)
-        evaluate = (oracle_metric(cfg, metric, target, lang, confidence) if sampler == "random"
-                    else _family_metric(cfg, sampler, metric, target, lang, confidence))
+        if sampler != "random":
+            return _family_steps(cfg, sampler if knob is None else f"{sampler}:{knob}", decoder_opts, metric, target,
+                                 lang, confidence, max_steps, grid, refine, verbose, t0, as_json)
+        evaluate = oracle_metric(cfg, metric, target, lang, confidence)
 
     def logged(n: int):
         ev = evaluate(n)
@@ -169,6 +158,9 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
         "at_n": _evaluation(found.at_n), "at_n_minus_1": _evaluation(found.at_n_minus_1),
         "evaluations": [_evaluation(e) for e in found.evaluations],
         "max_steps": max_steps,
+        "grid": {"knob": "steps", "kind": "doubling", "low": 1, "high": max_steps, "unit": 1, "straddles": [],
+                 "options": {}},
+        "monotone": _monotone_steps(found.evaluations),
         "notes": _notes(found, mc, bound, confidence),
         "elapsed_s": time.perf_counter() - t0,
     }
@@ -179,125 +171,78 @@ def steps_needed_cmd(language, length, metric, target, sampler, schedule, method
     emit(result, as_json, _human(result, found))
 
 
-def _family_metric(cfg, sampler: str, metric: str, target: float, language, confidence: float):
-    """``N -> Evaluation`` of a step family other than ``random`` through calibrate's one-setting function."""
-    from dataclasses import replace
-
-    from validation.calibrate import _status, evaluate_setting
-    from validation.steps_needed import Evaluation
-
-    def evaluate(n: int):
-        point = replace(cfg, n_steps=int(n), sampler=sampler)
-        e, quantity, _ = evaluate_setting(point.make_sampler(), metric, language, point.length, method=point.method,
-                                          samples=point.samples, rng=point.seed, confidence=confidence,
-                                          names=(point.language, None))
-        return Evaluation(n, quantity, e, _status(e, target) == "meets")
-
-    return evaluate
-
-
-def _decoder_steps(cfg, sampler, opts, metric, target, language, confidence, max_steps, verbose, t0, as_json):
-    """steps-needed for ``llada`` / ``remdm``: the search runs over ``N = m L/B`` (llada's steps must be a
-    multiple of the number of blocks), every ``N`` by :func:`validation.sweep.evaluate_point` (point_metrics)."""
-    from dataclasses import replace
-
-    from numerics.estimate import Estimate
-    from numerics.metrics import choose_decoder_method
-    from validation.steps_needed import Evaluation, StepsNeeded, search_steps
-    from validation.sweep import evaluate_point
-
-    B = opts.block_length or cfg.length
-    nb = cfg.length // B if sampler == "llada" and B >= 1 and cfg.length % B == 0 else 1
-    try:  # a bad block length or option is refused here, by the decoder, with its name
-        first = replace(cfg, n_steps=nb, sampler=sampler, **opts.fields())
-        decoder = first.make_sampler()
-        ran = choose_decoder_method(cfg.method, decoder, language.vocab_size, cfg.length)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    if ran == "mc" and metric != "ser" and not decoder.path_deterministic:
-        raise click.UsageError(f"--metric {metric} of {decoder.label} needs its exact law (p(x) is a mixture over "
-                               "reveal orders or draws): use --metric ser, or a size an exact method fits")
-
-    def evaluate(m: int) -> Evaluation:
-        N = m * nb
-        r = evaluate_point(replace(first, n_steps=N))
-        e = _estimate(r[metric])
-        if metric == "ter" and r["ter"].get("value") is None and r["ter"]["method"] == "unavailable":
-            kl, ter_q = _estimate(r["kl"]), _estimate(r["ter_data"])  # TER(p) = TER(q) exp(KL / L)
-            lo, hi = kl.interval()
-            f = lambda k: ter_q.value * math.exp(k / cfg.length)  # noqa: E731
-            e = Estimate(f(kl.value), f(kl.value) * kl.stderr / cfg.length, f"TER(q) exp(KL / L): KL {kl.method}",
-                         kl.samples, f(lo), f(hi), kl.confidence)
-        ev = Evaluation(N, metric, e, e.value <= target if e.exact else e.interval()[1] <= target)
-        if verbose:
-            click.echo(f"N = {N}: {metric} {format_estimate(_record(e))} -> {'meets' if ev.meets else 'misses'} "
-                       f"{target}", err=True)
-        return ev
-
-    found: StepsNeeded = search_steps(evaluate, max(1, max_steps // nb))
-    n = None if found.n_steps is None else found.n_steps * nb
-    mc = any(not e.estimate.exact for e in found.evaluations)
-    prev = found.at_n_minus_1
-    result = {
-        "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": sampler,
-        "schedule": cfg.schedule, "method": cfg.method, "checkpoint": None, "tie_seed": cfg.tie_seed,
-        "sampler_parameters": decoder.parameters() | {"steps": n},
-        "n_steps": n, "met": found.met, "exact": found.exact, "confidence": confidence if mc else None,
-        "at_n": _evaluation(found.at_n), "at_n_minus_1": _evaluation(prev),
-        "evaluations": [_evaluation(e) for e in found.evaluations], "max_steps": max_steps,
-        "notes": _notes(found, mc, False, confidence)
-        + ([f"llada's N is a multiple of the number of blocks L/B = {nb}: at_n_minus_1 is N - {nb}"] if nb > 1 else [])
-        + (["Monte Carlo intervals are the point's two-sided 95% ones: their upper end is a one-sided 97.5% bound"]
-           if mc else []),
-        "elapsed_s": time.perf_counter() - t0,
-    }
-    if not found.met:
-        result["null_reason"] = {"n_steps": f"no N <= {max_steps} meets {metric} <= {target}"}
-    elif prev is None:
-        result["null_reason"] = {"at_n_minus_1": f"N = {n} is the smallest number of steps"}
-    emit(result, as_json, _human(result, replace(found, n_steps=n, max_steps=max_steps)))
-
-
-def _estimate(rec: dict):
-    """An :class:`~numerics.estimate.Estimate` from a point's JSON record (an infinite value is ``inf``)."""
-    from numerics.estimate import Estimate
-
-    if rec.get("value") is None:
-        if rec["method"] == "unavailable":
-            raise click.ClickException(f"unavailable: {rec['null_reason']['value']}")
-        return Estimate(math.inf, 0.0, rec["method"], int(rec.get("samples") or 0))
-    return Estimate(float(rec["value"]), float(rec.get("stderr") or 0.0), rec["method"], int(rec.get("samples") or 0),
-                    rec.get("ci_low"), rec.get("ci_high"), rec.get("confidence") or 0.95)
-
-
-def _gamma_family(cfg, sampler, metric, target, language, confidence, max_steps, verbose, t0, as_json):
-    """steps-needed for a family without steps: calibrate's search of its gamma (same output fields)."""
-    from validation.calibrate import family, search_family
-    from validation.commands.calibrate import _setting
+def _family_steps(cfg, name, opts, metric, target, language, confidence, max_steps, grid, refine, verbose, t0,
+                  as_json):
+    """steps-needed for every sampler but ``random``: calibrate's search of one family (its steps, or its
+    knob when it has no steps), reported in steps-needed's fields."""
+    from validation.calibrate import GRID_POINTS, REFINE_BISECTIONS, family, search_family
+    from validation.commands.calibrate import _setting, grid_text
 
     def log(s):
         if verbose:
             click.echo(f"{s.label}: {s.quantity} {format_estimate(_record(s.metric))} -> {s.status}", err=True)
 
-    fs = search_family(family(sampler), cfg, metric, target, language, confidence, max_steps, log)
-    mc = any(not s.metric.exact for s in fs.settings)
-    result = {
-        "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": sampler,
-        "schedule": None, "method": cfg.method, "checkpoint": None, "n_steps": None, "met": fs.cheapest is not None,
-        "exact": fs.cheapest is not None and fs.cheapest.metric.exact, "confidence": confidence if mc else None,
-        "gamma": fs.cheapest.value if fs.cheapest else None, "calls": fs.cheapest.calls if fs.cheapest else None,
-        "setting": _setting(fs.cheapest), "at_n": None, "at_n_minus_1": None,
-        "evaluations": [_setting(s) for s in fs.settings], "max_steps": max_steps,
-        "notes": [(f"{sampler} has no number of steps: its gamma was searched by bisection (validation.calibrate); "
-                  "calls are its expected denoiser calls")],
-        "elapsed_s": time.perf_counter() - t0,
-        "null_reason": {"n_steps": f"{sampler} takes gamma, not a number of steps"},
-    }
+    try:
+        fam = family(name, opts.fields())
+        fs = search_family(fam, cfg, metric, target, language, confidence, max_steps, log,
+                           grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine)
+    except ValueError as exc:  # a knob the sampler lacks, an option it does not take, a metric it has no law for
+        raise click.UsageError(str(exc)) from None
+    if fs.error is not None and not fs.settings:
+        raise click.UsageError(f"--sampler {fam.sampler} at L = {cfg.length}: {fs.error}")
     s = fs.cheapest
-    human = (f"{sampler}: gamma = {s.value:g} is the cheapest setting tried with {metric.upper()} <= {target:g} "
-             f"({s.calls.value:.4g} calls, {s.quantity} {format_estimate(_record(s.metric))})" if s else
-             f"{sampler}: no gamma tried gives {metric.upper()} <= {target:g}")
-    emit(result, as_json, human)
+    mc = any(not x.metric.exact for x in fs.settings)
+    steps = fam.integer
+    by_value = {x.value: x for x in fs.settings}
+    prev = by_value.get(s.value - fs.grid["unit"]) if steps and s is not None else None
+
+    def evaluation(x):
+        return None if x is None else {"n_steps": int(x.value) if steps else None, "quantity": x.quantity,
+                                       "meets": x.meets, "estimate": x.metric, **_setting(x)}
+
+    result = {
+        "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": fam.sampler,
+        "schedule": cfg.schedule if steps else None, "method": cfg.method, "checkpoint": None,
+        "tie_seed": cfg.tie_seed, "options": fs.grid["options"], "parameter": fs.parameter,
+        "sampler_parameters": _parameters(fam, cfg, s),
+        "n_steps": int(s.value) if steps and s is not None else None, "met": s is not None,
+        "exact": s is not None and s.metric.exact and (prev is None or prev.metric.exact),
+        "confidence": confidence if mc else None,
+        fs.parameter: s.value if s is not None else None, "calls": s.calls if s is not None else None,
+        "setting": _setting(s), "at_n": evaluation(s) if steps else None, "at_n_minus_1": evaluation(prev),
+        "evaluations": [evaluation(x) for x in fs.settings], "max_steps": max_steps,
+        "grid": fs.grid, "monotone": fs.monotone,
+        "notes": [grid_text(fs)] + ([] if steps else [f"{fam.sampler} has no number of steps: its {fs.parameter} "
+                                                      "was searched (validation.calibrate); calls are its expected "
+                                                      "denoiser calls"]),
+        "elapsed_s": time.perf_counter() - t0,
+    }
+    if s is None:
+        result["null_reason"] = {"n_steps" if steps else fs.parameter:
+                                 f"no {fs.parameter} evaluated meets {metric} <= {target}"}
+    elif not steps:
+        result["null_reason"] = {"n_steps": f"{fam.sampler} takes {fs.parameter}, not a number of steps"}
+    elif prev is None:
+        result["null_reason"] = {"at_n_minus_1": f"N = {int(s.value)} is the smallest number of steps"}
+    if steps:
+        what = f"{metric.upper()} <= {target:g}"
+        human = (f"N = {int(s.value)}: the smallest number of steps evaluated with {what} on {cfg.language} at "
+                 f"L = {cfg.length}, {fam.name} ({s.calls.value:.4g} calls, {s.quantity} "
+                 f"{format_estimate(_record(s.metric))})" if s else f"no N <= {max_steps} gives {what} ({fam.name})")
+    else:
+        human = (f"{fam.name}: {fs.parameter} = {s.value:g} is the cheapest setting evaluated with "
+                 f"{metric.upper()} <= {target:g} ({s.calls.value:.4g} calls, {s.quantity} "
+                 f"{format_estimate(_record(s.metric))})" if s else
+                 f"{fam.name}: no {fs.parameter} evaluated gives {metric.upper()} <= {target:g}")
+    emit(result, as_json, human + "\n  " + grid_text(fs))
+
+
+def _parameters(fam, cfg, s) -> dict | None:
+    """A decoder's every parameter at the answer (its ``steps`` the ``N`` found); ``None`` for the other samplers."""
+    if s is None:
+        return None
+    sampler = fam.build(cfg, s.value).make_sampler()
+    return sampler.parameters() if sampler.kind == "decoder" else None
 
 
 def _record(estimate) -> dict:
@@ -310,16 +255,25 @@ def _check_reachable(metric: str, target: float, spec: str, language, length: in
     """TER(p) >= TER(q) = exp(H(q) / L) for every sampler: a target below the data's own TER is never met."""
     if metric != "ter":
         return
-    from numerics.metrics import exact_entropy
+    from validation.calibrate import data_entropy
 
-    H = exact_entropy(language, length)
+    H = data_entropy(language, length)
     if H is not None and target <= math.exp(H.value / length):
         raise click.BadParameter(f"TER(q) = {math.exp(H.value / length):.6g} for {spec} at L = {length} is the floor "
                                  f"of every sampler's TER; a target of {target} is never met", param_hint="--target")
 
 
+def _monotone_steps(evaluations) -> bool:
+    """The metric never rises with N over the N evaluated (Monte Carlo: beyond both intervals)."""
+    order = sorted(evaluations, key=lambda e: e.n_steps)
+    return not any(b.estimate.interval()[0] > a.estimate.interval()[1] * (1 + 1e-12) + 1e-300
+                   for a, b in zip(order, order[1:]))
+
+
 def _notes(found, mc: bool, bound: bool, confidence: float) -> list[str]:
-    notes = ["bisection assumes the metric does not increase with N; N - 1 is evaluated to show the step"]
+    notes = [f"N = 1, 2, 4, ... up to the first N meeting the target, then bisection (N - 1 evaluated): the answer "
+             f"is the smallest N evaluated that meets it; the metric was "
+             f"{'' if _monotone_steps(found.evaluations) else 'NOT '}monotone in N on the N evaluated"]
     if mc:
         notes.append(f"Monte Carlo points meet the target when their one-sided {confidence:.0%} upper confidence "
                      "bound does (each N separately; no correction for the number of N evaluated)")

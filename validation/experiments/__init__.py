@@ -17,6 +17,8 @@
             error vs calls, calls needed vs L on the interval language, exact bias at N = L
 ``calls``   how many calls, at best: each family's Pareto front (calibrate), the cheapest setting for
             SER and TER targets, the exact optimal decoder's floor, and the bounds on the same axes
+``thresholds`` a threshold is not a dial: the threshold rule's exact SER and calls vs its threshold, one
+            line per block length (the SER rises at some steps; why calibrate searches a grid)
 ==========  ================================================================================
 """
 
@@ -24,13 +26,13 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import adaptive, calls, cost, decoders, learned, lemmas, realtext, schedules, ser, ter
+from . import adaptive, calls, cost, decoders, learned, lemmas, realtext, schedules, ser, ter, thresholds
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
 EXPERIMENTS: dict[str, ModuleType] = {
-    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls)
+    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls, thresholds)
 }
 SCALES = ("tiny", "default", "full")
 

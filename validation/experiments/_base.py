@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from ..cache import ResultCache, canonical
 
 __all__ = ["ExperimentResult", "STORED_NAMES", "stored_config", "Plot", "MissingInput", "Parts", "STATUSES", "STATUS_LEGEND", "Z95", "StepsNeeded",
-           "steps_needed_range", "Timer", "point_cache", "progress_iter"]
+           "steps_needed_range", "Timer", "point_cache", "progress_iter", "family_wise_z", "beyond_budget"]
 
 
 class MissingInput(Exception):
@@ -30,11 +30,15 @@ class MissingInput(Exception):
 
 
 STATUS_LEGEND: dict[str, str] = {
-    "ok": "everything was computed and every claim checked holds, with something to say (not vacuously)",
-    "vacuous": "a bound checked here is trivially true (e.g. an SER bound >= 1, or no point in its regime): "
-               "the check says nothing",
-    "finding": "a claim or bound checked here is violated: the engine found a statement false (see the notes)",
-    "partial": "a part was not measured (an input such as a checkpoint was not given): what is missing is listed",
+    "ok": "every part was computed, every model met its validation target, and every claim or bound checked "
+          "holds with something to say",
+    "vacuous": "vacuous n/m: n of the section's m checks of a bound are trivially true (a bound >= 1 on a "
+               "probability, or no point in the bound's regime): those n say nothing; the others hold",
+    "finding": "finding n/m: n of the section's m checks violate a claim or bound -- an exact value beyond "
+               "round-off, or a Monte Carlo value beyond the section's 95% confidence budget shared by its m "
+               "comparisons (Bonferroni), not merely outside one 95% interval; see the notes",
+    "partial": "a part was not measured (an input such as a checkpoint was not given) or a trained model missed "
+               "its validation target: what and why are listed",
     "error": "a part raised an exception: a bug; the traceback is shown",
 }
 """The five statuses of an experiment, most severe last; the report prints this legend."""
@@ -42,6 +46,32 @@ STATUS_LEGEND: dict[str, str] = {
 STATUSES = tuple(STATUS_LEGEND)
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile: value +- Z95 * stderr is a 95% interval
+
+
+def family_wise_z(comparisons: int, level: float = 0.95) -> float:
+    """The one-sided normal quantile that keeps ``comparisons`` one-sided Monte Carlo comparisons together
+    within the confidence budget ``1 - level`` (Bonferroni: each gets ``(1 - level) / comparisons``).
+
+    A Monte Carlo value is *beyond* a reference when ``|value - reference| > z stderr`` with this ``z``:
+    out of 21 comparisons at 95%, one outside its own 95% interval is what chance gives.
+    """
+    if int(comparisons) != comparisons or comparisons < 1:
+        raise ValueError(f"comparisons must be an integer >= 1, got {comparisons!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1.0 - (1.0 - level) / comparisons)
+
+
+def beyond_budget(value: float, lo: float, hi: float, reference: float, comparisons: int, side: str) -> bool:
+    """A Monte Carlo ``value`` with 95% interval ``[lo, hi]`` lies ``side`` (``"below"`` / ``"above"``) an exact
+    ``reference`` by more than :func:`family_wise_z` standard errors, the standard error read off the
+    interval (``(hi - lo) / (2 Z95)``); with a zero-width interval, by any amount."""
+    if side not in ("below", "above"):
+        raise ValueError(f"side must be 'below' or 'above', got {side!r}")
+    gap = reference - value if side == "below" else value - reference
+    return gap > family_wise_z(comparisons) * (hi - lo) / (2.0 * Z95)
 
 #: Config fields stored under the name they had before a rename: ``n_steps`` (the numbers of steps
 #: ``N``) was ``steps``, so the stored config and its hash are those of the configs written before.
@@ -86,6 +116,9 @@ class ExperimentResult:
         Wall-clock seconds of this run (cached points cost nothing).
     errors : dict
         Part -> traceback of a part that raised (a bug somewhere, shown in the report).
+    counts : dict
+        ``"vacuous"`` / ``"finding"`` -> ``[n, m]``: n of the section's m checks are vacuous /
+        violated (:meth:`add_vacuous`, :meth:`add_finding`); the badge shows ``vacuous n/m``.
     """
 
     name: str
@@ -100,6 +133,36 @@ class ExperimentResult:
     notes: list = field(default_factory=list)
     elapsed_s: float = 0.0
     errors: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+
+    def _count(self, status: str, n: int, of: int) -> None:
+        if not 0 <= n <= of:
+            raise ValueError(f"{status}: {n} of {of} checks is not a count")
+        got = self.counts.setdefault(status, [0, 0])
+        got[0] += int(n)
+        got[1] += int(of)
+
+    def add_vacuous(self, text: str | list[str], n: int, of: int) -> None:
+        """``n`` of ``of`` checks of a bound are trivially true here, said in ``text`` (one line or several)."""
+        self._count("vacuous", n, of)
+        if n:
+            self.vacuous.extend([text] if isinstance(text, str) else text)
+
+    def add_finding(self, text: str | list[str], n: int, of: int) -> None:
+        """``n`` of ``of`` checks violate a claim (exact, or Monte Carlo beyond :func:`family_wise_z`), said in
+        ``text`` (one line or several)."""
+        self._count("finding", n, of)
+        if n:
+            self.findings.extend([text] if isinstance(text, str) else text)
+
+    def add_missed_target(self, text: str) -> None:
+        """A trained model short of its validation target: the section is ``partial``, with ``text`` as the reason."""
+        self.missing.append(text)
+
+    def badge_label(self, status: str) -> str:
+        """``status`` with its counts where known (``vacuous 2/173``)."""
+        n = self.counts.get(status)
+        return f"{status} {n[0]}/{n[1]}" if n and status in ("vacuous", "finding") else status
 
     def to_json(self) -> dict:
         return canonical(self.__dict__)

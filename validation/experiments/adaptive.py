@@ -268,8 +268,9 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     checked = [r for t in ("exact", "monte_carlo", "interval") for r in out.tables.get(t, [])
                if r.get("certificate_vacuous") is not None]
     trivial = [r for r in checked if r["certificate_vacuous"]]
-    if trivial:  # a vacuous check is never a green "ok"
-        out.vacuous.append(f"SER certificate 1 - exp(-KL) (I3): vacuous at {len(trivial)} of {len(checked)} points")
+    if checked:  # a vacuous check is never a green "ok"; the badge counts them
+        out.add_vacuous(f"SER certificate 1 - exp(-KL) (I3): vacuous at {len(trivial)} of {len(checked)} points",
+                        len(trivial), len(checked))
     parts.record(out)
     return out.finish(started)
 

@@ -55,9 +55,10 @@ class Config:
     languages : the languages (``interval-l{l}`` is the interval language with ``l = interval``).
     interval : ``l`` of the interval language (must divide ``length`` and the tiny length).
     length : ``L`` of the fronts.
-    families : the calibrate families searched (:data:`validation.calibrate.FAMILIES`).
+    families : the calibrate families searched (:func:`validation.calibrate.family` names).
     samples : Monte Carlo samples per setting.
-    gamma_bisections : bisections of a real parameter (threshold, entropy budget).
+    grid, refine : a real knob's grid points and the bisections of each pair straddling the target
+        (:func:`validation.calibrate.search_family`).
     ser_target : the SER target.
     ter_excess : the TER target, relative to ``TER(q)`` (0.01 = perplexity within 1%).
     tiny_lengths : ``L`` of the optimal decoder's floor, one per language.
@@ -71,7 +72,8 @@ class Config:
     length: int = 24
     families: tuple[str, ...] = ("random", "topk", "threshold", "entropy-sum")
     samples: int = 200
-    gamma_bisections: int = 5
+    grid: int = 17
+    refine: int = 3
     ser_target: float = 0.1
     ter_excess: float = 0.01
     tiny_lengths: tuple[int, ...] = (4, 4, 6)
@@ -81,12 +83,12 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(length=3, families=("random", "topk", "threshold"), samples=16, gamma_bisections=2,
+        return cls(length=3, families=("random", "topk", "threshold"), samples=16, grid=5, refine=1,
                    tiny_lengths=(3, 3, 3), tiny_gammas=(0.5,), ser_target=0.4)
 
     @classmethod
     def full(cls) -> Config:
-        return cls(length=48, samples=1000, gamma_bisections=10)
+        return cls(length=48, samples=1000, grid=65, refine=4)
 
 
 def _setting_row(s, lang: str, L: int, metric: str, ter_q: float | None) -> dict:
@@ -105,7 +107,7 @@ def _front_part(cfg: Config, lang: str, metric: str) -> dict:
     L = cfg.length
     target = cfg.ter_excess if metric == "ter" else cfg.ser_target
     c = calibrate(lang, L, metric, target, list(cfg.families), relative=metric == "ter", samples=cfg.samples,
-                  seed=cfg.seed, confidence=cfg.confidence, gamma_bisections=cfg.gamma_bisections)
+                  seed=cfg.seed, confidence=cfg.confidence, grid=cfg.grid, refine=cfg.refine)
     ter_q = math.exp(exact_entropy(eng.load_language(lang), L).value / L) if metric == "ter" else None
     settings = [_setting_row(s, lang, L, metric, ter_q) for fs in c.searches for s in fs.settings]
     front = {(s.family, s.value) for s in c.front}
@@ -171,7 +173,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     jobs = [(lang, metric) for lang in cfg.languages for metric in ("ser", "ter")]
     for lang, metric in progress_iter(jobs, progress, "calls: calibrate"):
         key = {"v": VERSION, "language": lang, "metric": metric, "length": cfg.length, "families": cfg.families,
-               "samples": cfg.samples, "bisections": cfg.gamma_bisections, "target": (cfg.ser_target, cfg.ter_excess),
+               "samples": cfg.samples, "grid": (cfg.grid, cfg.refine), "target": (cfg.ser_target, cfg.ter_excess),
                "confidence": cfg.confidence, "seed": cfg.seed}
         r = parts.attempt(f"calibrate {metric} on {lang}", lambda: cache.get_or_compute(
             "calls-front", key, lambda: _front_part(cfg, lang, metric)))

@@ -252,13 +252,15 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     out.notes.extend(describe(r) for r in got.runs.values())
     missed = [r for r in got.runs.values() if not r.meets_target]
     if missed:
-        flagged = ", ".join(f"{r.language} {r.kind.upper()} ({r.ratio:.3f})" for r in missed)
+        flagged = ", ".join(f"{r.language} {r.kind.upper()} "
+                            + (f"({r.ratio:.3f})" if math.isfinite(r.ratio) else "(ratio not measured)")
+                            for r in missed)
         out.notes.append(f"FLAGGED: {flagged} did not reach the validation target; their curves are shown but "
                          "marked as such.")
         # a model short of its target is a part not achieved: the section is not "ok"
         pct = {k: round(100 * (v - 1)) for k, v in TARGET_RATIO.items()}
-        out.missing.append(f"validation target (within {pct['mdm']}% of the exact perplexity for an MDM, "
-                           f"{pct['ar']}% for an AR model) not reached by {flagged}")
+        out.add_missed_target(f"validation target (within {pct['mdm']}% of the exact perplexity for an MDM, "
+                              f"{pct['ar']}% for an AR model) not reached by {flagged}")
     for language in progress_iter(sorted({lang for lang, _ in got.runs}), progress, "learned: evaluation"):
         parts.attempt(f"evaluating {language}", lambda language=language: _language(language, got, cfg, cache))
     _tables(out, got)

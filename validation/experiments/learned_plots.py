@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import ExperimentResult, Plot
+from ._base import ExperimentResult, Plot, beyond_budget
 from .learned_runs import SER_LANGUAGES, TER_LANGUAGES
 
 __all__ = ["figures", "notes", "bin_steps"]
@@ -46,6 +46,24 @@ def _finite(v: Any) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
+def _theorem43(out: ExperimentResult, pts: list[dict]) -> None:
+    """Theorem 4.3 (an upper bound on SER) against the measured SER: a finding only with the theorem's own
+    hypothesis (eps_learning a supremum: ``eps_max``) and beyond the 95% budget of the points compared."""
+    for stat in ("max", "mean"):
+        checked = [p for p in pts if p[f"thm43_{stat}_verdict"] in ("holds", "within-ci", "violated")]
+        bad = [p for p in checked if p[f"thm43_{stat}_verdict"] == "violated"
+               and beyond_budget(p["ser"], p["ser_lo"], p["ser_hi"], p[f"thm43_{stat}"], len(checked), "above")]
+        where = ", ".join(f"{p['language']} N={p['n_steps']}" for p in bad)
+        if stat == "max" and checked:
+            out.add_finding(f"Theorem 4.3's bound with the measured maximum eps_learning is below the measured SER "
+                            f"beyond the 95% budget of its {len(checked)} comparisons at {where}", len(bad),
+                            len(checked))
+        elif bad:
+            out.notes.append(f"Theorem 4.3's bound with the measured mean eps_learning (not the theorem's hypothesis, "
+                             f"a supremum) is below the measured SER beyond the 95% budget of {len(checked)} "
+                             f"comparisons at {where}.")
+
+
 def notes(out: ExperimentResult) -> None:
     """Findings in words: Theorem 4.3's verdicts, the learned-vs-oracle check on ``interval``, thresholds,
     which part of the error dominates, the AR baseline's SER."""
@@ -55,20 +73,20 @@ def notes(out: ExperimentResult) -> None:
         out.notes.append("Theorem 4.3 with the measured mean eps_learning: " + ", ".join(
             f"{verdicts[v]} {v}" for v in ("holds", "within-ci", "violated", "vacuous") if verdicts[v])
             + f" of {len(pts)} (language, N) points (a vacuous bound, >= 1, is not counted as holding).")
-        bad = [p for p in pts if p["thm43_mean_verdict"] == "violated"]
-        if bad:
-            out.notes.append("FINDING: Theorem 4.3's bound with the measured mean eps_learning is below the measured "
-                             "SER's whole 95% interval at " + ", ".join(f"{p['language']} N={p['n_steps']}" for p in bad)
-                             + " (the theorem assumes eps_learning is a supremum; see eps_max in the table).")
+        _theorem43(out, pts)
     inter = out.tables.get("interval_theorem44", [])
     if inter:
-        below = [r for r in inter if not r["learned_at_or_above_oracle"]]
+        m = len(inter)
+        below = [r for r in inter if beyond_budget(r["ser"], r["ser_lo"], r["ser_hi"], r["oracle_exact_ser"], m,
+                                                   "below")]
         out.notes.append(
-            "Interval language: the learned MDM's SER is at or above the oracle's exact SER at every (L, N) up to its "
-            "95% interval." if not below else
-            "FINDING (to investigate): the learned MDM's SER is below the oracle's exact SER beyond its 95% interval at "
-            + ", ".join(f"L={r['length']} N={r['n_steps']} ({r['ser_hi']:.3f} < {r['oracle_exact_ser']:.3f})"
-                        for r in below) + ": a model less random than the oracle's marginals on colliding pairs.")
+            f"Interval language: the learned MDM's SER is not below the oracle's exact SER beyond the 95% budget of "
+            f"the {m} (L, N) comparisons (Bonferroni)." if not below else
+            f"Interval language: the learned MDM's SER is below the oracle's exact SER beyond the 95% budget of the "
+            f"{m} comparisons at " + ", ".join(f"L={r['length']} N={r['n_steps']} ({r['ser']:.3f} < "
+                                              f"{r['oracle_exact_ser']:.3f})" for r in below)
+            + ". No claim is violated: the oracle's marginals minimise KL, not SER, and a model less random than "
+              "them on colliding pairs can have a lower SER.")
     for t in out.tables.get("interval_thresholds", []):
         learned = (f"N = {t['learned_steps_needed']}" if t["learned_steps_needed"] is not None
                    else f"more than the grid's {t['grid_max']}")

@@ -333,6 +333,9 @@ def train_runs(pairs: list[tuple[str, str]], cache: ResultCache, *, seed: int = 
 
 def describe(run: TrainedRun) -> str:
     """One line for the report: the ratio against the target, and the training speed."""
+    if not math.isfinite(run.ratio):  # never measured: no ratio to compare with the target
+        return (f"{run.language} {run.kind.upper()}: validation perplexity / exact not measured after "
+                f"{run.train_steps} steps, so the {100 * (run.target - 1):.0f}% target was not checked.")
     status = "meets" if run.meets_target else "MISSES"
     speed = (f"; {run.tokens_per_second:,.0f} tokens/s on {_how(run.threads, run.compiled)}, {run.cpu_seconds:.0f} CPU-s"
              if math.isfinite(run.tokens_per_second) else "; checkpoint found without its training record")

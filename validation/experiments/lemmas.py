@@ -87,12 +87,13 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                          + ", ".join(pinned) + ".")
     if unexpected:
         out.notes.append("VIOLATIONS NOT YET RECORDED AS FINDINGS: " + ", ".join(unexpected) + ".")
-    out.findings.extend(f"{r['claim']}: violated on {r['violations']} of {r['instances']} instances"
-                        + ("" if r.get("expect") == "false" else " (not yet recorded in docs/findings.md)")
-                        for r in bad)
-    out.vacuous.extend(f"{r['claim']}: no instance could be checked" if not r.get("instances") else
-                       f"{r['claim']}: the bound is vacuous on all {r['instances']} instances"
-                       for r in rows if not r.get("instances") or r.get("vacuous") == r["instances"])
+    out.add_finding([f"{r['claim']}: violated on {r['violations']} of {r['instances']} instances"
+                     + ("" if r.get("expect") == "false" else " (not yet recorded in docs/findings.md)")
+                     for r in bad], len(bad), len(rows))
+    empty = [r for r in rows if not r.get("instances") or r.get("vacuous") == r["instances"]]
+    out.add_vacuous([f"{r['claim']}: no instance could be checked" if not r.get("instances") else
+                     f"{r['claim']}: the bound is vacuous on all {r['instances']} instances" for r in empty],
+                    len(empty), len(rows))
     return out.finish(started)
 
 

@@ -267,6 +267,12 @@ def _learned(cfg: Config, cache: ResultCache, progress: bool, out: ExperimentRes
             evals[lang] = ev
             rows += rl.learned_rows(lang, ev, runs)
     out.tables["learned_models"] = rl.model_rows(runs, evals)
+    missed = [m for m in out.tables["learned_models"] if not m["meets_target"]]
+    if missed:  # a model short of its validation target: its curves are shown, the section is not "ok"
+        out.add_missed_target("validation target not reached by " + ", ".join(
+            f"{m['language']} {m['kind']} ({m['val_ratio']:.4f} against {m['target']:.2f})"
+            if math.isfinite(m["val_ratio"]) else f"{m['language']} {m['kind']} (ratio not measured)"
+            for m in missed))
     if rows:
         out.tables["learned"] = rows
     out.notes.extend(rl.notes(out.tables["learned_models"], rows))

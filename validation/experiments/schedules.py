@@ -165,8 +165,8 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         named = [(b["bound"], b["vacuous"]) for b in bounds] + [(f"CCL {c['kind']}", c["vacuous"]) for c in ccl]
         for name in dict.fromkeys(n for n, _ in named):  # a bound above TC says nothing: never a green "ok"
             flags = [v for n, v in named if n == name]
-            if any(flags):
-                out.vacuous.append(f"{name} bound: vacuous (above TC) at {sum(flags)} of {len(flags)} points")
+            out.add_vacuous(f"{name} bound: vacuous (above TC) at {sum(flags)} of {len(flags)} points",
+                            sum(flags), len(flags))
     return out.finish(started)
 
 

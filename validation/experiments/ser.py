@@ -148,11 +148,11 @@ def _check_lower_bounds(out: ExperimentResult, irows: list[dict]) -> None:
         if not pts:
             continue
         bad = [r for r in pts if r["exact_ser"] < r[key] * (1 - _RTOL_BOUND)]
-        out.findings.extend(f"{name} violated: L = {r['length']}, N = {r['steps']}: exact SER {r['exact_ser']:.6g} "
-                            f"< lower bound {r[key]:.6g}" for r in bad)
+        out.add_finding([f"{name} violated: L = {r['length']}, N = {r['steps']}: exact SER {r['exact_ser']:.6g} "
+                         f"< lower bound {r[key]:.6g}" for r in bad], len(bad), len(pts))
         trivial = [r for r in pts if r[key] <= 0.0]
         if len(trivial) == len(pts):
-            out.vacuous.append(f"{name}: the lower bound is 0 at every one of the {len(pts)} points")
+            out.add_vacuous(f"{name}: the lower bound is 0 at every one of the {len(pts)} points", len(pts), len(pts))
         elif not bad:
             out.notes.append(f"{name}: the exact SER is at or above the lower bound at all {len(pts)} points"
                              + (f" (the bound is 0, so says nothing, at {len(trivial)})." if trivial else "."))

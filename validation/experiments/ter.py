@@ -183,9 +183,9 @@ def _check_lemma_b2(out: ExperimentResult, exact_rows: list[dict]) -> None:
     if not exact_rows:
         return
     bad = [r for r in exact_rows if r["kl_jensen_bound"] < r["kl"] * (1 - _RTOL_B2) - _RTOL_B2]
-    out.findings.extend(
+    out.add_finding([
         f"Lemma B.2 violated: {r['language']}, L = {r['length']}, N = {r['steps']}: E_tau KL(q||p(.|tau)) = "
-        f"{r['kl_jensen_bound']:.6g} < KL(q||p) = {r['kl']:.6g}" for r in bad)
+        f"{r['kl_jensen_bound']:.6g} < KL(q||p) = {r['kl']:.6g}" for r in bad], len(bad), len(exact_rows))
     worst = max((r for r in exact_rows if r["jensen_over_kl"]), key=lambda r: r["jensen_over_kl"], default=None)
     if worst and not bad:
         out.notes.append(
@@ -220,14 +220,14 @@ def _check_theorem42(out: ExperimentResult, rows: list[dict]) -> None:
         f"{len(vacuous)} vacuous (eps >= 1/4, so 4 eps log|V| >= log|V| >= KL(q||p)/L), "
         f"{len(open_)} inconclusive (the Jensen bound is above 4 eps log|V|; it only bounds KL(q||p) from above).")
     if not regime:
-        out.vacuous.append(f"Theorem 4.2: no grid point has L >= L_0(eps, n) ({len(applicable)} points "
-                           "of n-gram languages), so its bound was checked nowhere")
+        out.add_vacuous(f"Theorem 4.2: no grid point has L >= L_0(eps, n) ({len(applicable)} points "
+                        "of n-gram languages), so its bound was checked nowhere", len(applicable), len(applicable))
     elif not confirmed:
-        out.vacuous.append(f"Theorem 4.2: all {len(vacuous)} grid points in its regime L >= L_0 have eps >= 1/4, "
-                           "where 4 eps log|V| >= log|V| >= KL(q||p)/L holds for the oracle sampler at any N"
-                           if len(vacuous) == len(regime) else
-                           f"Theorem 4.2: confirmed at no grid point in its regime ({len(vacuous)} vacuous, "
-                           f"{len(open_)} inconclusive)")
+        out.add_vacuous(f"Theorem 4.2: all {len(vacuous)} grid points in its regime L >= L_0 have eps >= 1/4, "
+                        "where 4 eps log|V| >= log|V| >= KL(q||p)/L holds for the oracle sampler at any N"
+                        if len(vacuous) == len(regime) else
+                        f"Theorem 4.2: confirmed at no grid point in its regime ({len(vacuous)} vacuous, "
+                        f"{len(open_)} inconclusive)", len(regime), len(regime))
 
 
 def _interval(n: int, value: float, stderr: float) -> tuple[int, float, float, float]:
