@@ -6,6 +6,7 @@ and values); the state space is checked, and a case too large refused, before an
 
 from __future__ import annotations
 
+import math
 import time
 
 import click
@@ -31,8 +32,12 @@ def optimal_decoder_cmd(language, length, calls, metric, as_json):
     Prints the floor for every budget t <= T and the optimal policy: at each reachable state
     (revealed positions and values, calls left) the set it reveals and the state's probability.
     """
+    from numerics.estimate import Estimate
     from numerics.exact.optimal_decoder import check_decoder_size, optimal_decoder
+    from numerics.exact.output_law import nonnegative_kl
     from numerics.languages.presets import load_language
+    from numerics.machine import check_memory
+    from numerics.methods import optimal_decoder_bytes
 
     t0 = time.perf_counter()
     lang = load_language(language)
@@ -40,10 +45,16 @@ def optimal_decoder_cmd(language, length, calls, metric, as_json):
         check_decoder_size(lang.vocab_size, length, calls)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--length/--calls") from None
+    check_memory(optimal_decoder_bytes(lang.vocab_size, length, calls), f"optimal-decoder -T {calls} at L = {length}",
+                 f"every budget beyond -T {length} (= L: each call reveals a position) has the value at -T {length}")
     r = optimal_decoder(lang, length, calls, metric)
+    values, value = [float(v) for v in r.values], r.value
+    if metric == "kl":  # exact's rule (nonnegative_kl): a negative KL of round-off size is 0; H(q) <= L log V
+        values = [nonnegative_kl(v, length * math.log(lang.vocab_size)) for v in values]
+        value = Estimate(values[-1], 0.0, r.value.method)
     result = {
         "language": language, "length": length, "calls": calls, "metric": metric,
-        "value": r.value, "values_by_budget": [float(v) for v in r.values],
+        "value": value, "values_by_budget": values,
         "expected_calls": r.expected_calls, "n_states": r.n_states,
         "policy": [{"revealed": {str(j): int(v) for j, v in s.revealed}, "calls_left": s.calls_left,
                     "reveal": list(s.reveal), "probability": s.probability, "value": s.value} for s in r.policy],
