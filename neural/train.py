@@ -59,7 +59,7 @@ from torch import nn
 from numerics.exact.entropy import entropy_rate
 from numerics.languages.hmm import Language
 from numerics.machine import GuardError, check_memory, env_value, transformer_bytes
-from numerics.provenance import atomic_write_bytes, atomic_write_json, provenance
+from numerics.provenance import atomic_write_bytes, atomic_write_json, check_writable_file, provenance
 
 from .config import RunConfig, TrainConfig, config_differences, run_config_from_dict
 from .data import Dataset, language_fingerprint, load_or_make_dataset, resolve_language
@@ -127,6 +127,7 @@ def pick_device(requested: str | None = None) -> torch.device:
 def run_lock(out_dir: str | Path) -> FileLock:
     """The lock of a run folder (``OUT/checkpoint.pt.lock``): one writer at a time (module docstring)."""
     out_dir = Path(out_dir)
+    check_writable_file(out_dir / CHECKPOINT_NAME)  # a folder on the way that is a file: named, nothing made
     out_dir.mkdir(parents=True, exist_ok=True)
     return FileLock(out_dir / f"{CHECKPOINT_NAME}.lock", timeout=0)
 

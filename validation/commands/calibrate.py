@@ -9,6 +9,7 @@ import time
 
 import click
 
+from numerics.schedules import MAX_STEPS  # the largest N a schedule holds: --max-steps above it is refused at once
 from validation.commands._common import (
     emit,
     format_estimate,
@@ -60,7 +61,7 @@ def calibration_record(c) -> dict:
               help="Monte Carlo samples per setting evaluated.")
 @click.option("--confidence", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
               show_default=True, help="Monte Carlo: one-sided confidence of 'meets'.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=1 << 12, show_default=True,
+@click.option("--max-steps", type=click.IntRange(min=1, max=MAX_STEPS), default=1 << 12, show_default=True,
               help="Largest number of steps tried (random).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
 @progress_option

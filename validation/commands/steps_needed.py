@@ -10,6 +10,7 @@ import time
 
 import click
 
+from numerics.schedules import MAX_STEPS  # the largest N a schedule holds: --max-steps above it is refused at once
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options
 from validation.commands._schedule import check_schedule, schedule_option
@@ -73,7 +74,7 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
               help="Monte Carlo samples per N evaluated.")
 @click.option("--confidence", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
               show_default=True, help="Monte Carlo: one-sided confidence that the metric at N is <= TARGET.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=1 << 16, show_default=True,
+@click.option("--max-steps", type=click.IntRange(min=1, max=MAX_STEPS), default=1 << 16, show_default=True,
               help="Give up (target not met) beyond this N.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws.")
 @click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
