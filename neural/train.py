@@ -734,11 +734,13 @@ def train(
 
     Under ``torchrun`` (``WORLD_SIZE > 1``) it trains with DDP (NCCL on CUDA, gloo on CPU);
     rank 0 writes the files, holding the folder's lock (:func:`run_lock`): a second process
-    training into ``out_dir`` meanwhile is refused with :class:`RunBusyError`. SIGTERM or SIGINT during the loop stops it after the current step with
-    a checkpoint (:class:`_StopSignals`; ``TrainResult.stopped_by`` names the signal).
+    training into ``out_dir`` meanwhile is refused with :class:`RunBusyError`. SIGTERM or SIGINT
+    during the loop stops it after the current step with a checkpoint (:class:`_StopSignals`;
+    ``TrainResult.stopped_by`` names the signal).
     """
-    if max_minutes is not None and not (math.isfinite(max_minutes) and max_minutes > 0):
-        raise GuardError(f"--max-minutes {max_minutes}: the wall-clock budget must be a finite number of minutes > 0")
+    if max_minutes is not None and not (math.isfinite(max_minutes) and max_minutes >= 0):
+        raise GuardError(f"--max-minutes {max_minutes}: the wall-clock budget must be a finite number of minutes >= 0 "
+                         "(0: stop after the first step)")
     if env_value("RANK") != 0:
         return _train(cfg, Path(out_dir), language, max_minutes, stop_after, device, progress, data_root)
     lock = run_lock(out_dir)

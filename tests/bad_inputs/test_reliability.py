@@ -63,7 +63,7 @@ def test_a_torchrun_variable_that_is_no_rank_is_named(monkeypatch):
 @pytest.mark.parametrize("args, pattern", [
     (["--threads", "0"], r"'--threads': 0 is not in the range 1<=x"),
     (["--device", "tpu9"], r"--device 'tpu9' is not a device: use cpu, cuda or cuda:K"),
-    (["--max-minutes", "-1"], r"'--max-minutes': -1\.0 is not in the range 0<x"),
+    (["--max-minutes", "-1"], r"'--max-minutes': -1\.0 is not in the range 0<=x"),
 ], ids=["threads 0", "device tpu9", "max-minutes -1"])
 def test_train_options_that_cannot_run_are_named(tmp_path, args, pattern):
     refused([*TRAIN, "--out", tmp_path / "run", *args], pattern)

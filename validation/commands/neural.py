@@ -52,8 +52,8 @@ def _overrides(values: dict) -> dict[str, dict]:
               show_default=True, help="Named sizes the overrides below start from.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run folder (checkpoint.pt, metrics.json); default runs/LANGUAGE-MODEL-CONFIG-sSEED.")
-@click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True, max=1e9), default=None,
-              help="Stop (checkpointed, resumable) after this long (minutes > 0).")
+@click.option("--max-minutes", type=click.FloatRange(min=0, max=1e9), default=None,
+              help="Stop (checkpointed, resumable) after this long (minutes; 0: after the first step).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Initialisation and noise seed.")
 @click.option("-L", "--length", type=int, default=None, help="Override the sequence length L.")
 @click.option("--width", type=int, default=None, help="Override the hidden size d.")
