@@ -106,7 +106,7 @@ SMOOTHINGS = ("none", "add-k")
 UNK = "<unk>"
 MAX_ORDER = 4  # the presets' orders are 2..4; 1 is the unigram
 MAX_CONDITIONAL_BYTES = 2 << 30  # the dense (V^(n-1), V) float64 conditional, checked before it is allocated
-FIT_DENSE_COPIES = 4  # the fit's peak in dense conditionals (the array, its summary's temporaries): 3.2 measured
+FIT_DENSE_COPIES = 3  # the fit's peak in dense conditionals (the array, its checks; summary by rows): 2.2 measured
 CORPUS_BYTES_PER_BYTE = 100  # peak memory of tokenizing per corpus byte (a Python str per token, ids, n-gram codes)
 
 _WORD_RE = re.compile(r"\w+|[^\w\s]")
@@ -379,7 +379,8 @@ def _conditional_matrix(S: int, V: int, windows: np.ndarray, nexts: np.ndarray, 
 
 def fit_memory_bytes(V: int, order: int) -> int:
     """Estimated peak bytes of fitting an order-``order`` n-gram over ``V`` tokens: :data:`FIT_DENSE_COPIES`
-    dense ``(V^(n-1), V)`` float64 conditionals (the array and its summary's temporaries)."""
+    dense ``(V^(n-1), V)`` float64 conditionals (the array and the checks on it; the summary works by
+    blocks of rows)."""
     return FIT_DENSE_COPIES * 8 * V ** max(order, 2)
 
 
@@ -494,15 +495,21 @@ def _fit_ids(ids: np.ndarray, n: int, V: int, smoothing: str, k: float | None) -
     return NGram(n, initial, cond), int(codes.shape[0]), int(np.count_nonzero(seen))
 
 
+SUMMARY_BLOCK = 1 << 22  # entries of the conditional summarized at a time (32 MiB of float64 temporaries)
 _STATIONARY_ATOL = 1e-12  # |initial P - initial| of an exactly stationary law: float64 round-off of sums of ~1
 
 
 def _summarize(lang: NGram, ngrams_seen: int, distinct: int, observed: int, smoothing: str) -> FitSummary:
     V, S = lang.vocab_size, lang.n_states
-    h = entr(lang.conditional).sum(axis=1)
+    h, flow = np.empty(S), np.zeros(S)
+    step = max(1, SUMMARY_BLOCK // V)  # rows at a time: no temporary as large as the conditional
+    for a in range(0, S, step):
+        rows = np.arange(a, min(S, a + step))
+        cond = lang.conditional[rows]
+        h[rows] = entr(cond).sum(axis=1)
+        successors = ((rows % (S // V)) * V)[:, None] + np.arange(V)[None, :]  # NGram.successors() of these rows
+        flow += np.bincount(successors.ravel(), weights=(lang.initial[rows, None] * cond).ravel(), minlength=S)
     rate = float(lang.initial @ h)
-    flow = np.bincount(lang.successors().ravel(), weights=(lang.initial[:, None] * lang.conditional).ravel(),
-                       minlength=S)
     stationary = bool(np.max(np.abs(flow - lang.initial)) <= _STATIONARY_ATOL)
     zero_share = (observed * V - distinct) / (observed * V) if smoothing == "none" else 0.0
     return FitSummary(V, S, int(ngrams_seen), distinct, observed, float(zero_share), rate, float(np.exp(rate)),

@@ -93,12 +93,12 @@ def test_fit_refuses_dev_zero_before_reading_it(tmp_path):
 
 
 def test_fit_estimates_its_peak_before_the_dense_conditional(tmp_path, monkeypatch):
-    monkeypatch.setenv("MDM_THEORY_MEMORY_GIB", "1")  # limit 0.5 GiB; the fit's peak: 4 x 0.27 GiB
+    monkeypatch.setenv("MDM_THEORY_MEMORY_GIB", "1")  # limit 0.5 GiB; the fit's peak: 3 x 0.27 GiB
     corpus = tmp_path / "words.txt"
     corpus.write_text(" ".join(f"w{i}" for i in range(6000)) + "\n")
     refused(["languages", "fit", corpus, "--level", "word", "--out", tmp_path / "f.npz"],
-            r"fitting a 2-gram over V = 6000 tokens \(4 dense conditionals of 0\.268 GiB at the peak\) needs about "
-            r"1\.07 GiB of memory, more than this machine's limit of 0\.5 GiB .*lower --vocab-cap or --order")
+            r"fitting a 2-gram over V = 6000 tokens \(3 dense conditionals of 0\.268 GiB at the peak\) needs about "
+            r"0\.805 GiB of memory, more than this machine's limit of 0\.5 GiB .*lower --vocab-cap or --order")
     assert not (tmp_path / "f.npz").exists()
 
 
