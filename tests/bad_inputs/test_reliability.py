@@ -115,6 +115,28 @@ def test_exact_methods_carry_a_memory_estimate(monkeypatch):
     assert choice["exact_methods"]["enumerate"]["estimated_bytes"] == pytest.approx(1.125 * 2**30)
 
 
+def test_the_joint_table_peaks_within_its_estimate_and_below_s_tables():
+    """calibrate / steps-needed / exact at L = 8 on 2gram-pruned peaked at 2.4 GB: the forward contraction
+    held a (V^L, S) array, S = 8 times the table. Here at L = 7 (V^L = 2^21): the peak of building the
+    table is within the memory estimate of :func:`numerics.methods.exact_bytes` and below that array."""
+    import tracemalloc
+
+    from numerics.exact.joint_table import joint_table
+    from numerics.languages.presets import load_language
+    from numerics.methods import METRIC_TABLES, exact_bytes
+
+    lang, L = load_language("2gram-pruned"), 7
+    tracemalloc.start()
+    try:
+        q = joint_table(lang, L)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    table = 8 * q.size
+    assert peak < lang.n_states * table  # the (V^L, S) array of the old contraction alone
+    assert peak <= exact_bytes(lang, L, "enumerate", steps=1) - (METRIC_TABLES + 1) * table  # the build's share
+
+
 def test_steps_needed_and_calibrate_refuse_a_max_steps_no_schedule_holds():
     for cmd in ("steps-needed", "calibrate"):
         refused([cmd, "--language", "2gram-pruned", "-L", "8", "--metric", "ser", "--target", "0.5",
