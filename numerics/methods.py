@@ -21,9 +21,10 @@ language of vocabulary ``V`` at length ``L`` with ``n`` steps of positive probab
 Each exact method also carries its estimated peak memory (:func:`exact_bytes`): the joint table
 ``q`` is built by the forward contraction over the language's ``S`` hidden states, about
 ``16 S V^(L-1) + 16 V^L`` bytes (``(8L + 16) V^L`` for a language tabulated by ``log_prob``),
-the metrics hold :data:`METRIC_TABLES` more ``V^L`` tables, the DP adds its three ``(V+1)^L`` float64 arrays, enumeration its per-partition laws. A method
-whose estimate exceeds this machine's limit (:func:`numerics.machine.memory_limit`) is not
-feasible: ``auto`` passes over it, and one asked for by name is refused with the figures.
+the metrics hold :data:`METRIC_TABLES` more ``V^L`` tables, the DP adds its three ``(V+1)^L``
+float64 arrays, enumeration its per-partition laws. A method whose estimate exceeds this
+machine's limit (:func:`numerics.machine.memory_limit`) is not feasible: ``auto`` passes over it,
+and one asked for by name is refused with the figures.
 
 Monte Carlo (``mc``) costs about ``passes x samples x L x (MC_POSITION_S + MC_UNIT_S W)`` seconds
 (:func:`mc_seconds`): ``W`` the work of one message step of the language's kernels (``S^2`` for a
@@ -219,10 +220,11 @@ def method_costs(language: Any, length: int, schedule: Schedule, *, name: str | 
     l = closed_form_length(language)
     if l is None:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
-                                        f"no closed form for {_name(language, name)} (only the interval language has one)")
+                                        f"no closed form for {_name(language, name)} (only the interval language has one)",
+                                        math.inf)
     elif L % l:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
-                                        f"the interval closed form needs l = {l} to divide L = {L}")
+                                        f"the interval closed form needs l = {l} to divide L = {L}", math.inf)
     else:
         out["closed-form"] = MethodCost("closed-form", True, math.log10(CLOSED_FORM_S), f"O(N l^2) with l = {l}")
     log_table = L * math.log10(V)
