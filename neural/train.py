@@ -17,6 +17,18 @@ file + rename), so an interruption never leaves a half-written file. ``OUT/metri
 small, human-readable summary. Re-running into ``OUT`` with another config is refused with the
 differing fields named, except a larger ``train.train_steps`` on a finished run, which extends it.
 
+Every tensor of a checkpoint (weights, EMA weights, optimizer moments) is written with its
+SHA-256 (``checksums``) and verified on load: a flipped bit that leaves a weight finite (0.05 ->
+3e36) is a :class:`CheckpointError` naming the tensor, not a silently different network. A
+checkpoint written before checksums existed loads with a warning. The network a checkpoint's
+config describes is sized against this machine's memory before it is built
+(:func:`numerics.machine.check_memory`).
+
+One run folder has one writer: :func:`train` holds ``OUT/checkpoint.pt.lock`` (POSIX advisory,
+:mod:`filelock`, released when the process exits, even by SIGKILL) from reading the checkpoint to
+its last save; a second ``train`` on the same folder is refused at once (:class:`RunBusyError`)
+instead of both writing it.
+
 The loop reads as nanoGPT's ``train.py``: set up (devices, data, state), then one short function
 per concern -- the batch, the step, the EMA, validation, saving.
 """
@@ -24,9 +36,9 @@ per concern -- the batch, the step, the EMA, validation, saving.
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import math
-import os
 import pickle
 import re
 import signal
@@ -41,11 +53,13 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
+from filelock import FileLock, Timeout
 from torch import nn
 
 from numerics.exact.entropy import entropy_rate
 from numerics.languages.hmm import Language
-from numerics.provenance import atomic_write_bytes, atomic_write_json, provenance
+from numerics.machine import GuardError, check_memory, env_value, transformer_bytes
+from numerics.provenance import atomic_write_bytes, atomic_write_json, check_writable_file, provenance
 
 from .config import RunConfig, TrainConfig, config_differences, run_config_from_dict
 from .data import Dataset, language_fingerprint, load_or_make_dataset, resolve_language
@@ -56,6 +70,7 @@ __all__ = [
     "CHECKPOINT_NAME",
     "TIMING_FIELDS",
     "Checkpoint",
+    "RunBusyError",
     "CheckpointError",
     "TrainResult",
     "load_checkpoint",
@@ -79,13 +94,42 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used: unreadable, truncated, of another format or another config."""
 
 
+class RunBusyError(OSError):
+    """Another process is training into the same run folder (it holds the folder's lock)."""
+
+
 def pick_device(requested: str | None = None) -> torch.device:
-    """``requested`` if given, else CUDA when available (the local rank's GPU under DDP), else CPU."""
-    if requested:
-        return torch.device(requested)
-    if torch.cuda.is_available():
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-    return torch.device("cpu")
+    """``requested`` if given, else CUDA when available (the local rank's GPU under DDP), else CPU.
+
+    A device torch does not know (``tpu9``) or this machine does not have (``cuda`` without a GPU,
+    ``cuda:3`` on a machine with one) is a :class:`~numerics.machine.GuardError` naming ``--device``.
+    """
+    if not requested:
+        if torch.cuda.is_available():
+            return torch.device("cuda", env_value("LOCAL_RANK"))
+        return torch.device("cpu")
+    try:
+        dev = torch.device(requested)
+    except (RuntimeError, ValueError, TypeError):
+        raise GuardError(f"--device {requested!r} is not a device: use cpu, cuda or cuda:K (K a GPU index)") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (dev.index is not None and dev.index >= count):
+            raise GuardError(f"--device {requested}: this machine has {count} CUDA device(s)"
+                             + ("; use --device cpu" if count == 0 else f"; use cuda:0 to cuda:{count - 1}"))
+    elif dev.type not in ("cpu", "mps", "xpu"):
+        raise GuardError(f"--device {requested!r}: mdm-theory trains and samples on cpu or cuda")
+    elif dev.type != "cpu" and not getattr(torch, dev.type).is_available():
+        raise GuardError(f"--device {requested}: no {dev.type} device on this machine; use --device cpu")
+    return dev
+
+
+def run_lock(out_dir: str | Path) -> FileLock:
+    """The lock of a run folder (``OUT/checkpoint.pt.lock``): one writer at a time (module docstring)."""
+    out_dir = Path(out_dir)
+    check_writable_file(out_dir / CHECKPOINT_NAME)  # a folder on the way that is a file: named, nothing made
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(out_dir / f"{CHECKPOINT_NAME}.lock", timeout=0)
 
 
 def lr_at(step: int, cfg: TrainConfig, start: int = 0) -> float:
@@ -139,6 +183,67 @@ class Checkpoint:
         return model.to(device).eval()
 
 
+def _tensors(tree: Any, prefix: str = ""):
+    """``(dotted name, tensor)`` of every tensor in a nested dict/list (a state dict, an optimizer state)."""
+    if isinstance(tree, torch.Tensor):
+        yield prefix, tree
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            yield from _tensors(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(tree, (list, tuple)):
+        for k, v in enumerate(tree):
+            yield from _tensors(v, f"{prefix}[{k}]")
+
+
+def _digest(tensor: torch.Tensor) -> str:
+    """SHA-256 of a tensor's dtype, shape and bytes (any dtype and device)."""
+    t = tensor.detach().reshape(-1).contiguous().cpu()
+    h = hashlib.sha256(f"{t.dtype} {tuple(tensor.shape)}\n".encode())
+    h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+_CHECKED_PARTS = ("model", "ema", "optimizer")  # the payload's parts whose tensors carry checksums
+
+
+def _checksums(payload: dict) -> dict[str, str]:
+    """``{"model.NAME": sha256, "ema.NAME": ..., "optimizer.state.0.exp_avg": ...}`` of a payload's tensors."""
+    return {name: _digest(t) for part in _CHECKED_PARTS for name, t in _tensors(payload.get(part), part)}
+
+
+def _verify_checksums(raw: dict, path: Path) -> None:
+    """Compare every tensor with its stored SHA-256: a :class:`CheckpointError` naming the first that differs;
+    a checkpoint without checksums (written before they existed) loads with a warning."""
+    stored = raw.get("checksums")
+    if stored is None:
+        warnings.warn(f"checkpoint {str(path)!r} carries no checksums of its tensors (written before mdm-theory "
+                      "stored them): a damaged weight cannot be detected; resume or retrain the run to add them",
+                      stacklevel=3)
+        return
+    found = _checksums(raw)
+    if not isinstance(stored, dict) or set(stored) != set(found):
+        missing = sorted(set(found) ^ set(stored if isinstance(stored, dict) else ()))[:3]
+        raise CheckpointError(f"checkpoint {str(path)!r} does not hold the tensors its checksums list "
+                              f"(differences: {missing}); the file was damaged or edited")
+    for name, digest in found.items():
+        if stored[name] != digest:
+            raise CheckpointError(f"checkpoint {str(path)!r}: tensor {name} does not match its checksum (SHA-256 "
+                                  f"{digest[:12]}... written as {str(stored[name])[:12]}...): the file was damaged "
+                                  "or edited after it was written; restore it or retrain")
+
+
+def _check_size(cfg: RunConfig, path: Path) -> None:
+    """Refuse a config whose network (one sequence through it) cannot fit in this machine's memory."""
+    m = cfg.model
+    try:
+        check_memory(transformer_bytes(1, m.length, m.width, m.n_heads, m.n_layers, m.vocab_size)
+                     + 4.0 * (m.length + 1) * m.width,  # the position tables
+                     f"the network of checkpoint {str(path)!r} (L = {m.length}, width {m.width}, {m.n_layers} blocks)",
+                     "its config was damaged, or it belongs to a larger machine")
+    except GuardError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
 def _load_state(module: Any, state: Any, path: Path | None) -> None:
     """``module.load_state_dict(state)``; weights that do not fit the saved config are a :class:`CheckpointError`."""
     try:
@@ -170,6 +275,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"checkpoint {str(path)!r} is corrupt or truncated ({type(exc).__name__}: {exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != _FORMAT:
         raise CheckpointError(f"{str(path)!r} is not an mdm-theory checkpoint (format {_FORMAT})")
+    _verify_checksums(raw, path)
     try:
         ck = Checkpoint(
             config=run_config_from_dict(raw["config"]),
@@ -186,6 +292,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         )
     except (KeyError, ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {str(path)!r} is incomplete or malformed: {exc}") from exc
+    _check_size(ck.config, path)
     _check_finite(ck, path)
     return ck
 
@@ -205,7 +312,7 @@ def _check_finite(ck: Checkpoint, path: Path) -> None:
 
 def _save_checkpoint(path: Path, payload: dict) -> None:
     buf = io.BytesIO()
-    torch.save(payload, buf)
+    torch.save({**payload, "checksums": _checksums(payload)}, buf)
     atomic_write_bytes(path, buf.getvalue())
 
 
@@ -292,8 +399,8 @@ class _Processes:
 
 
 def _setup_processes(device: str | None) -> _Processes:
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+    world = env_value("WORLD_SIZE")
+    rank = env_value("RANK")
     dev = pick_device(device)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
@@ -626,12 +733,34 @@ def train(
         Where data sets are stored (default ``out_dir/../data``, shared by runs side by side).
 
     Under ``torchrun`` (``WORLD_SIZE > 1``) it trains with DDP (NCCL on CUDA, gloo on CPU);
-    rank 0 writes the files. SIGTERM or SIGINT during the loop stops it after the current step with
-    a checkpoint (:class:`_StopSignals`; ``TrainResult.stopped_by`` names the signal).
+    rank 0 writes the files, holding the folder's lock (:func:`run_lock`): a second process
+    training into ``out_dir`` meanwhile is refused with :class:`RunBusyError`. SIGTERM or SIGINT
+    during the loop stops it after the current step with a checkpoint (:class:`_StopSignals`;
+    ``TrainResult.stopped_by`` names the signal).
     """
+    if max_minutes is not None and not (math.isfinite(max_minutes) and max_minutes >= 0):
+        raise GuardError(f"--max-minutes {max_minutes}: the wall-clock budget must be a finite number of minutes >= 0 "
+                         "(0: stop after the first step)")
+    if env_value("RANK") != 0:
+        return _train(cfg, Path(out_dir), language, max_minutes, stop_after, device, progress, data_root)
+    lock = run_lock(out_dir)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunBusyError(f"another mdm-theory train is writing the run folder {str(out_dir)!r} (it holds "
+                           f"{lock.lock_file}); wait for it to finish, or train into another --out") from None
+    try:
+        return _train(cfg, Path(out_dir), language, max_minutes, stop_after, device, progress, data_root)
+    finally:
+        lock.release()
+
+
+def _train(cfg: RunConfig, out_dir: Path, language: Language | None, max_minutes: float | None,
+           stop_after: int | None, device: str | None, progress: bool, data_root: str | Path | None) -> TrainResult:
+    """:func:`train`'s run, its folder's lock held (rank 0)."""
     started = time.monotonic()
     out_dir = Path(out_dir)
-    owns_group = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
+    owns_group = env_value("WORLD_SIZE") > 1 and not dist.is_initialized()
     procs = _setup_processes(device)
     tc = cfg.train
     if tc.batch_size % procs.world:

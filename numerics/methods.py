@@ -18,6 +18,14 @@ language of vocabulary ``V`` at length ``L`` with ``n`` steps of positive probab
   products per step, about ``n (2V+1)^L DP_PRODUCT_S`` seconds plus the information curve's
   ``2^L V^L`` table work, at most ``MAX_DP_WORDS`` words ``(V+1)^L``.
 
+Each exact method also carries its estimated peak memory (:func:`exact_bytes`): the joint table
+``q`` is built by the forward contraction over the language's ``S`` hidden states, about
+``16 S V^(L-1) + 16 V^L`` bytes (``(8L + 16) V^L`` for a language tabulated by ``log_prob``),
+the metrics hold :data:`METRIC_TABLES` more ``V^L`` tables, the DP adds its three ``(V+1)^L``
+float64 arrays, enumeration its per-partition laws. A method whose estimate exceeds this
+machine's limit (:func:`numerics.machine.memory_limit`) is not feasible: ``auto`` passes over it,
+and one asked for by name is refused with the figures.
+
 Monte Carlo (``mc``) costs about ``passes x samples x L x (MC_POSITION_S + MC_UNIT_S W)`` seconds
 (:func:`mc_seconds`): ``W`` the work of one message step of the language's kernels (``S^2`` for a
 dense HMM, the non-zeros of a sparse transition, ``S V`` for a dense n-gram's conditional, its
@@ -37,7 +45,6 @@ and serve to order the methods and to refuse hopeless requests, not to promise a
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +54,7 @@ from numerics.exact.dp import MAX_DP_WORDS
 from numerics.exact.enumerate import MAX_INSTANCES
 from numerics.exact.joint_table import MAX_TABLE_ENTRIES
 from numerics.languages.hmm import SPARSE_DENSITY
+from numerics.machine import MAX_SECONDS_ENV, env_value, format_bytes, memory_limit
 from numerics.schedules import Schedule
 
 __all__ = [
@@ -60,8 +68,10 @@ __all__ = [
     "choose_adaptive_method",
     "choose_method",
     "closed_form_length",
+    "exact_bytes",
     "mc_seconds",
     "method_costs",
+    "optimal_decoder_bytes",
     "step_work",
 ]
 
@@ -74,6 +84,7 @@ DP_PRODUCT_S = 1e-8  # per product of the DP's odometer (numerics/exact/dp.py: ~
 CLOSED_FORM_S = 1e-3  # the closed forms' O(n l^2) recursion
 AUTO_EXACT_BUDGET_S = 30.0  # auto computes exactly when the fastest exact method should take at most this
 MAX_REQUESTED_S = 86_400.0  # a method asked for by name that should take longer than a day is refused
+METRIC_TABLES = 4  # V^L float64 tables of the metrics beside q (p, logs, products): 2gram-pruned, L = 8 measured 0.86 GB
 ENUMERATE_MAX_BYTES = 8 * 2**30  # enumeration keeps one (V,)*L float64 law per ordered set partition
 MC_MAX_BYTES = 8 * 2**30  # Monte Carlo's (samples, L) arrays above this are refused up front
 MC_BYTES_PER_TOKEN = 40  # steps (int64), uniforms (float64), tokens (int64), log q and slack per position
@@ -84,7 +95,6 @@ MC_UNIT_S = 3e-8  # per unit of W (one multiply-add of a message step) and posit
 CHAIN_WORK_PER_TOKEN = 4  # the chain sampler's W per vocabulary entry (measured: 0.09 s a sample at V = 4096, L = 1024)
 MC_PASSES = 3  # a random-order point: sampling, scoring the data, the Jensen bound
 MC_MAX_S = 3600.0  # a Monte Carlo run estimated above this is refused up front (MDM_THEORY_MAX_SECONDS raises it)
-MAX_SECONDS_ENV = "MDM_THEORY_MAX_SECONDS"
 
 
 @dataclass(frozen=True)
@@ -101,12 +111,15 @@ class MethodCost:
         sizes overflow a float.
     note : str
         What the estimate counts, or what rules the method out.
+    memory_bytes : float
+        The estimated peak memory (:func:`exact_bytes`; ``inf`` when not applicable).
     """
 
     method: str
     feasible: bool
     log10_seconds: float
     note: str
+    memory_bytes: float = 0.0
 
     @property
     def seconds(self) -> float:
@@ -135,7 +148,8 @@ class MethodChoice:
         rough estimated seconds on one thread (:func:`mc_seconds`)."""
         out = {"method": self.method, "requested": self.requested,
                "exact_methods": {m: {"feasible": c.feasible, "note": c.note,
-                                     "log10_estimated_s": c.log10_seconds if math.isfinite(c.log10_seconds) else None}
+                                     "log10_estimated_s": c.log10_seconds if math.isfinite(c.log10_seconds) else None,
+                                     "estimated_bytes": c.memory_bytes if math.isfinite(c.memory_bytes) else None}
                                  for m, c in self.costs.items()}}
         if self.mc_estimated_s is not None:
             out["mc_estimated_s"] = self.mc_estimated_s
@@ -174,6 +188,30 @@ def _name(language: Any, name: str | None = None) -> str:
     return name if name is not None else f"the {getattr(language, 'kind', type(language).__name__)} language"
 
 
+def exact_bytes(language: Any, length: int, method: str, *, steps: int = 1) -> float:
+    """Estimated peak bytes of the exact ``method`` (``"dp"`` / ``"enumerate"``) at ``L = length`` (module
+    docstring); ``steps``: the steps of positive probability (enumeration keeps a law per partition)."""
+    V, L = int(language.vocab_size), int(length)
+    table = float(V) ** L
+    S = getattr(language, "n_states", None)
+    if hasattr(language, "to_hmm") and S is not None:
+        build = 16.0 * float(S) * float(V) ** (L - 1) + 16.0 * table  # alpha (V^(L-1), S) and its product; q
+    else:
+        build = (8.0 * L + 16.0) * table  # every sequence (int64) and its probability
+    build += 8.0 * METRIC_TABLES * table
+    if method == "dp":
+        return build + 3 * 8.0 * float(V + 1) ** L
+    if method == "enumerate":
+        return build + 8.0 * table * _ordered_partitions(L, steps) if table < 2**40 else math.inf
+    return 0.0
+
+
+def _memory_note(need: float) -> tuple[bool, str]:
+    limit = memory_limit()
+    ok = need <= limit
+    return ok, f"about {format_bytes(need)} of memory" + ("" if ok else f" > this machine's limit {format_bytes(limit)}")
+
+
 def method_costs(language: Any, length: int, schedule: Schedule, *, name: str | None = None) -> dict[str, MethodCost]:
     """The cost of each exact method for ``language`` (called ``name`` in the notes) at ``L = length``."""
     V, L = int(language.vocab_size), int(length)
@@ -182,10 +220,11 @@ def method_costs(language: Any, length: int, schedule: Schedule, *, name: str | 
     l = closed_form_length(language)
     if l is None:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
-                                        f"no closed form for {_name(language, name)} (only the interval language has one)")
+                                        f"no closed form for {_name(language, name)} (only the interval language has one)",
+                                        math.inf)
     elif L % l:
         out["closed-form"] = MethodCost("closed-form", False, math.inf,
-                                        f"the interval closed form needs l = {l} to divide L = {L}")
+                                        f"the interval closed form needs l = {l} to divide L = {L}", math.inf)
     else:
         out["closed-form"] = MethodCost("closed-form", True, math.log10(CLOSED_FORM_S), f"O(N l^2) with l = {l}")
     log_table = L * math.log10(V)
@@ -195,18 +234,28 @@ def method_costs(language: Any, length: int, schedule: Schedule, *, name: str | 
     log_enum = log_instances + math.log10(ENUMERATE_INSTANCE_S + 10.0 ** min(log_table, 300) * ELEMENT_S)
     instances_ok = log_instances <= math.log10(MAX_INSTANCES) + 1e-12
     enum_note = f"N_eff^L: {_pow(n, L)} step assignments" + ("" if instances_ok else f" > {MAX_INSTANCES}")
+    enum_bytes = math.inf
     if instances_ok and table_ok:
         held = _ordered_partitions(L, n) * V**L * 8
         enum_note += f"; {held / 2**30:.3g} GiB of per-instance laws" + (
             "" if held <= ENUMERATE_MAX_BYTES else f" > {ENUMERATE_MAX_BYTES / 2**30:.0f} GiB")
         instances_ok = held <= ENUMERATE_MAX_BYTES
-    out["enumerate"] = MethodCost("enumerate", table_ok and instances_ok, log_enum, f"{enum_note}; {table_note}")
+        enum_bytes = exact_bytes(language, L, "enumerate", steps=n)
+        memory_ok, memory_note = _memory_note(enum_bytes)
+        instances_ok, enum_note = instances_ok and memory_ok, f"{enum_note}; {memory_note}"
+    out["enumerate"] = MethodCost("enumerate", table_ok and instances_ok, log_enum, f"{enum_note}; {table_note}",
+                                  enum_bytes)
     log_words = L * math.log10(V + 1)
     words_ok = log_words <= math.log10(MAX_DP_WORDS) + 1e-12
     log_dp = _log10_sum(math.log10(n) + L * math.log10(2 * V + 1) + math.log10(DP_PRODUCT_S),
                         L * math.log10(2) + log_table + math.log10(ELEMENT_S))
     words_note = f"(V+1)^L: {_pow(V + 1, L)} words" + ("" if words_ok else f" > {MAX_DP_WORDS}")
-    out["dp"] = MethodCost("dp", table_ok and words_ok, log_dp, f"{words_note}; {table_note}")
+    dp_bytes = math.inf
+    if words_ok and table_ok:
+        dp_bytes = exact_bytes(language, L, "dp")
+        memory_ok, memory_note = _memory_note(dp_bytes)
+        words_ok, words_note = memory_ok, f"{words_note}; {memory_note}"
+    out["dp"] = MethodCost("dp", table_ok and words_ok, log_dp, f"{words_note}; {table_note}", dp_bytes)
     return out
 
 
@@ -243,17 +292,10 @@ def mc_seconds(language: Any, length: int, samples: int, *, passes: int = MC_PAS
 
 
 def max_mc_seconds() -> float:
-    """:data:`MC_MAX_S`, or the environment variable ``MDM_THEORY_MAX_SECONDS`` when set."""
-    given = os.environ.get(MAX_SECONDS_ENV)
-    if not given:
-        return MC_MAX_S
-    try:
-        value = float(given)
-    except ValueError:
-        raise ValueError(f"{MAX_SECONDS_ENV}={given!r} is not a number of seconds") from None
-    if not value > 0:
-        raise ValueError(f"{MAX_SECONDS_ENV}={given!r} must be a positive number of seconds")
-    return value
+    """:data:`MC_MAX_S`, or the environment variable ``MDM_THEORY_MAX_SECONDS`` when set
+    (:func:`numerics.machine.env_value`: a finite number of seconds > 0)."""
+    given = env_value(MAX_SECONDS_ENV)
+    return MC_MAX_S if given is None else given
 
 
 def _duration(seconds: float) -> str:
@@ -337,3 +379,18 @@ def choose_adaptive_method(requested: str, vocab: int, length: int, *, language:
         check_mc_time(language, length, samples, passes=ADAPTIVE_MC_FACTOR * MC_PASSES, name=name,
                       what="Monte Carlo of an adaptive rule")
     return method
+
+
+DECODER_BYTES_PER_BUDGET = 200  # per budget t <= T of the optimal decoder's answer (array, list, text): 160 measured
+
+
+def optimal_decoder_bytes(vocab: int, length: int, calls: int) -> float:
+    """Estimated peak bytes of ``optimal-decoder`` (:mod:`numerics.exact.optimal_decoder`) at ``T = calls``.
+
+    Its value and policy tables over the ``(V+1)^L`` states for each of the ``min(T, L)`` budgets
+    that differ (``16 (V+1)^L (min(T, L) + 1)``) and the answer's one value per budget ``t <= T``
+    (:data:`DECODER_BYTES_PER_BUDGET` each, as an array, a list and text), which grows with ``T``
+    although every budget beyond ``L`` has the value at ``L``.
+    """
+    V, L, T = int(vocab), int(length), int(calls)
+    return 16.0 * float(V + 1) ** L * (min(T, L) + 1) + float(DECODER_BYTES_PER_BUDGET) * T

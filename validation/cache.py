@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -78,6 +79,21 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+def _drop_lock_file(lock_file: str, entry: Path) -> None:
+    """Remove an entry's lock file when the entry was not written (called while holding the lock).
+
+    A process already waiting on the file then holds a lock on the removed file while a newcomer
+    locks a new one: both may compute the entry, each writes it atomically and the two results
+    are equal, so the worst case is one entry computed twice -- never a file left for each
+    entry that failed (a report on a full disk).
+    """
+    if not entry.exists():
+        try:
+            os.unlink(lock_file)
+        except OSError:
+            pass
 
 
 @dataclass(frozen=True)
@@ -178,6 +194,8 @@ class ResultCache:
         Two processes sharing the cache (two ``report`` runs on one ``--out``) therefore compute
         each entry once: the second waits for the first and then finds a valid entry. The lock is
         POSIX advisory (:mod:`filelock`) and is released when its holder exits, even by SIGKILL.
+        An entry that could not be computed or stored (a full disk, a failed computation) leaves
+        no lock file behind (:meth:`get_or_compute`).
         """
         path = self.path_for(kind, config)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -194,11 +212,16 @@ class ResultCache:
         """
         if self.root is None:
             return self.store(kind, config, compute())
-        with self.lock(kind, config):
+        lock = self.lock(kind, config)
+        with lock:
             ok, result = self.load(kind, config)
             if ok:
                 return result
-            return self.store(kind, config, compute())
+            try:
+                return self.store(kind, config, compute())
+            except BaseException:
+                _drop_lock_file(lock.lock_file, self.path_for(kind, config))
+                raise
 
     # -- summary ----------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -13,15 +13,26 @@ under the table's lock, so the table is never written by a worker and never half
   not yet sent is computed again, as Dask does), and a point whose task raised is resubmitted
   ``POINT_RETRIES`` times. The points that finish are written even when another fails; the failure is raised at
   the end. See docs/cluster.md for a SLURM cluster.
+
+No wait without a deadline: a scheduler address is parsed before anything else (a port outside
+1..65535 is refused at once, :func:`check_scheduler_address`), and the scheduler must answer an
+``identity`` request within ``MDM_THEORY_CONNECT_SECONDS`` (default 30 s) before a client is made
+(:func:`connect_scheduler`): a closed port, an unknown host and a listener that accepts and never
+answers all end in a ``TimeoutError`` naming the address and the deadline (``distributed``'s own
+``Client(timeout=...)`` bounds the TCP connect but not the handshake after it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["EXECUTORS", "POINT_RETRIES", "run_local", "run_dask", "timed"]
+from numerics.machine import CONNECT_ENV, GuardError, env_value
+
+__all__ = ["EXECUTORS", "POINT_RETRIES", "check_scheduler_address", "connect_scheduler", "run_local", "run_dask",
+           "timed"]
 
 EXECUTORS = ("local", "dask")
 POINT_RETRIES = 2  # resubmissions of a point whose task raised (a lost worker is rescheduled by Dask itself)
@@ -39,6 +50,55 @@ def run_local(evaluate: Callable[[Any], Any], points: dict[str, Any]) -> Iterato
     for h, cfg in points.items():
         result, seconds = timed(evaluate, cfg)
         yield h, result, seconds
+
+
+def check_scheduler_address(address: str, option: str = "--scheduler") -> str:
+    """``address`` if it names a Dask scheduler that could exist (``tcp://host:port``, port 1..65535);
+    else a :class:`~numerics.machine.GuardError` naming ``option``, before any connection is tried."""
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+    except ImportError as exc:
+        raise ImportError("--executor dask needs the dask and distributed packages "
+                          "(pip install 'dask[distributed]')") from exc
+    try:
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls", "ucx", "ws", "wss"):
+            host, port = parse_host_port(location)
+            if not host or not 1 <= int(port) <= 65535:
+                raise ValueError(f"port {port} is outside 1..65535" if host else "no host")
+    except (ValueError, TypeError) as exc:
+        raise GuardError(f"{option} {address!r} is not a scheduler address ({exc}): expected tcp://HOST:PORT "
+                         "with a port in 1..65535, e.g. tcp://127.0.0.1:8786") from None
+    return address
+
+
+async def _identity(address: str, deadline: float) -> dict:
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=deadline), deadline)
+    try:
+        await asyncio.wait_for(comm.write({"op": "identity"}), deadline)
+        return await asyncio.wait_for(comm.read(), deadline)
+    finally:
+        comm.abort()
+
+
+def connect_scheduler(address: str, deadline: float | None = None) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, once it has answered within ``deadline``
+    seconds (default ``MDM_THEORY_CONNECT_SECONDS``, 30 s); else a ``TimeoutError`` (module docstring)."""
+    from distributed import Client
+
+    check_scheduler_address(address)
+    deadline = float(env_value(CONNECT_ENV) if deadline is None else deadline)
+    try:
+        reply = asyncio.run(_identity(address, deadline))
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise TimeoutError(f"--scheduler {address}: no Dask scheduler answered within {deadline:g} s "
+                           f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''}); check the address and that "
+                           f"the scheduler runs, or set {CONNECT_ENV} for a slower network") from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise ConnectionError(f"--scheduler {address} answered, but not as a Dask scheduler: {str(reply)[:120]}")
+    return Client(address, timeout=deadline)
 
 
 def run_dask(evaluate: Callable[[Any], Any], points: dict[str, Any], scheduler: str | None = None,
@@ -61,7 +121,7 @@ def run_dask(evaluate: Callable[[Any], Any], points: dict[str, Any], scheduler: 
     owned: list[Any] = []
     if client is None:
         if scheduler:
-            client = Client(scheduler)
+            client = connect_scheduler(scheduler)
             owned.append(client)
         else:
             cluster = LocalCluster(dashboard_address=None)

@@ -29,9 +29,12 @@ from pathlib import Path
 
 from numerics.machine import (
     MEMORY_FRACTION,
+    GuardError,
+    check_memory,
     format_bytes,
     memory_limit,
     physical_memory,
+    transformer_bytes,
 )
 
 __all__ = [
@@ -54,12 +57,6 @@ __all__ = [
     "physical_memory",
     "transformer_bytes",
 ]
-
-
-class GuardError(ValueError):
-    """A request refused before anything is computed or written (the message names the option)."""
-
-    exit_code = 2  # the command line's usage status: the input, not the program, is at fault
 
 
 # ----------------------------------------------------------------------------------------- outputs
@@ -290,16 +287,7 @@ def check_metric_target(metric: str, target: float, option: str = "--target") ->
 
 # ------------------------------------------------------------------------------------------- sizes
 
-
-def check_memory(need_bytes: float, what: str, change: str) -> None:
-    """Refuse ``what`` when its estimated ``need_bytes`` exceed :func:`memory_limit`.
-
-    ``change`` names the option(s) that bring the estimate down (``"use a smaller --batch"``).
-    """
-    limit = memory_limit()
-    if not math.isfinite(need_bytes) or need_bytes > limit:
-        raise GuardError(f"{what} needs about {format_bytes(need_bytes)} of memory, more than this machine's limit of "
-                         f"{format_bytes(limit)} ({MEMORY_FRACTION:.0%} of {format_bytes(physical_memory())}); {change}")
+# check_memory (numerics.machine): ``need_bytes`` against memory_limit(), a GuardError naming what to change
 
 
 # ---------------------------------------------------------------------------- per-command estimates
@@ -364,16 +352,6 @@ def check_steps_list(values: Sequence[int], option: str) -> None:
         raise GuardError(f"{option} {too_many[0]} is too many steps: a schedule holds at most N = {MAX_STEPS} "
                          f"(N+1 float64s and as many per-step arrays, {format_bytes(8 * (too_many[0] + 1))} each "
                          f"at N = {too_many[0]}); {len(too_many)} value(s) of {option} exceed it")
-
-
-def transformer_bytes(batch: int, length: int, width: int, heads: int, layers: int, vocab: int) -> float:
-    """Rough float32 bytes of one forward pass of the ``neural`` transformer kept for the backward.
-
-    Per block: the residual stream and MLP/QKV activations (about ``16 B L d`` floats) and the
-    attention weights (``B heads L^2``); the output logits ``(B, L, V)`` twice (logits, log-softmax).
-    """
-    per_block = 16.0 * batch * length * width + float(batch) * heads * length * length
-    return 4.0 * (layers * per_block + 2.0 * batch * length * (vocab + 1))
 
 
 def check_transformer(batch: int, length: int, width: int, heads: int, layers: int, vocab: int, what: str,

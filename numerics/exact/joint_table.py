@@ -72,10 +72,11 @@ def joint_table(language: Any, length: int) -> np.ndarray:
         hmm = language.to_hmm()
         A, E = hmm.transition, hmm.emission
         alpha = (hmm.initial[:, None] * E).T  # (V, S): alpha[x_1, z_1]
-        for _ in range(1, length):
+        for _ in range(1, length - 1):
             # (V^j, S) @ (S, S) -> (V^j, 1, S) * (1, V, S) -> (V^(j+1), S)
             alpha = ((alpha @ A)[:, None, :] * E.T[None, :, :]).reshape(-1, hmm.n_states)
-        q = alpha.sum(axis=1)
+        # the last position summed over z_L at once, (V^(L-1), S) @ (S, V): no (V^L, S) array (S times the table)
+        q = (alpha @ A) @ E if length > 1 else alpha.sum(axis=1)
     elif hasattr(language, "log_prob"):
         with np.errstate(under="ignore"):
             q = np.exp(np.asarray(language.log_prob(all_sequences(V, length)), dtype=np.float64))

@@ -57,7 +57,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
+import stat
 import zipfile
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
@@ -66,6 +68,7 @@ import numpy as np
 from scipy.special import entr
 
 from numerics.languages.hmm import NGram
+from numerics.machine import check_memory
 
 __all__ = [
     "Corpus",
@@ -93,6 +96,9 @@ __all__ = [
     "ngram_log_likelihood",
     "read_fit_provenance",
     "tokenize",
+    "fit_memory_bytes",
+    "read_corpus",
+    "CorpusFileError",
 ]
 
 LEVELS = ("char", "word")
@@ -100,6 +106,8 @@ SMOOTHINGS = ("none", "add-k")
 UNK = "<unk>"
 MAX_ORDER = 4  # the presets' orders are 2..4; 1 is the unigram
 MAX_CONDITIONAL_BYTES = 2 << 30  # the dense (V^(n-1), V) float64 conditional, checked before it is allocated
+FIT_DENSE_COPIES = 3  # the fit's peak in dense conditionals (the array, its checks; summary by rows): 2.2 measured
+CORPUS_BYTES_PER_BYTE = 100  # peak memory of tokenizing per corpus byte (a Python str per token, ids, n-gram codes)
 
 _WORD_RE = re.compile(r"\w+|[^\w\s]")
 
@@ -122,6 +130,36 @@ class CorpusEncodingError(CorpusError):
 
 class CorpusTooSmallError(CorpusError):
     """Fewer tokens than the order needs, or fewer than two distinct symbols."""
+
+
+class CorpusFileError(CorpusError):
+    """The path is not a regular file (a FIFO, a device, a socket) or too large to read into memory."""
+
+
+def read_corpus(path) -> bytes:
+    """The bytes of the corpus file ``path``, refusing what cannot be read whole and in time.
+
+    The file is examined before it is opened: a FIFO would block ``open`` until a writer comes
+    (forever, with none), a device such as ``/dev/zero`` never ends, so anything but a regular
+    file is a :class:`CorpusFileError`. Its size is then checked against this machine's memory
+    (about :data:`CORPUS_BYTES_PER_BYTE` bytes of peak per corpus byte while tokenizing) and its
+    first 64 KiB for a NUL byte (:class:`BinaryCorpusError`), before the rest is read.
+    """
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) else "a character device"
+                if stat.S_ISCHR(info.st_mode) else "a block device" if stat.S_ISBLK(info.st_mode)
+                else "a socket" if stat.S_ISSOCK(info.st_mode) else "a directory" if stat.S_ISDIR(info.st_mode)
+                else "not a regular file")
+        raise CorpusFileError(f"{path} is {kind}, not a regular file: a corpus is read whole, so it must be a "
+                              "file (save the text to a file first)")
+    check_memory(CORPUS_BYTES_PER_BYTE * info.st_size, f"fitting a corpus of {info.st_size} bytes",
+                 "fit a smaller part of the text")
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+        if b"\x00" in head:
+            decode_corpus(head)  # names the NUL byte's offset (BinaryCorpusError) before the rest is read
+        return head + fh.read()
 
 
 @dataclass(frozen=True)
@@ -339,12 +377,24 @@ def _conditional_matrix(S: int, V: int, windows: np.ndarray, nexts: np.ndarray, 
     return cond
 
 
+def fit_memory_bytes(V: int, order: int) -> int:
+    """Estimated peak bytes of fitting an order-``order`` n-gram over ``V`` tokens: :data:`FIT_DENSE_COPIES`
+    dense ``(V^(n-1), V)`` float64 conditionals (the array and the checks on it; the summary works by
+    blocks of rows)."""
+    return FIT_DENSE_COPIES * 8 * V ** max(order, 2)
+
+
 def _check_size(V: int, order: int) -> None:
+    """Refuse a fit whose conditional exceeds :data:`MAX_CONDITIONAL_BYTES` or whose estimated peak
+    (:func:`fit_memory_bytes`) exceeds this machine's memory limit, before any dense array exists."""
     need = 8 * V ** max(order, 2)
     if need > MAX_CONDITIONAL_BYTES:
         raise ValueError(
             f"a dense {max(order, 2)}-gram conditional over V = {V} tokens needs {need / 2**30:.1f} GiB "
             f"(limit {MAX_CONDITIONAL_BYTES / 2**30:.0f} GiB); lower --vocab-cap or --order")
+    check_memory(fit_memory_bytes(V, order), f"fitting a {max(order, 2)}-gram over V = {V} tokens "
+                 f"({FIT_DENSE_COPIES} dense conditionals of {need / 2**30:.3g} GiB at the peak)",
+                 "lower --vocab-cap or --order")
 
 
 def _check_args(level: str, order: int, smoothing: str, k: float | None) -> float | None:
@@ -445,15 +495,21 @@ def _fit_ids(ids: np.ndarray, n: int, V: int, smoothing: str, k: float | None) -
     return NGram(n, initial, cond), int(codes.shape[0]), int(np.count_nonzero(seen))
 
 
+SUMMARY_BLOCK = 1 << 22  # entries of the conditional summarized at a time (32 MiB of float64 temporaries)
 _STATIONARY_ATOL = 1e-12  # |initial P - initial| of an exactly stationary law: float64 round-off of sums of ~1
 
 
 def _summarize(lang: NGram, ngrams_seen: int, distinct: int, observed: int, smoothing: str) -> FitSummary:
     V, S = lang.vocab_size, lang.n_states
-    h = entr(lang.conditional).sum(axis=1)
+    h, flow = np.empty(S), np.zeros(S)
+    step = max(1, SUMMARY_BLOCK // V)  # rows at a time: no temporary as large as the conditional
+    for a in range(0, S, step):
+        rows = np.arange(a, min(S, a + step))
+        cond = lang.conditional[rows]
+        h[rows] = entr(cond).sum(axis=1)
+        successors = ((rows % (S // V)) * V)[:, None] + np.arange(V)[None, :]  # NGram.successors() of these rows
+        flow += np.bincount(successors.ravel(), weights=(lang.initial[rows, None] * cond).ravel(), minlength=S)
     rate = float(lang.initial @ h)
-    flow = np.bincount(lang.successors().ravel(), weights=(lang.initial[:, None] * lang.conditional).ravel(),
-                       minlength=S)
     stationary = bool(np.max(np.abs(flow - lang.initial)) <= _STATIONARY_ATOL)
     zero_share = (observed * V - distinct) / (observed * V) if smoothing == "none" else 0.0
     return FitSummary(V, S, int(ngrams_seen), distinct, observed, float(zero_share), rate, float(np.exp(rate)),

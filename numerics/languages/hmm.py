@@ -334,14 +334,21 @@ _HMM_KEYS = {"initial", "transition", "emission"}
 _NGRAM_KEYS = {"order", "initial", "conditional"}
 
 
+LOAD_COPIES = 3  # peak of loading a language per byte its arrays declare: the arrays, float64 copies, row checks
+
+
 def _check_members(path: Path) -> None:
-    """Before any array is read: refuse a file holding both an HMM and an n-gram, and any member whose
-    ``.npy`` header declares more than this machine can hold (naming the file, the key and the size).
+    """Before any array is read: refuse a file holding both an HMM and an n-gram, arrays whose ``.npy``
+    headers declare shapes that cannot belong together (an ``initial`` of another length than the
+    rows of ``transition``, ``emission`` or ``conditional``), and a file whose arrays together
+    declare more than this machine can hold (:data:`LOAD_COPIES` times their bytes:
+    :func:`numerics.machine.check_memory`), naming the file, the keys and the sizes.
 
     Files that are no zip archive are left to :func:`load_language_file`'s own messages.
     """
-    from numerics.machine import format_bytes, memory_limit
+    from numerics.machine import check_memory, format_bytes
 
+    declared: dict[str, tuple[tuple, np.dtype]] = {}
     try:
         with zipfile.ZipFile(path) as z:
             members = {n[:-4]: n for n in z.namelist() if n.endswith(".npy")}
@@ -358,13 +365,32 @@ def _check_members(path: Path) -> None:
                         shape, _, dtype = read(fh)
                     except (ValueError, OSError, EOFError, KeyError, SyntaxError):
                         continue  # a damaged or unusual header: the loader below names it
-                need = math.prod(shape) * dtype.itemsize
-                if need > memory_limit():
-                    raise ValueError(f"{str(path)!r}: array {key!r} declares shape {shape} of {dtype} "
-                                     f"({format_bytes(need)}), more than this machine's limit of "
-                                     f"{format_bytes(memory_limit())}; it was not read")
+                declared[key] = (tuple(int(d) for d in shape), dtype)
     except (OSError, zipfile.BadZipFile):
         return
+    sizes = {k: math.prod(shape) * dtype.itemsize for k, (shape, dtype) in declared.items()}
+    largest = max(sizes, key=sizes.get, default=None)
+    if largest is not None:
+        shape, dtype = declared[largest]
+        check_memory(LOAD_COPIES * sum(sizes.values()),
+                     f"{str(path)!r}: array {largest!r} declares shape {shape} of {dtype} "
+                     f"({format_bytes(sizes[largest])}); loading the file ({format_bytes(sum(sizes.values()))} of "
+                     f"arrays, {LOAD_COPIES} copies while they are checked)",
+                     "it was not read; a language this large needs a larger machine (or MDM_THEORY_MEMORY_GIB)")
+    shapes = {k: shape for k, (shape, _) in declared.items()}
+    initial = shapes.get("initial", ())
+    if len(initial) != 1:
+        return  # the constructors name it
+    S = initial[0]  # the constructors' own checks, on the headers: before a large array is read (and checked)
+    if len(shapes.get("transition", ())) == 2 and shapes["transition"] != (S, S):
+        raise ValueError(f"{str(path)!r}: transition has shape {shapes['transition']}, expected ({S}, {S}) from "
+                         "initial (read from the headers; nothing was loaded)")
+    if len(shapes.get("emission", ())) == 2 and shapes["emission"][0] != S:
+        raise ValueError(f"{str(path)!r}: emission has {shapes['emission'][0]} rows, expected {S} (one per hidden "
+                         "state; read from the headers, nothing was loaded)")
+    if len(shapes.get("conditional", ())) == 2 and shapes["conditional"][0] != S:
+        raise ValueError(f"{str(path)!r}: initial has shape {initial}, expected ({shapes['conditional'][0]},) = "
+                         "V^(n-1) windows, one per conditional row (read from the headers; nothing was loaded)")
 
 
 def load_language_file(path: str | Path) -> Language:

@@ -1,5 +1,10 @@
 """Corrupt, truncated and foreign checkpoints: every command that reads one names the damage.
 
+Files that hold a consistent but unusable run (NaN weights of a diverged run, shapes of another
+config) are written with checksums that match their tensors, as a program would write them, so
+that the check after the checksum is the one exercised; a flipped bit is a file whose tensor no
+longer matches the checksum written with it.
+
 One tiny model is trained once (``--config tiny --steps 1``, a second or two); every damaged file is
 derived from its checkpoint. Each case runs a command that loads the file and must refuse it
 before computing anything (:func:`tests.bad_inputs._helpers.refused`).
@@ -13,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from neural.train import CHECKPOINT_NAME
+from neural.train import CHECKPOINT_NAME, CheckpointError, _checksums, load_checkpoint
 from tests.bad_inputs._helpers import invoke, refused
 
 TRAIN = ["train", "--language", "2gram", "--config", "tiny", "--train-steps", "1", "--no-progress"]
@@ -36,6 +41,8 @@ def checkpoints(tmp_path_factory):
 
     def save(name: str, obj) -> None:
         out[name] = d / f"{name}.pt"
+        if isinstance(obj, dict) and "checksums" in obj:  # consistent: the checksums of the tensors it holds
+            obj = {**obj, "checksums": _checksums(obj)}
         torch.save(obj, out[name])
 
     write("random_bytes", np.random.default_rng(0).bytes(4096))
@@ -59,6 +66,17 @@ def checkpoints(tmp_path_factory):
     inf_ema[first].view(-1)[-1] = float("inf")
     save("inf_ema", {**raw, "ema": inf_ema})
     save("malicious", {**raw, "payload": _Payload()})  # a pickled object whose loading would run code
+    flipped = {k: v.clone() for k, v in raw["ema"].items()}
+    cond = next(k for k, v in flipped.items() if v.is_floating_point() and v.abs().max() > 0)
+    bits = flipped[cond].view(-1)[:1].view(torch.int32)
+    bits ^= 1 << 29  # one exponent bit: a weight stays finite (0.05 -> ~1e18 or so), the network is another one
+    assert torch.isfinite(flipped[cond]).all()
+    out["flipped_bit"] = d / "flipped_bit.pt"
+    torch.save({**raw, "ema": flipped}, out["flipped_bit"])  # the checksums written with the good tensor
+    huge = {**raw, "config": {**raw["config"], "model": {**raw["config"]["model"], "length": 10**9}}}
+    save("huge_length", huge)
+    out["no_checksums"] = d / "no_checksums.pt"
+    torch.save({k: v for k, v in raw.items() if k != "checksums"}, out["no_checksums"])  # before checksums existed
     (d / "empty_run").mkdir()
     out["empty_run"] = d / "empty_run"
     return out
@@ -97,6 +115,8 @@ DAMAGED = [
     ("nan_weights", r"nan_weights\.pt' holds non-finite weights: .* has 1 NaN/inf entry"),
     ("inf_ema", r"inf_ema\.pt' holds non-finite EMA weights"),
     ("malicious", r"malicious\.pt' holds Python objects that a weights-only load refuses .*nothing in it was run"),
+    ("flipped_bit", r"flipped_bit\.pt': tensor ema\.\S+ does not match its checksum"),
+    ("huge_length", r"the network of checkpoint .*huge_length\.pt' \(L = 1000000000, .*needs about .* of memory"),
 ]
 
 
@@ -137,3 +157,12 @@ def test_report_and_bench_refuse_a_damaged_or_mismatched_checkpoint(checkpoints,
     refused(["bench", "sampling", "--mdm", checkpoints["nan_weights"]], r"holds non-finite weights")
     refused(["report", "--tiny", "--only", "learned", "--out", tmp_path / "report2", "--checkpoint",
              checkpoints["nan_weights"]], r"holds non-finite weights")
+
+
+def test_a_checkpoint_without_checksums_loads_with_a_warning_and_a_flipped_bit_never_loads(checkpoints):
+    with pytest.warns(UserWarning, match=r"no_checksums\.pt' carries no checksums of its tensors"):
+        old = load_checkpoint(checkpoints["no_checksums"])
+    good = load_checkpoint(checkpoints["good"])
+    assert all(torch.equal(good.ema_state[k], v) for k, v in old.ema_state.items())
+    with pytest.raises(CheckpointError, match=r"does not match its checksum"):
+        load_checkpoint(checkpoints["flipped_bit"])

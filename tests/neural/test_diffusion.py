@@ -26,12 +26,12 @@ from neural.diffusion import (
 from neural.model import build_model
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.hmm import NGram
+from tests.tolerances import RTOL_EXACT
 
 torch.set_num_threads(1)
 
 RTOL_F32 = 1e-5  # float32 network outputs summed in two different orders
 RTOL_QUAD = 1e-7  # scipy quad of a polynomial in t times 1/t (smooth, no singularity left)
-RTOL_EXACT = 1e-12  # float64 identities
 
 
 def _net(V: int = 3, L: int = 3, seed: int = 0):

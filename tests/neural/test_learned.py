@@ -19,13 +19,13 @@ from numerics.inference.forward_backward import masked_forward_backward
 from numerics.languages.presets import load_language
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.schedules import linear
+from tests.tolerances import RTOL_EXACT
 from validation.cache import ResultCache
 from validation.experiments import learned
 from validation.experiments._style import plt
 
 torch.set_num_threads(1)
 
-RTOL_EXACT = 1e-12  # float64: the same draws scored by the same exact forward pass
 
 
 @pytest.fixture(scope="module")

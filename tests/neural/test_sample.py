@@ -20,10 +20,10 @@ from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.samplers import sample_factorized
 from numerics.schedules import cosine, linear
 from tests.gof import assert_gof
+from tests.tolerances import RTOL_EXACT
 
 torch.set_num_threads(1)
 
-RTOL_EXACT = 1e-12  # float64 identities
 
 
 def _model(kind: str, V: int, L: int, seed: int = 0, scale: float = 0.5) -> Transformer:

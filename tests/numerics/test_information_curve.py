@@ -16,9 +16,7 @@ from numerics.exact.information_curve import (
 from numerics.exact.joint_table import joint_table, subset_entropies
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_hmms, small_ngrams
-from tests.tolerances import RTOL_EXACT
-
-ATOL_ZERO = 1e-14  # quantities that are exactly 0 reached through round-off of O(1) entropies
+from tests.tolerances import ATOL_ENTROPY, RTOL_EXACT
 
 
 def _z_by_orders(q):
@@ -40,12 +38,12 @@ def _z_by_orders(q):
 def test_curve_from_subset_sums_equals_the_definition(lang, length):
     q = joint_table(lang, length)
     curve = information_curve_table(q)
-    np.testing.assert_allclose(curve.z, _z_by_orders(q), rtol=RTOL_EXACT, atol=ATOL_ZERO)
+    np.testing.assert_allclose(curve.z, _z_by_orders(q), rtol=RTOL_EXACT, atol=ATOL_ENTROPY)
     assert curve.z[0] == 0.0
-    assert np.all(np.diff(curve.z) >= -ATOL_ZERO)  # non-decreasing
+    assert np.all(np.diff(curve.z) >= -ATOL_ENTROPY)  # non-decreasing
     H = subset_entropies(q)
     tc = sum(H[1 << j] for j in range(length)) - H[-1]
-    assert curve.total_correlation == pytest.approx(tc, rel=RTOL_EXACT, abs=ATOL_ZERO)
+    assert curve.total_correlation == pytest.approx(tc, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
 
 
 @given(lang=st.one_of(small_hmms(max_states=3, max_vocab=2), small_ngrams(max_order=3, max_vocab=2)), schedule=schedules(max_steps=3), length=st.integers(1, 4))
@@ -53,7 +51,7 @@ def test_jensen_bound_from_curve_equals_enumeration(lang, schedule, length):
     assume_representable(lang, length)
     enum = enumerate_output_law(lang, length, schedule).kl_jensen_bound.value
     curve = jensen_bound_from_curve(information_curve_table(lang, length), schedule)
-    assert curve.total.value == pytest.approx(enum, rel=RTOL_EXACT, abs=ATOL_ZERO)
+    assert curve.total.value == pytest.approx(enum, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
     assert curve.total.method == "information-curve-table" and curve.total.stderr == 0.0
 
 
@@ -72,4 +70,4 @@ def test_reduced_sum_equals_the_literal_multinomial_sum(lang, schedule):
                 prob *= a**s * b_**b * c ** (L - s - b)
                 literal[i] += prob * sum(z[s + m] - z[s] for m in range(b))
     reduced = jensen_bound_from_curve(curve, schedule).per_step
-    np.testing.assert_allclose(reduced, literal, rtol=RTOL_EXACT, atol=ATOL_ZERO)
+    np.testing.assert_allclose(reduced, literal, rtol=RTOL_EXACT, atol=ATOL_ENTROPY)

@@ -26,9 +26,8 @@ from numerics.languages.hmm import HMM, NGram
 from numerics.schedules import cosine, from_u, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import schedules, small_ngrams, stochastic_rows
-from tests.tolerances import RTOL_EXACT
+from tests.tolerances import ATOL_ENTROPY, RTOL_EXACT
 
-ATOL_ZERO = 1e-14  # a bound that is exactly 0 (e.g. an i.i.d. chain) reached through round-off of O(1) entropies
 RTOL_LARGE = 1e-10  # L = 512: the information-curve sum cancels terms O(1/pi_i) larger than the result
 
 
@@ -52,7 +51,7 @@ def test_subset_entropy_formula_matches_the_table():
     H = subset_entropies(joint_table(chain.to_hmm(), L))
     for mask in range(1 << L):
         positions = [j for j in range(L) if (mask >> j) & 1]
-        assert markov_subset_entropy(chain, positions) == pytest.approx(H[mask], rel=RTOL_EXACT, abs=ATOL_ZERO)
+        assert markov_subset_entropy(chain, positions) == pytest.approx(H[mask], rel=RTOL_EXACT, abs=ATOL_ENTROPY)
 
 
 def test_step_weights_recursion_equals_the_direct_formula():
@@ -87,7 +86,7 @@ def test_closed_form_equals_the_literal_expectation_over_revealed_sets():
             tc = sum(H[S | 1 << j] - H[S] for j in D) - (H[S | sum(1 << j for j in D)] - H[S])
             literal[i] += prob * tc
     closed = jensen_bound_markov(chain, L, schedule).per_step
-    np.testing.assert_allclose(closed, literal, rtol=RTOL_EXACT, atol=ATOL_ZERO)
+    np.testing.assert_allclose(closed, literal, rtol=RTOL_EXACT, atol=ATOL_ENTROPY)
 
 
 @given(chain=st.one_of(markov_chains(), small_ngrams(max_order=2, max_vocab=3)), schedule=schedules(max_steps=4), length=st.integers(1, 5))
@@ -98,7 +97,7 @@ def test_four_methods_agree(chain, schedule, length):
     curve_table = jensen_bound_from_curve(information_curve_table(markov_chain_of(chain).to_hmm(), length), schedule)
     curve_markov = jensen_bound_from_curve(information_curve_markov(chain, length), schedule)
     for value in (closed, curve_table.total.value, curve_markov.total.value):
-        assert value == pytest.approx(enum, rel=RTOL_EXACT, abs=ATOL_ZERO)
+        assert value == pytest.approx(enum, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
 
 
 @given(chain=markov_chains(max_vocab=2), schedule=schedules(max_steps=3))
@@ -107,7 +106,7 @@ def test_refining_the_steps_never_increases_the_jensen_bound(chain, schedule):
     u = schedule.u
     fine = from_u(np.sort(np.concatenate([u, (u[:-1] + u[1:]) / 2])))
     L = 6
-    assert jensen_bound_markov(chain, L, fine).total.value <= jensen_bound_markov(chain, L, schedule).total.value + ATOL_ZERO
+    assert jensen_bound_markov(chain, L, fine).total.value <= jensen_bound_markov(chain, L, schedule).total.value + ATOL_ENTROPY
 
 
 def test_reductions_to_token_chains():

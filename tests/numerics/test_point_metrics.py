@@ -18,8 +18,7 @@ from numerics.provenance import to_jsonable
 from numerics.sampling.adaptive import make_sampler
 from numerics.schedules import make_schedule
 from numerics.tolerances import KL_ROUNDOFF_RTOL
-
-RTOL_EXACT = 1e-12  # two exact computations of one float64 quantity
+from tests.tolerances import RTOL_EXACT
 
 
 def _check_fields(m: PointMetrics) -> None:

@@ -30,9 +30,8 @@ from numerics.languages.presets import load_language
 from numerics.schedules import cosine, from_u, linear
 from tests._exact_helpers import assume_representable
 from tests.strategies import small_hmms, small_ngrams
-from tests.tolerances import RTOL_EXACT
+from tests.tolerances import ATOL_ENTROPY, RTOL_EXACT
 
-ATOL_ZERO = 1e-14  # quantities that are exactly 0 reached through round-off of O(1) entropies
 RTOL_GRAD = 1e-6  # central finite differences with step 1e-6 on an O(1) smooth objective
 
 
@@ -75,8 +74,8 @@ def test_left_riemann_error_equals_enumeration_over_all_orders(lang, length, dat
     H = subset_entropies(q)
     by_chain_rule = np.mean([_chain_rule_kl(H, p) for p in parts])
     got = block_error(information_curve(q), sizes)
-    assert got.total.value == pytest.approx(by_law, rel=RTOL_EXACT, abs=ATOL_ZERO)
-    assert got.total.value == pytest.approx(by_chain_rule, rel=RTOL_EXACT, abs=ATOL_ZERO)
+    assert got.total.value == pytest.approx(by_law, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
+    assert got.total.value == pytest.approx(by_chain_rule, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
     assert got.total.method == "left-riemann-table" and list(got.sizes) == sizes
 
 
@@ -87,7 +86,7 @@ def test_markov_and_table_curves_give_the_same_block_errors():
     assert (markov.method, table.method) == ("markov", "table")
     for sizes in ([7], [1, 6], [3, 3, 1], [2, 2, 2, 1], [1] * 7):
         assert block_error(markov, sizes).total.value == pytest.approx(
-            block_error(table, sizes).total.value, rel=RTOL_EXACT, abs=ATOL_ZERO)
+            block_error(table, sizes).total.value, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
 
 
 def test_hand_computed_three_position_curve():
@@ -98,7 +97,7 @@ def test_hand_computed_three_position_curve():
     assert block_error(curve, [1, 2]).total.value == pytest.approx(b - a, rel=RTOL_EXACT)
     assert block_error(curve, [2, 1]).total.value == pytest.approx(a, rel=RTOL_EXACT)
     opt = optimal_blocks(curve, 4)
-    np.testing.assert_allclose(opt.errors, [a + b, b - a, 0.0, 0.0], rtol=RTOL_EXACT, atol=ATOL_ZERO)
+    np.testing.assert_allclose(opt.errors, [a + b, b - a, 0.0, 0.0], rtol=RTOL_EXACT, atol=ATOL_ENTROPY)
     assert list(opt.sizes(2)) == [1, 2] and list(opt.sizes(4)) == [1, 1, 1]
 
 
@@ -113,12 +112,12 @@ def test_dp_equals_brute_force_over_all_compositions(seed):
         T = len(sizes)
         best[T - 1] = min(best[T - 1], block_error(curve, sizes).total.value)
     brute = np.minimum.accumulate(best)  # "at most T blocks"
-    np.testing.assert_allclose(opt.errors[:L], brute, rtol=RTOL_EXACT, atol=ATOL_ZERO)
+    np.testing.assert_allclose(opt.errors[:L], brute, rtol=RTOL_EXACT, atol=ATOL_ENTROPY)
     assert opt.errors[L] == opt.errors[L + 1] == opt.errors[L - 1]
     for T in range(1, L + 1):
         sizes = opt.sizes(T)
         assert len(sizes) <= T and sizes.sum() == L
-        assert block_error(curve, sizes).total.value == pytest.approx(opt.errors[T - 1], rel=RTOL_EXACT, abs=ATOL_ZERO)
+        assert block_error(curve, sizes).total.value == pytest.approx(opt.errors[T - 1], rel=RTOL_EXACT, abs=ATOL_ENTROPY)
 
 
 def test_iid_objective_value_and_gradient():
@@ -142,11 +141,11 @@ def test_optimized_iid_schedule_is_exact_and_beats_a_fine_grid(seed):
     curve = information_curve(joint_table(lang, L))
     opt = optimize_iid_schedule(curve, 2, [cosine(2)])
     enum = enumerate_output_law(lang, L, opt.schedule).kl_jensen_bound.value
-    assert opt.value.value == pytest.approx(enum, rel=RTOL_EXACT, abs=ATOL_ZERO)
+    assert opt.value.value == pytest.approx(enum, rel=RTOL_EXACT, abs=ATOL_ENTROPY)
     assert all(opt.value.value <= v for v in opt.start_values.values())
     # N = 2 has one free parameter u_1: the optimum is at most the best of 2001 grid points
     grid = min(iid_error(curve, from_u([0.0, u1, 1.0])).value for u1 in np.linspace(0.0, 1.0, 2001))
-    assert opt.value.value <= grid * (1 + RTOL_EXACT) + ATOL_ZERO
+    assert opt.value.value <= grid * (1 + RTOL_EXACT) + ATOL_ENTROPY
 
 
 def test_optimized_iid_schedule_on_a_markov_chain_improves_on_its_starts():

@@ -16,6 +16,7 @@ from numerics.exact.interval import interval_validity as numerics_interval_valid
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.schedules import Schedule, from_u, linear
+from tests.tolerances import RTOL_EXACT
 from theory.b12_explicit_schedule import (
     b12_length_threshold,
     b12_rate,
@@ -41,9 +42,6 @@ from theory.thm44_ser_lower import (
     oracle_ser,
     true_threshold,
 )
-
-RTOL_EXACT = 1e-12  # float64 against an independent exact computation
-
 
 # ----- Theorem 4.2 / Lemma B.12 ---------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import pytest
 from numerics.exact.joint_table import joint_table
 from numerics.exact.markov import MarkovChain
 from numerics.languages.hmm import NGram
+from tests.tolerances import RTOL_EXACT
 from theory import REGISTRY, check, claims, get
 from theory.related import (
     cai_li_iteration_bound,
@@ -30,7 +31,6 @@ from theory.related import (
 )
 from theory.search import search_counterexamples
 
-RTOL_EXACT = 1e-12  # float64 round-off of O(1) entropies
 FAMILIES = ("LiCai.1", "CCL.1", "CCL.2", "CCL.3", "LZ.1", "FastdLLM.1", "EB.1", "CaiLi.1", "SER.1")
 
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import step_instances
+from tests.tolerances import RTOL_EXACT
 from theory.separators import (
     enumerate_joint_law,
     expected_dependency_gap,
@@ -17,8 +18,6 @@ from theory.separators import (
     joint_law,
     step_stats,
 )
-
-RTOL_EXACT = 1e-12  # float64 transfer matrix against its exact rational twin
 
 
 # Worked examples (by hand). Step i = 2: positions at step 1 are "earlier" (E), at step 2 "new" (T),

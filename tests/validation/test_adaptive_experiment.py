@@ -23,11 +23,10 @@ from numerics.sampling import montecarlo as mc
 from numerics.sampling.adaptive import AdaptiveSampler
 from numerics.sampling.samplers import sample_oracle
 from numerics.schedules import linear
+from tests.tolerances import RTOL_EXACT
 from validation.cli import main
 from validation.experiments import adaptive as experiment
 from validation.sweep import PointConfig, evaluate_point, grid
-
-RTOL_EXACT = 1e-12  # the same exact computation reached through two layers
 
 
 def test_exact_point_is_the_exact_engine():

@@ -12,9 +12,8 @@ from numerics.exact.interval import interval_ser
 from numerics.languages.presets import load_language
 from numerics.methods import choose_method, method_costs
 from numerics.schedules import linear
+from tests.tolerances import RTOL_EXACT
 from validation.cli import main
-
-RTOL_EXACT = 1e-12  # the command's closed form vs the library's, same float64 recursion
 
 
 def _exact(*args):

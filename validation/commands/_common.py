@@ -17,7 +17,6 @@ The conventions (issue 12, issue 13):
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import click
 
 from numerics.estimate import is_estimate_record
+from numerics.machine import TRACEBACK_ENV, EnvironmentVariableError, check_environment, env_value
 from numerics.provenance import NULL_REASON, to_jsonable
 
 __all__ = [
@@ -42,7 +42,14 @@ __all__ = [
 #: Exceptions that mean "this input cannot be computed" (a bad language file, a method that does
 #: not fit, an unwritable path, a missing optional package): reported as a message, not a traceback.
 USER_ERRORS = (ValueError, OSError, ImportError, FloatingPointError, MemoryError)
-TRACEBACK_ENV = "MDM_THEORY_TRACEBACK"
+
+
+def _show_traceback() -> bool:
+    """``MDM_THEORY_TRACEBACK`` is on (an unusable value is refused by :func:`check_environment` first)."""
+    try:
+        return bool(env_value(TRACEBACK_ENV))
+    except EnvironmentVariableError:
+        return False
 
 
 def _error_object(kind: str, message: str, exit_code: int) -> str:
@@ -64,6 +71,7 @@ class CommandGroup(click.Group):
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
         as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
         try:
+            check_environment()  # every MDM_THEORY_* variable parsed once, before any command runs
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
             if as_json:
@@ -78,7 +86,7 @@ class CommandGroup(click.Group):
                 click.echo("Aborted!", err=True)
             sys.exit(1)
         except USER_ERRORS as exc:
-            if os.environ.get(TRACEBACK_ENV):
+            if _show_traceback():
                 raise
             message = str(exc) or type(exc).__name__
             code = getattr(exc, "exit_code", 1)  # validation.guards.GuardError: 2, the input is at fault

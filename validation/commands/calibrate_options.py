@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from numerics.schedules import MAX_STEPS  # the largest N a schedule holds: --max-steps above it is refused at once
 from validation.commands._decoders import decoder_options
 from validation.steps_needed import DEFAULT_MAX_STEPS
 
@@ -23,7 +24,7 @@ _OPTIONS = (
                  help="Monte Carlo samples per setting evaluated."),
     click.option("--confidence", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
                  show_default=True, help="Monte Carlo: one-sided confidence that a setting meets the target."),
-    click.option("--max-steps", type=click.IntRange(min=1), default=DEFAULT_MAX_STEPS, show_default=True,
+    click.option("--max-steps", type=click.IntRange(min=1, max=MAX_STEPS), default=DEFAULT_MAX_STEPS, show_default=True,
                  help="Largest number of steps N tried (step families; topk and llada stop at L)."),
     click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Monte Carlo draws."),
     click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,

@@ -248,6 +248,10 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
                                f"-N {steps_text!r} must each name at least one value")
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
+    if scheduler is not None:
+        from validation.executors import check_scheduler_address
+
+        check_scheduler_address(scheduler)  # a port outside 1..65535 is refused before any work
     check_same_vocabulary([(c.language, c.ser_language) for c in configs], "--languages A:B")
     try:
         check_costs(configs)

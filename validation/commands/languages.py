@@ -192,7 +192,7 @@ def fit_cmd(file: Path, level: str, order: int, smoothing: str, k: float | None,
     by its start); under smoothing none the first window has the n-grams' stationary law and a
     context never seen gets an unreachable point-mass row (docs/methods/languages.md).
     """
-    from numerics.languages.fit import CorpusError, fit_bytes, fitted_npz_bytes, read_fit_provenance
+    from numerics.languages.fit import CorpusError, fit_bytes, fitted_npz_bytes, read_corpus, read_fit_provenance
     from numerics.provenance import atomic_write_bytes, check_writable_file
 
     if order < 1 or order > 4:
@@ -210,9 +210,11 @@ def fit_cmd(file: Path, level: str, order: int, smoothing: str, k: float | None,
         raise click.BadParameter(f"{out} exists and was not written by 'languages fit': refusing to overwrite it",
                                  param_hint="--out")
     try:
-        data = file.read_bytes()
+        data = read_corpus(file)  # a regular file, of a size this machine can fit, not binary in its head
     except OSError as exc:
         raise click.BadParameter(f"cannot read {file}: {exc.strerror or exc}", param_hint="FILE") from exc
+    except CorpusError as exc:
+        raise click.BadParameter(f"{exc} ({type(exc).__name__})", param_hint="FILE") from exc
     try:
         fitted = fit_bytes(data, encoding=encoding, corpus_name=file.name, level=level, order=order,
                            smoothing=smoothing, k=k, vocab_cap=vocab_cap, lowercase=lowercase)

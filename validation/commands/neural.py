@@ -52,7 +52,8 @@ def _overrides(values: dict) -> dict[str, dict]:
               show_default=True, help="Named sizes the overrides below start from.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run folder (checkpoint.pt, metrics.json); default runs/LANGUAGE-MODEL-CONFIG-sSEED.")
-@click.option("--max-minutes", type=float, default=None, help="Stop (checkpointed, resumable) after this long.")
+@click.option("--max-minutes", type=click.FloatRange(min=0, max=1e9), default=None,
+              help="Stop (checkpointed, resumable) after this long (minutes; 0: after the first step).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Initialisation and noise seed.")
 @click.option("-L", "--length", type=int, default=None, help="Override the sequence length L.")
 @click.option("--width", type=int, default=None, help="Override the hidden size d.")
@@ -63,7 +64,8 @@ def _overrides(values: dict) -> dict[str, dict]:
               help="Override the number of optimizer steps; larger than a finished run's, it extends the run.")
 @click.option("--batch-size", type=int, default=None, help="Override the global batch size.")
 @click.option("--n-train", type=int, default=None, help="Override the number of training sequences.")
-@click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice).")
+@click.option("--threads", type=click.IntRange(min=1, max=4096), default=None,
+              help="torch CPU threads (default: torch's choice).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when available).")
 @progress_option
 @json_option
@@ -75,15 +77,15 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
     larger --train-steps on a finished run, which extends it. Under torchrun
     (``torchrun --nproc_per_node K -m validation.cli train ...``) it trains with DDP.
     """
-    import os
-
     import torch
 
     from neural.config import make_config
     from neural.data import resolve_language
-    from neural.train import CheckpointError, train
+    from neural.train import CheckpointError, pick_device, train
+    from numerics.machine import env_value
     from validation.guards import check_training, guard_output
 
+    pick_device(device)  # a device torch does not know, or this machine lacks: refused before anything is drawn
     if threads is not None:
         torch.set_num_threads(threads)
     lang = resolve_language(language)
@@ -100,7 +102,7 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
         result = train(cfg, out, language=lang, max_minutes=max_minutes, device=device, progress=show_progress(progress))
     except CheckpointError as exc:
         raise click.ClickException(str(exc)) from None
-    if int(os.environ.get("RANK", "0")) != 0:
+    if env_value("RANK") != 0:
         return
     final = result.final or {}
     summary = {"out": str(result.out_dir), "checkpoint": str(result.checkpoint), "step": result.step,

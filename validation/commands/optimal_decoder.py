@@ -42,6 +42,7 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     language's structure: interleaved plans on n-grams (an achievable upper bound on the floor) or
     the product rule on the interval language (exact); other cases are refused.
     """
+    from numerics.estimate import Estimate
     from numerics.exact.floors import (
         ANY_VALUES,
         MARGINAL,
@@ -52,7 +53,10 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     )
     from numerics.exact.floors_structural import dp_limit_text, structural_floor
     from numerics.exact.optimal_decoder import check_decoder_size, optimal_decoder
+    from numerics.exact.output_law import nonnegative_kl
     from numerics.languages.presets import load_language
+    from numerics.machine import check_memory
+    from numerics.methods import optimal_decoder_bytes
 
     t0 = time.perf_counter()
     if not math.isfinite(temperature):
@@ -72,8 +76,6 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
         if structural is None:
             raise click.BadParameter(f"the exact DP's state space reaches {result['dp_limit']}, not L = {length}; "
                                      f"{why}", param_hint="--length/--calls") from None
-        from numerics.estimate import Estimate
-
         result |= {"method": "structural", "value": Estimate(float(structural.values[-1]), 0.0, "structural-floor"),
                    "values_by_budget": [float(v) for v in structural.values], "kind": structural.kind,
                    "how": structural.method,
@@ -82,7 +84,13 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
                    "elapsed_s": time.perf_counter() - t0}
         emit(result, as_json, _human(result))
         return
+    check_memory(optimal_decoder_bytes(V, length, calls), f"optimal-decoder -T {calls} at L = {length}",
+                 f"every budget beyond -T {length} (= L: each call reveals a position) has the value at -T {length}")
     r = optimal_decoder(lang, length, calls, metric)
+    values, value = [float(v) for v in r.values], r.value
+    if metric == "kl":  # exact's rule (nonnegative_kl): a negative KL of round-off size is 0; H(q) <= L log V
+        values = [nonnegative_kl(v, length * math.log(V)) for v in values]
+        value = Estimate(values[-1], 0.0, r.value.method)
     wider = []
     for cls in (DecoderClass("draw-then-select", temperature), DecoderClass("fixed", temperature)):
         if cls == MARGINAL or metric not in cls.bounds:
@@ -95,9 +103,9 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
         wider.append({"class": cls.name, "description": cls.description, "bounds": list(cls.bounds),
                       "values_by_budget": [float(v) for v in f.values]})
     wider.append({"class": "any-values", "description": ANY_VALUES, "bounds": ["ser", "kl"],
-                  "values_by_budget": [0.0] * calls if metric == "ser" else [float(v) for v in r.values]})
+                  "values_by_budget": [0.0] * calls if metric == "ser" else values})
     result |= {
-        "method": "dp", "value": r.value, "values_by_budget": [float(v) for v in r.values],
+        "method": "dp", "value": value, "values_by_budget": values,
         "expected_calls": r.expected_calls, "n_states": r.n_states, "wider_classes": wider,
         "policy": [{"revealed": {str(j): int(v) for j, v in s.revealed}, "calls_left": s.calls_left,
                     "reveal": list(s.reveal), "probability": s.probability, "value": s.value} for s in r.policy],

@@ -3,9 +3,10 @@
 Each row of :data:`CASES` is one distinct bad input to the ``mdm-theory`` command line; each is
 checked with ``--json`` (a strict-JSON error object on stdout) and without (``Error: ...`` on
 stderr), always a non-zero exit and no traceback (:func:`tests.bad_inputs._helpers.refused`).
-Damaged checkpoints, corrupt caches, shared output folders, killed runs and a peaked HMM at
-``L = 4096`` are in ``tests/bad_inputs/``. ``{d}`` in an argument is the folder of bad files made
-by :func:`bad_files`.
+The other modules of ``tests/bad_inputs/`` (the one home of the bad-input suite) hold damaged
+checkpoints, corrupt caches, shared output folders, killed runs, a peaked HMM at ``L = 4096``, the
+guards of issue 19 and the reliability cases of issue 35. ``{d}`` in an argument is the folder of
+bad files made by :func:`bad_files`.
 """
 
 from __future__ import annotations
