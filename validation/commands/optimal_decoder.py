@@ -70,7 +70,9 @@ def optimal_decoder_cmd(language, length, calls, metric, temperature, as_json):
     except ValueError:
         why = "a structural floor at any L exists for n-gram and interval languages only"
         try:
-            structural = structural_floor(lang, length, calls, metric)
+            # a policy makes at most L calls (each reveals a position): budgets beyond L have the value at L,
+            # so they are not computed or listed (-T 10^8 would otherwise loop and list 10^8 budgets)
+            structural = structural_floor(lang, length, min(calls, length), metric)
         except ValueError as exc:
             structural, why = None, str(exc)
         if structural is None:
@@ -122,7 +124,8 @@ def _human(result: dict) -> str:
     if result["method"] == "structural":
         return "\n".join([
             f"{head}: {result['value'].value:.6g}{unit} ({result['kind']})",
-            by_budget,
+            by_budget + (f"; every budget T > L = {result['length']} has the value at T = L"
+                         if result["calls"] > result["length"] else ""),
             f"  the exact DP reaches {result['dp_limit']}; this floor is structural: {result['how']}",
         ] + [f"  T={t + 1}: gap {p['gap']}, {p['calls']} calls" for t, p in enumerate(result["plans"])
              if p is not None and (t == 0 or result["plans"][t - 1] != p)])
