@@ -5,40 +5,54 @@ the facade above them: :func:`point_metrics` (every metric of one point by the b
 :mod:`numerics.metrics`) with its method policy (:mod:`numerics.methods`). A walkthrough:
 docs/getting-started.md.
 
-Never imports torch or matplotlib (a test checks this).
+The public names below are imported on first use (PEP 562): ``import numerics`` itself imports
+nothing heavy (numba, scipy), so it takes well under a second, and ``numerics.point_metrics``
+imports what it needs. Never imports torch or matplotlib (a test checks this).
 """
 
-from numerics.estimate import Estimate, Metric, Unavailable
-from numerics.exact.dp import dp_metrics, dp_output_law
-from numerics.exact.entropy import data_perplexity, entropy_rate, ngram_sequence_entropy, sequence_entropy
-from numerics.exact.enumerate import enumerate_metrics, enumerate_output_law, instance_output_law
-from numerics.exact.information_curve import (
-    InformationCurve,
-    JensenBound,
-    information_curve_table,
-    jensen_bound_from_curve,
-)
-from numerics.exact.interval import interval_ser, interval_validity, prob_distinct_steps, sequence_collision_probability
-from numerics.exact.markov import MarkovChain, information_curve_markov, jensen_bound_markov, markov_chain_of
-from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
-from numerics.exact.summary import LanguageSummary, language_summary
-from numerics.inference import Posterior, forward_backward_numpy, log_likelihood, log_q, masked_forward_backward
-from numerics.languages.generators import random_hmm, random_ngram
-from numerics.languages.hmm import HMM, Language, NGram, load_language_file
-from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_intervals
-from numerics.languages.presets import PRESETS, load_language, preset_names
-from numerics.methods import MethodChoice, choose_method
-from numerics.metrics import PointMethod, PointMetrics, exact_entropy, exact_metrics, jensen_bound, point_metrics
-from numerics.sampling.adaptive import AdaptiveSampler, make_sampler
-from numerics.sampling.denoiser import Denoiser, OracleDenoiser
-from numerics.sampling.montecarlo import (
-    gen_ppl_mc,
-    kl_jensen_bound_mc,
-    nfe_comparison,
-    ser_mc,
-)
-from numerics.sampling.samplers import RandomOrder, Sampler, SampleResult, sample_factorized, sample_oracle
-from numerics.schedules import Schedule, from_u, make_schedule
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Where each public name lives: module -> names (the explicit re-export of ``__all__``).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "numerics.estimate": ("Estimate", "Metric", "Unavailable"),
+    "numerics.exact.dp": ("dp_metrics", "dp_output_law"),
+    "numerics.exact.entropy": ("data_perplexity", "entropy_rate", "ngram_sequence_entropy", "sequence_entropy"),
+    "numerics.exact.enumerate": ("enumerate_metrics", "enumerate_output_law", "instance_output_law"),
+    "numerics.exact.information_curve": ("InformationCurve", "JensenBound", "information_curve_table", "jensen_bound_from_curve"),
+    "numerics.exact.interval": ("interval_ser", "interval_validity", "prob_distinct_steps", "sequence_collision_probability"),
+    "numerics.exact.markov": ("MarkovChain", "information_curve_markov", "jensen_bound_markov", "markov_chain_of"),
+    "numerics.exact.output_law": ("ExactMetrics", "OutputLaw", "law_metrics"),
+    "numerics.exact.summary": ("LanguageSummary", "language_summary"),
+    "numerics.inference": ("Posterior", "forward_backward_numpy", "log_likelihood", "log_q", "masked_forward_backward"),
+    "numerics.languages.generators": ("random_hmm", "random_ngram"),
+    "numerics.languages.hmm": ("HMM", "Language", "NGram", "load_language_file"),
+    "numerics.languages.interval": ("IntervalLanguage", "SparseHMM", "whole_intervals"),
+    "numerics.languages.presets": ("PRESETS", "load_language", "preset_names"),
+    "numerics.methods": ("MethodChoice", "choose_method"),
+    "numerics.metrics": ("PointMethod", "PointMetrics", "exact_entropy", "exact_metrics", "jensen_bound", "point_metrics"),
+    "numerics.sampling.adaptive": ("AdaptiveSampler", "make_sampler"),
+    "numerics.sampling.denoiser": ("Denoiser", "OracleDenoiser"),
+    "numerics.sampling.montecarlo": ("gen_ppl_mc", "kl_jensen_bound_mc", "nfe_comparison", "ser_mc"),
+    "numerics.sampling.samplers": ("RandomOrder", "Sampler", "SampleResult", "sample_factorized", "sample_oracle"),
+    "numerics.schedules": ("Schedule", "from_u", "make_schedule"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'numerics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next access is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "HMM",

@@ -14,15 +14,16 @@ exact arithmetic a draw from ``w / sum(w)``, in float32 it under-draws rare indi
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from numerics._jit import jit
 
 __all__ = ["inverse_cdf", "draw_inverse_cdf", "inverse_cdf_rows", "GUMBEL_EPS", "gumbel_argmax_float32"]
 
 GUMBEL_EPS = np.float32(1e-10)  # MDLM's _sample_categorical constant, reproduced on purpose (float32 ablation)
 
 
-@nb.njit(cache=True)
+@jit
 def inverse_cdf(weights, u):
     """The index drawn from the unnormalized row ``weights`` ``(K,)`` at the uniform ``u`` (module docstring).
 
@@ -46,7 +47,7 @@ def inverse_cdf(weights, u):
     return idx
 
 
-@nb.njit(cache=True)
+@jit
 def inverse_cdf_rows(weights, uniforms):
     """:func:`inverse_cdf` of every row of ``weights`` ``(k, K)`` at ``uniforms`` ``(k,)``; ``(k,)`` int64.
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from numerics.tolerances import AGREE_RTOL
 
@@ -131,6 +130,8 @@ def normal_interval(value: float, stderr: float, confidence: float = CONFIDENCE)
     ``stderr`` is not finite."""
     if not math.isfinite(stderr) or not math.isfinite(value):
         return math.nan, math.nan
+    from scipy import stats  # here, not at import: scipy.stats takes seconds to import
+
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     return value - z * stderr, value + z * stderr
 
@@ -156,6 +157,8 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     if n < 1 or not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     a = 1.0 - confidence
+    from scipy import stats  # here, not at import (seconds)
+
     lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
     return lo, hi

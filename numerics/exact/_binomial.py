@@ -8,7 +8,6 @@ scipy's (Boost) binomial raises ``OverflowError`` for ``p`` near the smallest no
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
 __all__ = ["binom_pmf", "binom_sf1"]
 
@@ -19,6 +18,8 @@ def binom_pmf(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
     """``P(Bin(n, p) = k)`` broadcast over ``k, n, p``."""
     k, n, p = np.broadcast_arrays(np.asarray(k), np.asarray(n), np.asarray(p, dtype=np.float64))
     tiny = p < TINY_P
+    from scipy.stats import binom  # here, not at import (seconds)
+
     out = binom.pmf(k, n, np.where(tiny, 0.5, p))
     return np.where(tiny, np.where(k == 0, 1.0, np.where(k == 1, n * p, 0.0)) * (k <= n), out)
 
@@ -27,4 +28,6 @@ def binom_sf1(n: np.ndarray, p: np.ndarray) -> np.ndarray:
     """``P(Bin(n, p) >= 2)`` broadcast over ``n, p``."""
     n, p = np.broadcast_arrays(np.asarray(n), np.asarray(p, dtype=np.float64))
     tiny = p < TINY_P
+    from scipy.stats import binom
+
     return np.where(tiny, 0.0, binom.sf(1, n, np.where(tiny, 0.5, p)))

@@ -41,8 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
 
+from numerics._jit import jit
 from numerics._threads import kernel_threads
 from numerics.exact.joint_table import as_table, masked_marginal_table
 from numerics.exact.output_law import (
@@ -87,7 +87,7 @@ class DPShare(NamedTuple):
     spill: np.ndarray
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _dp_step_sources(tables: DPTables, step: DPStep, share: DPShare) -> float:
     """One step of the recursion for one worker's source words (module docstring); returns the undefined mass.
 

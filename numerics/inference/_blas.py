@@ -18,6 +18,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
+from numerics._jit import PURE_PYTHON
+
 __all__ = ["gemm_rows"]
 
 _CHAR = ir.IntType(8)
@@ -58,3 +60,9 @@ def gemm_rows(typingctx, a, a_row, b, c, c_row, m):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+if PURE_PYTHON:  # NUMBA_DISABLE_JIT (numerics._jit): the same product in NumPy, an intrinsic cannot run as Python
+    def gemm_rows(a, a_row, b, c, c_row, m):  # noqa: F811
+        """``c[c_row : c_row + m] = a[a_row : a_row + m] @ b`` (the Python path of the intrinsic above)."""
+        c[c_row:c_row + m] = a[a_row:a_row + m] @ b

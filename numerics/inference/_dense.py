@@ -25,8 +25,9 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from numerics._jit import jit
 from numerics._threads import blas_single_thread, kernel_threads
 from numerics.inference._blas import gemm_rows
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
@@ -93,7 +94,7 @@ def _inputs(hmm: HMM, obs: Observations) -> DenseInputs:
     return DenseInputs(lang.initial, lang.transition, lang.transition_t, evidence, emission_1, obs.tokens, obs.mask)
 
 
-@njit(cache=True)
+@jit
 def _forward_block(inp, b0, alpha, c, dead, store):
     """Scaled forward over rows ``b0 .. b0 + nb - 1``; returns ``log prod_j c_j`` per row.
 
@@ -150,7 +151,7 @@ def _forward_block(inp, b0, alpha, c, dead, store):
     return logc
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def _forward_backward(inp, block, out):
     """Blocked forward-backward into ``out`` (module docstring)."""
     AT, ev, E1, tokens, mask = inp.transition_t, inp.evidence, inp.emission_1, inp.tokens, inp.mask
@@ -223,7 +224,7 @@ def _forward_backward(inp, block, out):
                 loglik[b] = logc[i]
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def _loglik(inp, block, loglik):
     B = inp.tokens.shape[0]
     S = inp.initial.shape[0]
@@ -263,7 +264,7 @@ def loglik_dense(hmm: HMM, obs: Observations) -> np.ndarray:
     return loglik
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def _gemm_probe(A, length, batch, block):
     """Only the products of a forward pass, ``length`` steps of ``(nb, S) @ (S, S)`` per block, with
     the same blocking and threads as the kernels: the matrix-multiply rate they could reach."""

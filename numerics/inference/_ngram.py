@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, uint64
+from numba import prange, uint64
 
+from numerics._jit import jit
 from numerics._threads import CHUNKS_PER_THREAD, kernel_threads
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
 from numerics.inference.posterior import Observations, Posterior
@@ -27,7 +28,7 @@ from numerics.languages.hmm import NGram
 __all__ = ["forward_backward_ngram", "loglik_ngram"]
 
 
-@njit(cache=True)
+@jit
 def _window_support(tokens, mask, b, j, V, order, out):
     """Write into ``out`` the windows (states) that can hold at position ``j`` of sequence ``b``;
     return how many.
@@ -57,7 +58,7 @@ def _window_support(tokens, mask, b, j, V, order, out):
     return cnt
 
 
-@njit(cache=True)
+@jit
 def _sum_at(x, idx, n):
     """``sum_i x[idx[i]]`` for ``i < n``, four partial sums (a fixed order; no fastmath needed)."""
     t0 = 0.0
@@ -82,7 +83,7 @@ def _sum_at(x, idx, n):
 # zeros, so the two layouts give the same float64 results.
 
 
-@njit(cache=True)
+@jit
 def _entry_ngram(lang, s, v):
     """``conditional[s, v]``."""
     return lang.conditional[s, v]
@@ -91,13 +92,13 @@ def _entry_ngram(lang, s, v):
 _entry = by_kind(_entry_ngram, _entry_ngram, sparse_entry)
 
 
-@njit(cache=True)
+@jit
 def _vocab_ngram(lang):
     """``V``."""
     return lang.conditional.shape[1]
 
 
-@njit(cache=True)
+@jit
 def _vocab_sparse(lang):
     return lang.vocab
 
@@ -105,7 +106,7 @@ def _vocab_sparse(lang):
 _vocab = by_kind(_vocab_ngram, _vocab_ngram, _vocab_sparse)
 
 
-@njit(cache=True)
+@jit
 def _push_row_ngram(lang, w, cur, s):
     """``cur[successor(s, v)] += w conditional[s, v]`` for every token ``v``."""
     cond = lang.conditional
@@ -114,7 +115,7 @@ def _push_row_ngram(lang, w, cur, s):
         cur[t + v] += w * cond[s, v]
 
 
-@njit(cache=True)
+@jit
 def _push_row_sparse(lang, w, cur, s):
     indices, data = lang.indices, lang.data
     t = lang.successor[s]
@@ -125,7 +126,7 @@ def _push_row_sparse(lang, w, cur, s):
 _push_row = by_kind(_push_row_ngram, _push_row_ngram, _push_row_sparse)
 
 
-@njit(cache=True)
+@jit
 def _dot_row_ngram(lang, s, nxt):
     """``sum_v conditional[s, v] nxt[successor(s, v)]``."""
     cond = lang.conditional
@@ -136,7 +137,7 @@ def _dot_row_ngram(lang, s, nxt):
     return y
 
 
-@njit(cache=True)
+@jit
 def _dot_row_sparse(lang, s, nxt):
     indices, data = lang.indices, lang.data
     t = lang.successor[s]
@@ -149,7 +150,7 @@ def _dot_row_sparse(lang, s, nxt):
 _dot_row = by_kind(_dot_row_ngram, _dot_row_ngram, _dot_row_sparse)
 
 
-@njit(cache=True)
+@jit
 def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     """Scaled forward of sequence ``b`` over the window supports; returns ``log q(x_obs)``
     (``-inf`` if impossible).
@@ -204,7 +205,7 @@ def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     return logc + math.log(prod)
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def _forward_backward(lang, obs, chunk, out):
     succ = lang.successor
     tokens, mask = obs.tokens, obs.mask
@@ -274,7 +275,7 @@ def _forward_backward(lang, obs, chunk, out):
                 beta, nxt = nxt, beta
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def _loglik(lang, obs, chunk, loglik):
     B, L = obs.tokens.shape
     S = lang.initial.shape[0]

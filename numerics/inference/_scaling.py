@@ -12,15 +12,16 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
+
+from numerics._jit import jit
 
 __all__ = ["FOLD", "fold_scale", "PosteriorBuffers", "new_buffers", "check_stable"]
 
 FOLD = 1e-150  # fold the running product of c_j into the log before it can underflow
 
 
-@nb.njit(cache=True)
+@jit
 def fold_scale(tot, logc, prod):
     """One step of ``log prod_j c_j``: returns the new ``(logc, prod)`` after the factor ``tot > 0``.
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics.languages.hmm import Language
 
 __all__ = ["Posterior", "Observations", "check_observations"]
@@ -76,7 +76,7 @@ def check_observations(language: Language, tokens: np.ndarray, mask: np.ndarray)
     return Observations(clean, mask)
 
 
-@nb.njit(cache=True)
+@jit
 def _clean_tokens(tokens, mask, V, clean):
     """``clean = tokens`` where observed, 0 where masked; returns the flat index of the first observed
     token outside ``0..V-1``, or -1. The pass over the batch has no branch on the (random) mask: a

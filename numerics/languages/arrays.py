@@ -27,10 +27,10 @@ import inspect
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 from numba.extending import overload
 
+from numerics._jit import inherited_options, jit
 from numerics.languages.hmm import HMM, SPARSE_DENSITY, Language, NGram
 
 __all__ = [
@@ -138,7 +138,7 @@ class SparseNGramArrays(NamedTuple):
 KernelArrays = HMMArrays | NGramArrays | SparseNGramArrays
 
 
-@nb.njit(cache=True)
+@jit
 def sparse_entry(lang, s, v):
     """``conditional[s, v]`` of a :class:`SparseNGramArrays` (binary search in the ascending tokens of row ``s``)."""
     indices = lang.indices
@@ -242,12 +242,12 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) ->
     no wrapper in between); from Python it is made by ``isinstance``. The returned function
     carries ``dense``'s name (without ``_dense``), signature and docstring, which documents all.
 
-    A version declared ``@nb.njit(_nrt=False)`` (it allocates nothing) is compiled without numba's
+    A version declared ``@jit(nrt=False)`` (it allocates nothing, :mod:`numerics._jit`) is compiled without numba's
     reference counting in place of the call as well: a function that calls others takes and drops
     a count on each array it reads (two atomic operations each, which numba's pruning leaves when
     there are calls and branches in between), a cost that dominates a small per-position kernel.
-    Its ``fastmath`` flags (e.g. ``{"contract"}``: a product and a sum may be fused into one FMA)
-    apply there as well.
+    Its FMA flag (``jit(fma=True)``: a product and a sum may be fused) applies there as well
+    (:data:`numerics._jit.INHERITED`).
     """
     sparse = ngram if sparse is None else sparse
     signature = inspect.signature(dense.py_func)
@@ -264,11 +264,11 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) ->
             return dense(arrays, *args)
         raise TypeError(f"expected HMMArrays, NGramArrays or SparseNGramArrays, got {type(arrays).__name__}")
 
-    # one overload per set of versions compiled alike: a version declared ``@nb.njit(_nrt=False)``
-    # (or with ``fastmath`` flags) is compiled so inside numba functions too (see ``by_kind``'s docstring)
+    # one overload per set of versions compiled alike: a version declared ``@jit(nrt=False)``
+    # (or ``fma=True``) is compiled so inside numba functions too (see ``by_kind``'s docstring)
     groups: dict = {}
     for kind, version in ((HMMArrays, dense), (NGramArrays, ngram), (SparseNGramArrays, sparse)):
-        options = {k: version.targetoptions[k] for k in ("_nrt", "fastmath") if k in version.targetoptions}
+        options = inherited_options(version)
         key = tuple(sorted((k, frozenset(v) if isinstance(v, set) else v) for k, v in options.items()))
         groups.setdefault(key, (options, {}))[1][kind] = version.py_func
     for options, versions in groups.values():

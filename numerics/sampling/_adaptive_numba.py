@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
 from numerics.sampling._adaptive_paths import (
@@ -168,7 +168,7 @@ def make_rule(rule: str, confidence: str, sizes: np.ndarray, gamma_grid: int, pr
                 len(priority) if block is None else int(block))
 
 
-@nb.njit(cache=True)
+@jit
 def _smallest(keys, nm, k, bufk, bufi):
     """Indices of the ``k`` smallest of ``keys[:nm]`` (distinct) into ``bufi[:k]``, ascending."""
     cnt = 0
@@ -189,7 +189,7 @@ def _smallest(keys, nm, k, bufk, bufi):
         bufi[p] = i
 
 
-@nb.njit(cache=True)
+@jit
 def _entropy_prefix(cand, order, count, ent_int, gamma_int, sel):
     """The longest prefix of ``cand[order[:count]]`` with cumulative entropy ``<= gamma`` (at least one) into ``sel``."""
     r = 0
@@ -207,7 +207,7 @@ def _entropy_prefix(cand, order, count, ent_int, gamma_int, sel):
 _NONE = np.iinfo(np.int64).max  # the key of a revealed position in the scans below: never the smallest
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def first_masked(values, sign, rev, prio, lo, hi):
     """``(j, key)``: the masked position of ``lo..hi-1`` with the smallest key ``sign values[j] L + prio[j]``
     (distinct keys; ``j = -1`` when none is masked).
@@ -229,7 +229,7 @@ def first_masked(values, sign, rev, prio, lo, hi):
     return (best + lo if best >= 0 else -1), best_key
 
 
-@nb.njit(cache=True)
+@jit
 def _threshold_select(rule, post, lo, hi, sel):
     """The threshold rule: every masked ``j`` of the block ``lo..hi-1`` with confidence ``>= gamma``
     into ``sel`` (in position order), or else the first in the order ``(-confidence, priority)``; returns their number."""
@@ -247,7 +247,7 @@ def _threshold_select(rule, post, lo, hi, sel):
     return r
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _entropy_single(ent_int, rev, prio, lo, hi, gamma_int):
     """The entropy-sum rule's first position when it reveals only one, else ``-1``.
 
@@ -279,7 +279,7 @@ def _entropy_single(ent_int, rev, prio, lo, hi, gamma_int):
     return -1
 
 
-@nb.njit(cache=True)
+@jit
 def _select(rule, post, k, lo, hi, scratch):
     """Positions of the block ``lo..hi-1`` revealed by this step into ``scratch.chosen`` (sorted by position);
     returns their number.
@@ -328,7 +328,7 @@ def _select(rule, post, k, lo, hi, scratch):
     return r
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def masked_span(rev, first, last):
     """``(a, b)``: the first and the last masked position of ``first..last`` (which holds one).
 
@@ -343,7 +343,7 @@ def masked_span(rev, first, last):
     return first, last
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def start(lang, conf, x, post, work):
     """A new sequence: nothing revealed, the all-masked marginals (``initial``)."""
     post.revealed[:] = False
@@ -351,7 +351,7 @@ def start(lang, conf, x, post, work):
     initial(lang, conf, x, post, work)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def end_step(lang, conf, x, sel, post, work, term, dead):
     """After a step set the values of its positions ``sel`` (sorted): add the chain-rule factors to
     ``term`` and update the marginals (``refresh``), mark the positions revealed; once outside
@@ -369,7 +369,7 @@ def end_step(lang, conf, x, sel, post, work, term, dead):
     return term, dead
 
 
-@nb.njit(cache=True)
+@jit
 def _sequence(lang, rule, sample, seq, post, work, scratch):
     """Run one sequence (``seq.tokens`` written when ``sample``); returns its :class:`SequenceResult`."""
     x, U, step_of = seq.tokens, seq.uniforms, seq.steps
@@ -426,7 +426,7 @@ def _sequence(lang, rule, sample, seq, post, work, scratch):
     return SequenceResult(calls, term, dead, logp)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def store(run, b, out):
     """Sequence ``b``'s :class:`SequenceResult` ``out`` into the run (an :class:`AdaptiveRun`)."""
     run.calls[b] = out.calls
@@ -435,7 +435,7 @@ def store(run, b, out):
     run.log_p[b] = out.log_p
 
 
-@nb.njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _kernel(lang, rule, sample, uniforms, run, vocab_size, lo, hi):
     """Sequences ``lo..hi-1`` of ``run`` (an :class:`AdaptiveRun`); releases the GIL so threads run chunks in parallel."""
     L = uniforms.shape[1]

@@ -43,10 +43,10 @@ import inspect
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 from numba.extending import overload
 
+from numerics._jit import jit
 from numerics.languages.arrays import HMMArrays, NGramArrays, by_kind, kernel_arrays
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
@@ -237,13 +237,13 @@ def by_path(chain: Callable, interval: Callable, segment: Callable, *, inline: s
     return dispatch
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _grid(value):
     """``floor(value * GRID_SCALE + 1/2)`` as int64: the value on the comparison grid."""
     return np.int64(np.floor(value * GRID_SCALE + 0.5))
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def grid_values(rows, i, conf):
     """``(confidence, entropy)`` on the grid of the normalized row ``rows[i]`` (entropy 0 unless ``conf.need_entropy``)."""
     top1 = 0.0
@@ -270,7 +270,7 @@ def grid_values(rows, i, conf):
     return _grid(c), _grid(h)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def set_confidence(post, conf, j):
     """The grid values (:func:`grid_values`) of ``post.marginals[j]`` into ``post.confidence[j]``, ``post.entropy[j]``."""
     c, h = grid_values(post.marginals, j, conf)
@@ -278,7 +278,7 @@ def set_confidence(post, conf, j):
     post.entropy[j] = h
 
 
-@nb.njit(cache=True)
+@jit
 def uniform_all(post, conf):
     """Every masked marginal becomes uniform (the sequence left ``supp q``)."""
     marg, rev = post.marginals, post.revealed
@@ -289,7 +289,7 @@ def uniform_all(post, conf):
             set_confidence(post, conf, j)
 
 
-@nb.njit(cache=True)
+@jit
 def new_posterior(length, vocab_size):
     """An empty :class:`Posterior` for ``length`` positions and ``vocab_size`` tokens."""
     return Posterior(np.empty((length, vocab_size)), np.empty(length, dtype=np.int64),
@@ -300,7 +300,7 @@ def new_posterior(length, vocab_size):
 # ----- first-order token chains (2-grams): marginals from powers of P --------------------------
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _normalize_row(out, row):
     """``out[row] /= sum(out[row])`` (by one reciprocal, as ``_normalize``) unless the sum is 0; returns the sum."""
     total = 0.0
@@ -313,7 +313,7 @@ def _normalize_row(out, row):
     return total
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _chain_row(lang, a, c, d, d2, out, row):
     """``out[row] ∝ P^d[a, v] P^{d2}[v, c]`` normalized (a neighbour's token, or ``V`` for none, at distance
     ``d`` left and ``d2`` right); returns the total before normalizing.
@@ -324,7 +324,7 @@ def _chain_row(lang, a, c, d, d2, out, row):
     return _chain_row_of(lang.powers, lang.powers_t, a, c, d, d2, out, row)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _chain_row_of(Pm, PmT, a, c, d, d2, out, row):
     """:func:`_chain_row` on the arrays ``lang.powers``, ``lang.powers_t`` (read once before a loop over
     rows: a tuple's field read in the loop is reference-counted at each read)."""
@@ -341,13 +341,13 @@ def _chain_row_of(Pm, PmT, a, c, d, d2, out, row):
     return total
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _token_at(x, p, V):
     """``x[p]``, or the virtual token ``V`` outside ``0..L-1`` (no neighbour)."""
     return x[p] if 0 <= p < x.shape[0] else V
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _gap_values(lang, conf, x, lb, rb, post, work):
     """Grid values and neighbours of the masked positions ``lb < j < rb`` (``ChainWork``'s cache)."""
     L = x.shape[0]
@@ -379,7 +379,7 @@ def _gap_values(lang, conf, x, lb, rb, post, work):
     work.right[lb + 1:rb] = rb
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _chain_gap(lang, conf, x, sel, i0, r, post, work):
     """The gap of ``sel[i0]`` between its old revealed neighbours ``a < d < b``: chain factors of its new
     tokens (left to right) and the grid values of its masked positions. Returns ``(next i, log joint, ok)``."""
@@ -408,7 +408,7 @@ def _chain_gap(lang, conf, x, sel, i0, r, post, work):
     return i1, logj, True
 
 
-@nb.njit(cache=True)
+@jit
 def _refresh_chain(lang, conf, x, sel, r, post, work, term):
     """After the step revealing ``sel[:r]`` (sorted; tokens set, ``post.new`` flagged, ``post.revealed``
     still the old ``S``): add the log chain-rule factors ``log q(x_D | x_S)`` to ``term`` (one
@@ -428,7 +428,7 @@ def _refresh_chain(lang, conf, x, sel, r, post, work, term):
 # ----- n-grams of higher order and HMMs: forward/backward messages over segments ----------------
 
 
-@nb.njit(cache=True)
+@jit
 def _push_dense(lang, alpha, p, out):
     """``out = alpha[p] @ A`` (dense ``A``; n-gram: along the ``V`` successors of each window), skipping
     zero entries of ``alpha[p]``."""
@@ -442,7 +442,7 @@ def _push_dense(lang, alpha, p, out):
                 out[t] += a * A[s, t]
 
 
-@nb.njit(cache=True)
+@jit
 def _push_ngram(lang, alpha, p, out):
     cond = lang.conditional
     S, V = cond.shape
@@ -461,7 +461,7 @@ def _push_ngram(lang, alpha, p, out):
 _push = by_kind(_push_dense, _push_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _pull_dense(lang, beta, p, v):
     """``beta[p, s] = sum_t A[s, t] e(t) beta[p+1, t]``, ``e(t) = E[t, v]`` (``v < 0``: 1), normalized.
 
@@ -480,7 +480,7 @@ def _pull_dense(lang, beta, p, v):
     _normalize_row(beta, p)
 
 
-@nb.njit(cache=True)
+@jit
 def _pull_ngram(lang, beta, p, v):
     cond = lang.conditional
     S, V = cond.shape
@@ -502,7 +502,7 @@ def _pull_ngram(lang, beta, p, v):
 _pull = by_kind(_pull_dense, _pull_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _marginal_dense(lang, work, j, marg):
     """``marg[j, v] ∝ sum_s alpha[j, s] beta[j, s] E[s, v]``, normalized; returns the total before normalizing.
 
@@ -521,7 +521,7 @@ def _marginal_dense(lang, work, j, marg):
     return _normalize_row(marg, j)
 
 
-@nb.njit(cache=True)
+@jit
 def _marginal_ngram(lang, work, j, marg):
     alpha, beta = work.alpha, work.beta
     V = marg.shape[1]
@@ -537,7 +537,7 @@ def _marginal_ngram(lang, work, j, marg):
 _marginal = by_kind(_marginal_dense, _marginal_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _factor_dense(lang, pred, beta, j, v):
     """``(sum_s pred(s) beta[j, s] E[s, v], sum_s pred(s) beta[j, s])``: the chain factor's numerator and denominator."""
     ET = lang.emission_t
@@ -550,7 +550,7 @@ def _factor_dense(lang, pred, beta, j, v):
     return num, den
 
 
-@nb.njit(cache=True)
+@jit
 def _factor_ngram(lang, pred, beta, j, v):
     V = lang.conditional.shape[1]
     den = 0.0
@@ -567,7 +567,7 @@ def _factor_ngram(lang, pred, beta, j, v):
 _factor = by_kind(_factor_dense, _factor_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _bounds_dense(lang, d, rev):
     """``(a, e)``: the segment ``a < j <= e`` a reveal at ``d`` changes (old evidence ``rev``).
 
@@ -577,7 +577,7 @@ def _bounds_dense(lang, d, rev):
     return -1, rev.shape[0] - 1
 
 
-@nb.njit(cache=True)
+@jit
 def _sep_end(order, p, rev):
     """The window at ``p`` is fixed by revealed tokens ``p-n+2..p`` (old evidence ``rev``)."""
     if order < 2 or p < order - 2:
@@ -588,7 +588,7 @@ def _sep_end(order, p, rev):
     return True
 
 
-@nb.njit(cache=True)
+@jit
 def _bounds_ngram(lang, d, rev):
     order = lang.order
     L = rev.shape[0]
@@ -609,7 +609,7 @@ def _bounds_ngram(lang, d, rev):
 _bounds = by_kind(_bounds_dense, _bounds_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _segment(lang, conf, x, d, post, work):
     """Recompute the segment around the new reveal ``d``; returns ``(its end e, log joint factor, ok)``."""
     rev, newf = post.revealed, post.new
@@ -644,7 +644,7 @@ def _segment(lang, conf, x, d, post, work):
     return e, logj, True
 
 
-@nb.njit(cache=True)
+@jit
 def _refresh_segment(lang, conf, x, sel, r, post, work, term):
     covered = -1
     ok = True
@@ -661,7 +661,7 @@ def _refresh_segment(lang, conf, x, sel, r, post, work, term):
 # ----- the interval language ---------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@jit
 def _interval_row(l, x, j, known, out, row):
     """``out[row]`` = law of ``x_j`` given the ``known`` partners in its interval (``l`` positions; uniform
     on the consistent tokens); returns their number (0: the known tokens contradict ``x_j``'s constraints)."""
@@ -690,7 +690,7 @@ def _interval_row(l, x, j, known, out, row):
     return count
 
 
-@nb.njit(cache=True)
+@jit
 def _refresh_interval(lang, conf, x, sel, r, post, work, term):
     l = lang.interval_length
     known, m = work.known, work.row
@@ -720,7 +720,7 @@ def _refresh_interval(lang, conf, x, sel, r, post, work, term):
 refresh = by_path(_refresh_chain, _refresh_interval, _refresh_segment, inline="always")
 
 
-@nb.njit(cache=True)
+@jit
 def _selected_rows_chain(lang, x, sel, r, post, work):
     """Make ``post.marginals[j]`` the current row of every position ``j`` in ``sel[:r]`` (before the step's
     reveals). The chain path computes these rows now (it keeps only grid values of the others);
@@ -733,7 +733,7 @@ def _selected_rows_chain(lang, x, sel, r, post, work):
         _chain_row_of(Pm, PmT, _token_at(x, lb, V), _token_at(x, rb, V), j - lb, rb - j, marg, j)
 
 
-@nb.njit(cache=True)
+@jit
 def _selected_rows_other(lang, x, sel, r, post, work):
     pass
 
@@ -744,20 +744,20 @@ selected_rows = by_path(_selected_rows_chain, _selected_rows_other, _selected_ro
 # ----- the all-masked sequence, scratch, and the arrays of a language --------------------------------
 
 
-@nb.njit(cache=True)
+@jit
 def _initial_chain(lang, conf, x, post, work):
     """Marginals (the chain path: grid values only) and grid values of the all-masked sequence."""
     _gap_values(lang, conf, x, -1, x.shape[0], post, work)
 
 
-@nb.njit(cache=True)
+@jit
 def _initial_interval(lang, conf, x, post, work):
     for j in range(x.shape[0]):
         _interval_row(lang.interval_length, x, j, post.revealed, post.marginals, j)
         set_confidence(post, conf, j)
 
 
-@nb.njit(cache=True)
+@jit
 def _initial_segment(lang, conf, x, post, work):
     alpha, beta, pred = work.alpha, work.beta, work.predictive
     L, S = alpha.shape
@@ -778,7 +778,7 @@ def _initial_segment(lang, conf, x, post, work):
 initial = by_path(_initial_chain, _initial_interval, _initial_segment)
 
 
-@nb.njit(cache=True)
+@jit
 def _new_workspace_chain(lang, length, vocab_size):
     """The path's scratch (:class:`ChainWork`, :class:`IntervalWork` or :class:`SegmentWork`) for one chunk of sequences."""
     V1 = vocab_size + 1
@@ -789,12 +789,12 @@ def _new_workspace_chain(lang, length, vocab_size):
                      np.empty(C, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 
-@nb.njit(cache=True)
+@jit
 def _new_workspace_interval(lang, length, vocab_size):
     return IntervalWork(np.zeros(length, dtype=np.bool_), np.empty((1, vocab_size)))
 
 
-@nb.njit(cache=True)
+@jit
 def _new_workspace_segment(lang, length, vocab_size):
     S = lang.initial.shape[0]
     return SegmentWork(np.empty((length, S)), np.empty((length, S)), np.empty(S))

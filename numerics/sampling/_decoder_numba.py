@@ -45,9 +45,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
 from numerics.sampling._adaptive_numba import (
@@ -172,7 +172,7 @@ class Ranking(NamedTuple):
 # ----- the counter-based stream -----------------------------------------------------------------
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _mix(x):
     """splitmix64's finalizer of ``x + golden`` (uint64, wrapping)."""
     z = x + _GOLDEN
@@ -181,26 +181,26 @@ def _mix(x):
     return z ^ (z >> _S31)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _bits(call_key, position, stream):
     """The top 53 bits of ``splitmix64(call_key ^ (4 position + stream))`` as int64."""
     z = _mix(call_key ^ (np.uint64(position) * _FOUR + np.uint64(stream)))
     return np.int64(z >> _S11)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _call_key(key, call):
     """``splitmix64(splitmix64(key) ^ call)``: the part of the stream shared by one call of one sequence."""
     return _mix(_mix(key) ^ np.uint64(call))
 
 
-@nb.njit(cache=True)
+@jit
 def stream_u(key, call, position, stream):
     """``u(key, call, position, stream)`` of :func:`numerics.sampling.decoders.stream_uniform`, one value."""
     return np.float64(_bits(_call_key(key, call), position, stream)) * (1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _uniform(call_key, position, stream):
     return np.float64(_bits(call_key, position, stream)) * (1.0 / 9007199254740992.0)
 
@@ -208,7 +208,7 @@ def _uniform(call_key, position, stream):
 # ----- draws ------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _grid_argmax(marg, j):
     """The lowest token whose grid value is the row's largest (the ``T = 0`` draw)."""
     best = 0
@@ -220,7 +220,7 @@ def _grid_argmax(marg, j):
     return best
 
 
-@nb.njit(cache=True)
+@jit
 def _tempered(marg, j, T, row):
     """``row = r_j ∝ p_j^(1/T)`` (``T`` not 0 or 1), as :func:`numerics.sampling.decoders.tempered`."""
     V = marg.shape[1]
@@ -238,7 +238,7 @@ def _tempered(marg, j, T, row):
         row[v] /= total
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _inverse_cdf_row(marg, j, u):
     """:func:`numerics.draws.inverse_cdf` of the row ``marg[j]`` at ``u``, the same operations in the same
     order, indexing ``marg`` in place (inlined: no call, no row view to reference-count)."""
@@ -260,7 +260,7 @@ def _inverse_cdf_row(marg, j, u):
     return idx
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _draw(marg, j, T, u, row):
     """``x0_j``: the float64 inverse CDF of ``r_j`` at ``u`` (``T = 0``: the grid argmax)."""
     if T == 0.0:
@@ -271,7 +271,7 @@ def _draw(marg, j, T, u, row):
     return inverse_cdf(row, u)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _log_r(marg, j, T, v, row):
     """``log r_j(v)`` (``-inf`` where 0)."""
     if T == 0.0:
@@ -287,7 +287,7 @@ def _log_r(marg, j, T, v, row):
 # ----- one step: candidates, scores, order, count ------------------------------------------------
 
 
-@nb.njit(cache=True)
+@jit
 def _ranked(rank, nm, want):
     """Indices into the candidates of the ``want`` smallest keys, ascending: a bounded pass or a full argsort."""
     if want <= _PARTIAL:
@@ -296,7 +296,7 @@ def _ranked(rank, nm, want):
     return np.argsort(rank.keys[:nm])
 
 
-@nb.njit(cache=True)
+@jit
 def _prefix(rule, rank, order, n):
     """How many of the first ``n`` ranked candidates ``order[:n]`` the count rule keeps (at least one)."""
     s = rank.scores
@@ -319,7 +319,7 @@ def _prefix(rule, rank, order, n):
     return r
 
 
-@nb.njit(cache=True)
+@jit
 def _threshold_count(rule, rank, nm):
     """Fast-dLLM's threshold in one pass: every candidate with score ``>= tau`` (a prefix of the order),
     else the first; the indices into ``rank.best_index``, returns their number."""
@@ -340,7 +340,7 @@ def _threshold_count(rule, rank, nm):
     return r
 
 
-@nb.njit(cache=True)
+@jit
 def _choose(rule, rank, nm, step):
     """The positions one step reveals into ``rank.chosen`` (sorted by position); returns their number."""
     sel = rank.chosen
@@ -378,7 +378,7 @@ def _choose(rule, rank, nm, step):
     return r
 
 
-@nb.njit(cache=True)
+@jit
 def _score_block(lang, rule, x, step, post, work, rank):
     """Candidates of the span ``step.lo..step.hi-1`` of the block with their keys, grid scores and (where
     the score needs them) draws; returns their number (EB: a step that reveals more than one,
@@ -419,7 +419,7 @@ def _score_block(lang, rule, x, step, post, work, rank):
     return nm
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _entropy_single(ent, rev, prio, lo, hi, gamma):
     """EB's step in one pass when it reveals one position: the first masked position of the span
     ``lo..hi-1`` in the order ``(entropy, priority)``; ``-1`` when the step reveals more.
@@ -437,7 +437,7 @@ def _entropy_single(ent, rev, prio, lo, hi, gamma):
     return best
 
 
-@nb.njit(cache=True)
+@jit
 def _score_bounded(lang, rule, x, step, post, work, rank):
     """Fast-dLLM's candidates and scores, drawing only where a draw can matter; returns their number
     (only the first when the step reveals one).
@@ -522,7 +522,7 @@ class SequenceIO(NamedTuple):
     key: np.uint64
 
 
-@nb.njit(cache=True)
+@jit
 def _decode(lang, rule, sample, seq, post, work, rank):
     """Run one sequence through every block (sampling or scoring); returns its
     :class:`~numerics.sampling._adaptive_numba.SequenceResult`.
@@ -588,7 +588,7 @@ def _decode(lang, rule, sample, seq, post, work, rank):
     return SequenceResult(calls, term, dead, logp)
 
 
-@nb.njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _kernel(lang, rule, sample, keys, run, vocab_size, lo, hi):
     """Sequences ``lo..hi-1`` of ``run`` (an :class:`~numerics.sampling._adaptive_numba.AdaptiveRun`);
     releases the GIL for the chunk threads."""
@@ -625,7 +625,7 @@ def decoder_run(language, rule: DecoderRule, keys: np.ndarray, tokens: np.ndarra
 # ----- ReMDM: conditioning from scratch on the current revealed set -------------------------------
 
 
-@nb.njit(cache=True)
+@jit
 def _condition_chain(lang, x, post, work, want):
     """``post.marginals[j]`` for every ``j`` with ``want[j]``, given the revealed ``x`` (``post.revealed``);
     returns False when the revealed tokens are jointly impossible (then nothing is written)."""
@@ -655,7 +655,7 @@ def _condition_chain(lang, x, post, work, want):
     return True
 
 
-@nb.njit(cache=True)
+@jit
 def _condition_interval(lang, x, post, work, want):
     rev = post.revealed
     l = lang.interval_length
@@ -669,7 +669,7 @@ def _condition_interval(lang, x, post, work, want):
     return True
 
 
-@nb.njit(cache=True)
+@jit
 def _condition_segment(lang, x, post, work, want):
     rev = post.revealed
     alpha, beta, pred = work.alpha, work.beta, work.predictive
@@ -696,7 +696,7 @@ def _condition_segment(lang, x, post, work, want):
 condition = by_path(_condition_chain, _condition_interval, _condition_segment)
 
 
-@nb.njit(cache=True)
+@jit
 def _remdm(lang, rule, seq, post, work, want):
     """One ReMDM sequence (a position masked after the last step keeps ``steps`` 0)."""
     x, step_of, key = seq.tokens, seq.steps, seq.key
@@ -735,7 +735,7 @@ def _remdm(lang, rule, seq, post, work, want):
                 rev[j] = True
 
 
-@nb.njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _remdm_kernel(lang, rule, keys, run, vocab_size, lo, hi):
     L = run.tokens.shape[1]
     post = new_posterior(L, vocab_size)

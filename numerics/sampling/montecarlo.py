@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from numerics.estimate import CONFIDENCE, Estimate, clopper_pearson
 from numerics.inference.forward_backward import log_q
@@ -81,7 +80,7 @@ def gen_ppl_from_loglik(loglik: np.ndarray, length: int, confidence: float = CON
     per_token = -loglik / length
     m = float(per_token.mean())
     se = float(per_token.std(ddof=1) / math.sqrt(n))
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = _z(confidence)
     value = math.exp(m)
     return IntervalEstimate(value, value * se, f"{label} (exact log q, delta method)", n,
                             math.exp(m - z * se), math.exp(m + z * se), confidence)
@@ -120,7 +119,7 @@ def kl_jensen_bound_from_tokens(language: Language, reveal_steps: np.ndarray, to
         raise ValueError("a Jensen term is not finite: some x is outside supp q (tokens must be samples of q)")
     m = float(terms.mean())
     se = float(terms.std(ddof=1) / math.sqrt(n))
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = _z(confidence)
     return IntervalEstimate(m, se, "mc (x ~ q, tau ~ pi; exact conditionals, single-reveal steps exactly 0)", n,
                             m - z * se, m + z * se, confidence)
 
@@ -169,7 +168,14 @@ def nfe_comparison(result: SampleResult, schedule: Schedule, confidence: float =
     k = nfe.size
     m = float(nfe.mean())
     se = float(nfe.std(ddof=1) / math.sqrt(k)) if k > 1 else math.nan
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = _z(confidence)
     expected = schedule.expected_nfe(result.length, batch=B) if result.cache else float(schedule.n_steps)
     realized = IntervalEstimate(m, se, "realized (mean over batches)", k, m - z * se, m + z * se, confidence)
     return NFEComparison(realized, expected, B, result.length, schedule.n_steps)
+
+
+def _z(confidence: float) -> float:
+    """The normal quantile of a two-sided ``confidence`` interval (scipy.stats imported here: seconds at import)."""
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + confidence / 2))

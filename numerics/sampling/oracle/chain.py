@@ -45,9 +45,9 @@ from __future__ import annotations
 import weakref
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
 from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
@@ -115,7 +115,7 @@ class Gap(NamedTuple):
     base: int
 
 
-@nb.njit(cache=True)
+@jit
 def _uniform_draw(cdf, u):
     """:func:`~numerics.draws.inverse_cdf` of the uniform weights at ``u`` in ``O(log V)``: the number of
     running sums ``<= u * total`` (they are non-decreasing), the same float64 sums in the same order."""
@@ -153,7 +153,7 @@ def mixing_cut(language: NGram, max_cut: int, rtol: float = MIX_RTOL) -> tuple[i
     return None
 
 
-@nb.njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _csr_times_dense(indptr, indices, data, M, out, lo, hi):
     """Rows ``lo..hi-1`` of ``out = A M`` (``A`` in CSR, ``M`` dense, C order): row axpys."""
     for r in range(lo, hi):
@@ -224,7 +224,7 @@ def chain_tables(language: Language, length: int, memo_bytes: int = MEMO_BYTES, 
 # ----- the kernel --------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@jit
 def _forward_mul(lang, vec, out):
     """``out = vec P`` (sparse rows; zero entries of ``vec`` skipped)."""
     indptr, indices, data = lang.indptr, lang.indices, lang.data
@@ -236,7 +236,7 @@ def _forward_mul(lang, vec, out):
                 out[indices[k]] += w * data[k]
 
 
-@nb.njit(cache=True)
+@jit
 def _backward_mul(lang, vec, out):
     """``out = P vec`` (sparse rows)."""
     indptr, indices, data = lang.indptr, lang.indices, lang.data
@@ -247,13 +247,13 @@ def _backward_mul(lang, vec, out):
         out[s] = acc
 
 
-@nb.njit(cache=True)
+@jit
 def _point(vec, v):
     vec[:] = 0.0
     vec[v] = 1.0
 
 
-@nb.njit(cache=True)
+@jit
 def _gap_backward(lang, tab, x, order_idx, gap, work):
     """``work.buf[t - base] = P^(b - j_t) e_{x_b}`` (ones beyond the cut or with no ``b``), ``t = hi-1..lo``."""
     D = tab.cut
@@ -279,7 +279,7 @@ def _gap_backward(lang, tab, x, order_idx, gap, work):
             row[:] = cur
 
 
-@nb.njit(cache=True)
+@jit
 def _gap_forward(lang, tab, x, order_idx, gap, work):
     """``work.buf[t - base] *= e_{x_a} P^(j_t - a)`` (``initial P^(j_t)`` with no ``a``; ``pi`` beyond the cut)."""
     D = tab.cut
@@ -310,7 +310,7 @@ def _gap_forward(lang, tab, x, order_idx, gap, work):
             row *= cur
 
 
-@nb.njit(cache=True)
+@jit
 def _power_positive(lang, tab, y, z, d, work):
     """``P^d[y, z] > 0`` (``d >= 1``): the limit beyond the cut, a memo or one running row."""
     D = tab.cut
@@ -328,7 +328,7 @@ def _power_positive(lang, tab, y, z, d, work):
     return cur[z] > 0.0
 
 
-@nb.njit(cache=True)
+@jit
 def chain_sequence(lang, tab, steps, order_idx, x, U, work):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch
     """Sample one sequence in place (``x``) for its reveal ``steps``; ``order_idx`` lists the positions
     by (step, position). Module docstring for the posterior, the cut-off and the dead convention."""
@@ -374,7 +374,7 @@ def chain_sequence(lang, tab, steps, order_idx, x, U, work):  # noqa: PLR0917 --
         ptr = end
 
 
-@nb.njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _chain_chunk(lang, tab, reveal_steps, x, U, lo, hi):
     """Sequences ``lo..hi-1``; releases the GIL so threads run chunks in parallel."""
     L = reveal_steps.shape[1]

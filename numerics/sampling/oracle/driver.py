@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
 from numerics.languages.arrays import HMMArrays, KernelArrays, NGramArrays, SparseNGramArrays, by_kind, kernel_arrays
@@ -184,7 +184,7 @@ class Workspace(NamedTuple):
     vectors: RevealVectors
 
 
-@nb.njit(cache=True)
+@jit
 def new_workspace(length, n_states, vocab_size):
     """A :class:`Workspace` for sequences of ``length`` positions (inside or outside numba)."""
     uniform = np.empty(vocab_size)
@@ -296,11 +296,11 @@ def _reveal_sequence(lang, powers, mode, seq, work):
 
 
 # the same loop for every kind; the dense HMM and dense n-gram ones without reference counts (module docstring)
-_reveal_sequence_nrt_free = nb.njit(cache=True, _nrt=False)(_reveal_sequence)
-reveal_sequence = by_kind(_reveal_sequence_nrt_free, _reveal_sequence_nrt_free, nb.njit(cache=True)(_reveal_sequence))
+_reveal_sequence_nrt_free = jit(nrt=False)(_reveal_sequence)
+reveal_sequence = by_kind(_reveal_sequence_nrt_free, _reveal_sequence_nrt_free, jit(_reveal_sequence))
 
 
-@nb.njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _reveal_chunk(lang, powers, mode, batch, scores, lo, hi):
     """Sequences ``lo..hi-1`` of ``batch`` (:class:`RevealBatch`) into ``scores``; releases the GIL so threads run chunks in parallel."""
     L = batch.reveal_steps.shape[1]

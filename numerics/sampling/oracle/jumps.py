@@ -45,13 +45,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics.languages.arrays import by_kind
 from numerics.languages.hmm import Language, NGram
 from numerics.sampling.oracle.steps import (
-    DENSE_MATH,
     _evidence_normalize_dense,
     _normalize_dense,
     _vecmat_dense,
@@ -217,13 +216,13 @@ def no_powers() -> Powers:
                   np.zeros((1, 1)), np.zeros((1, 1)))
 
 
-@nb.njit(cache=True)
+@jit
 def max_power(powers):
     """``M`` of :class:`Powers` inside numba (an n-gram's ``matrices`` is a placeholder)."""
     return max(powers.matrices.shape[0], powers.blocks.shape[0]) - 1  # (matrices or blocks)
 
 
-@nb.njit(cache=True)
+@jit
 def _blocks_forward(blocks, m, vec, out, u0, u1, v0, v1, acc):  # noqa: PLR0917 -- a numba kernel: positional on the hot path
     """n-gram ``out[c V + v] = sum_{u0 <= u < u1, k} vec[k V + u] P^m[k V + u, c V + v]`` for ``v0 <= v < v1`` (the
     other entries untouched): ``vec`` may be non-zero only on the windows ending in ``u0..u1-1``.
@@ -246,7 +245,7 @@ def _blocks_forward(blocks, m, vec, out, u0, u1, v0, v1, acc):  # noqa: PLR0917 
             out[c * V + v] = acc[c]
 
 
-@nb.njit(cache=True)
+@jit
 def _blocks_backward(blocks, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noqa: PLR0917 -- a numba kernel: positional on the hot path
     """n-gram ``out[r] = sum_{v0 <= v < v1, c} P^m[r, c V + v] w[c V + v]`` for the rows ``r = r0 + i rstep``, ``i < nrows``
     (every row: ``(0, 1, S)``; else ``rstep`` a multiple of ``V``), the other entries untouched: ``w`` may
@@ -304,7 +303,7 @@ def _blocks_backward(blocks, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noqa:
                 i += 1
 
 
-@nb.njit(cache=True)
+@jit
 def _chain_forward_blocks(blocks, tmp, out, m, acc):
     """n-gram: ``tmp <- tmp P^(m - m')`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
     M = blocks.shape[0] - 1
@@ -317,7 +316,7 @@ def _chain_forward_blocks(blocks, tmp, out, m, acc):
     return m
 
 
-@nb.njit(cache=True)
+@jit
 def _vecmat(vec, M, out):
     """``out = vec @ M`` skipping zero entries of ``vec``."""
     S = out.shape[0]
@@ -330,7 +329,7 @@ def _vecmat(vec, M, out):
                 out[t] += a * M[s, t]
 
 
-@nb.njit(cache=True)
+@jit
 def _chain_forward(Pm, tmp, out, m):
     """``tmp <- tmp P^(m - m')`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left.
 
@@ -345,7 +344,7 @@ def _chain_forward(Pm, tmp, out, m):
     return m
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _power_product_dense(vec, P, m, out, tmp):
     """``out = vec @ Q^m`` for the powers ``Q^0..Q^M`` stacked in ``P`` (``Powers.stacked`` or ``stacked_t``),
     skipping zeros of ``vec``; ``m > M`` chains ``Q^M`` in chunks, normalized after each (as
@@ -366,7 +365,7 @@ def _power_product_dense(vec, P, m, out, tmp):
     _vecmat_dense(tmp, P, m * S, out)
 
 
-@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
+@jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
     """``out = alpha`` at ``m`` positions after ``vec``'s: ``(vec P^m) * e``, normalized.
 
@@ -384,7 +383,7 @@ def _jump_forward_dense(lang, powers, vec, out, m, vfix, tmp, acc):
         _normalize_dense(out)
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
     if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram (its chained crossings)
         blocks = powers.blocks
@@ -429,7 +428,7 @@ def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
     normalize(out)
 
 
-@nb.njit(cache=True)
+@jit
 def _jump_forward_sparse(lang, powers, vec, out, m, vfix, tmp, acc):
     raise ValueError("a sparse n-gram has no precomputed powers: forward_jump_pays is always False for it")
 
@@ -437,7 +436,7 @@ def _jump_forward_sparse(lang, powers, vec, out, m, vfix, tmp, acc):
 jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_sparse)
 
 
-@nb.njit(cache=True)
+@jit
 def _rows_dot(M, w, out, r0, rstep, nrows, w0, wstep):
     """``out[r] = sum_c M[r, c] w[w0 + c wstep]`` for the rows ``r = r0 + k rstep``, ``k < nrows`` (the n-gram backward jumps).
 
@@ -473,7 +472,7 @@ def _rows_dot(M, w, out, r0, rstep, nrows, w0, wstep):
         k += 1
 
 
-@nb.njit(cache=True)
+@jit
 def _chain_backward(Pm, tmp, out, m):
     """``tmp <- P^(m - m') tmp`` in chunks of ``M``, normalized after each; returns the ``m' <= M`` left (``m > M`` only)."""
     M = Pm.shape[0] - 1
@@ -485,7 +484,7 @@ def _chain_backward(Pm, tmp, out, m):
     return m
 
 
-@nb.njit(cache=True)
+@jit
 def _chain_backward_blocks(blocks, w, out, m, acc):
     """n-gram: ``w <- P^(m - m') w`` in chunks of ``M``, normalized after each (``out`` as scratch); returns the ``m' <= M`` left (``m > M`` only)."""
     M = blocks.shape[0] - 1
@@ -499,7 +498,7 @@ def _chain_backward_blocks(blocks, w, out, m, acc):
     return m
 
 
-@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
+@jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     """``out = P^m w`` (chained in chunks of ``M``), normalized; ``w`` already holds the evidence at its position.
 
@@ -511,7 +510,7 @@ def _jump_backward_dense(lang, powers, w, out, m, rowfix, wfix, tmp):
     _normalize_dense(out)
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     if powers.blocks.shape[0] > 1:  # the blocks of a large n-gram
         blocks = powers.blocks  # w is the caller's scratch copy: the chain works in place there, tmp is the blocks' scratch
@@ -554,7 +553,7 @@ def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     normalize(out)
 
 
-@nb.njit(cache=True)
+@jit
 def _jump_backward_sparse(lang, powers, w, out, m, rowfix, wfix, tmp):
     raise ValueError("a sparse n-gram has no precomputed powers: backward_jump_pays is always False for it")
 
@@ -562,7 +561,7 @@ def _jump_backward_sparse(lang, powers, w, out, m, rowfix, wfix, tmp):
 jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram, _jump_backward_sparse)
 
 
-@nb.njit(cache=True)
+@jit
 def _forward_jump_pays_dense(lang, vec, m, landing_observed):
     """Is one jump over ``m > 1`` positions cheaper than ``m`` forward steps from ``vec``?
 
@@ -573,7 +572,7 @@ def _forward_jump_pays_dense(lang, vec, m, landing_observed):
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
     S = vec.shape[0]
     V = lang.conditional.shape[1]
@@ -586,7 +585,7 @@ def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
     return jump_cost < step_cost
 
 
-@nb.njit(cache=True)
+@jit
 def _forward_jump_pays_sparse(lang, vec, m, landing_observed):
     return False
 
@@ -594,7 +593,7 @@ def _forward_jump_pays_sparse(lang, vec, m, landing_observed):
 forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram, _forward_jump_pays_sparse)
 
 
-@nb.njit(cache=True)
+@jit
 def _backward_jump_pays_dense(lang, m, rows_observed, landing_observed):
     """Is one backward jump over ``m > 1`` positions cheaper than ``m`` backward steps?
 
@@ -604,7 +603,7 @@ def _backward_jump_pays_dense(lang, m, rows_observed, landing_observed):
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     S = lang.conditional.shape[0]
     V = lang.conditional.shape[1]
@@ -614,7 +613,7 @@ def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     return jump_cost < step_cost
 
 
-@nb.njit(cache=True)
+@jit
 def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
     return False
 
@@ -622,7 +621,7 @@ def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
 backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _backward_jump_pays_sparse)
 
 
-@nb.njit(cache=True)
+@jit
 def _forward_from_nothing_dense(lang, powers, ev, vec, tmp, p):
     """Start a forward walk towards ``p >= 0`` with nothing before it: ``vec = alpha`` at its first stop, returned.
 
@@ -637,7 +636,7 @@ def _forward_from_nothing_dense(lang, powers, ev, vec, tmp, p):
     return 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _forward_from_nothing_ngram(lang, powers, ev, vec, tmp, p):
     laws = powers.initial_laws
     S = vec.shape[0]

@@ -57,9 +57,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from numerics._jit import jit
 from numerics.languages.arrays import by_kind
 from numerics.sampling.oracle.jumps import (
     CROSS_MIN_STATES,
@@ -119,7 +119,7 @@ class Scratch(NamedTuple):
     acc: np.ndarray
 
 
-@nb.njit(cache=True)
+@jit
 def new_messages(length, n_states):
     """Empty :class:`Messages` for ``length`` positions and ``n_states`` states (nothing valid)."""
     return Messages(
@@ -130,13 +130,13 @@ def new_messages(length, n_states):
     )
 
 
-@nb.njit(cache=True)
+@jit
 def new_scratch(n_states):
     """A :class:`Scratch` for ``n_states`` states."""
     return Scratch(np.empty(n_states), np.empty(n_states), np.empty(n_states))
 
 
-@nb.njit(cache=True)
+@jit
 def _crosses_by_windows_dense(lang):
     """Whether :func:`advance` and :func:`beta_query` call :func:`cross_forward` / :func:`cross_backward`
     (the n-gram crossings, dense layout) rather than the generic crossing written out in place.
@@ -148,12 +148,12 @@ def _crosses_by_windows_dense(lang):
     return False
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _crosses_by_windows_ngram(lang):
     return lang.initial.shape[0] >= CROSS_MIN_STATES
 
 
-@nb.njit(cache=True)
+@jit
 def _crosses_by_windows_sparse(lang):
     return False
 
@@ -161,7 +161,7 @@ def _crosses_by_windows_sparse(lang):
 crosses_by_windows = by_kind(_crosses_by_windows_dense, _crosses_by_windows_ngram, _crosses_by_windows_sparse)
 
 
-@nb.njit(cache=True)
+@jit
 def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     """Bring ``vec`` (= ``alpha`` at ``cur >= 0`` under ``ev``) to ``alpha`` at ``q > cur``; the positions in between are masked.
 
@@ -184,7 +184,7 @@ def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
             copy_into(tmp, vec)
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
     cond = lang.conditional
     S = vec.shape[0]
@@ -256,7 +256,7 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
 cross_forward = by_kind(_cross_forward_dense, _cross_forward_ngram, _cross_forward_dense)
 
 
-@nb.njit(cache=True)
+@jit
 def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     """Make ``beta[k]`` the backward message at ``k < cur`` from ``beta[cur]`` (valid under ``ev``); the positions in between are masked.
 
@@ -285,7 +285,7 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
             backward_step(lang, ev, beta[r + 1], beta[r], r, tmp)
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     m = cur - k
     M = powers.blocks.shape[0] - 1
@@ -330,7 +330,7 @@ def _cross_backward_ngram(lang, powers, ev, beta, scratch, cur, k):
     normalize_class(out, r0, rstep, nrows)
 
 
-@nb.njit(cache=True)
+@jit
 def _uniform_rows(lang, ev, out, k, rows_observed):
     """``out`` = the normalized ones on the rows a backward message at ``k`` computes (only those consistent with
     the observed run ending at ``k`` when ``rows_observed``, the others 0), as :func:`cross_backward` writes them."""
@@ -349,7 +349,7 @@ def _uniform_rows(lang, ev, out, k, rows_observed):
 cross_backward = by_kind(_cross_backward_dense, _cross_backward_ngram, _cross_backward_dense)
 
 
-@nb.njit(cache=True)
+@jit
 def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  # noqa: PLR0917 -- a numba kernel: its arrays and scratch, positional on the hot path
     """Bring ``vec`` (= ``alpha`` at ``start`` under ``ev``; ``start = -1``: nothing yet) to ``alpha`` at ``p``.
 
@@ -407,7 +407,7 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  
     return last
 
 
-@nb.njit(cache=True)
+@jit
 def alpha_query(lang, powers, ev, msgs, scratch, vec, p, keep=None):
     """``vec = alpha_p`` under ``ev`` (``ev.hidden = -1``), from the nearest valid message or separator to the left.
 
@@ -429,7 +429,7 @@ def alpha_query(lang, powers, ev, msgs, scratch, vec, p, keep=None):
     return last
 
 
-@nb.njit(cache=True)
+@jit
 def alpha_between(lang, powers, ev, msgs, scratch, vec, prev, p, stop, keep):  # noqa: PLR0917 -- a numba kernel
     """Bring ``vec`` (= ``alpha`` at ``prev`` under ``ev``, ``prev < p``) to ``alpha_p``; returns whether a
     separator or a valid message in ``(prev, p)`` was used, and the last observed position before ``p``.
@@ -466,7 +466,7 @@ def alpha_between(lang, powers, ev, msgs, scratch, vec, prev, p, stop, keep):  #
     return shielded, last
 
 
-@nb.njit(cache=True)
+@jit
 def invalidate_alpha(lang, ev, msgs, j):
     """Clear the flags of the forward messages that revealing position ``j`` changes (module docstring).
 
@@ -480,7 +480,7 @@ def invalidate_alpha(lang, ev, msgs, j):
         aval[q] = False
 
 
-@nb.njit(cache=True)
+@jit
 def invalidate_beta(lang, ev, msgs, j):
     """Clear the flags of the backward messages that revealing position ``j`` changes: ``beta`` at
     ``q = j-1, j-2, ..`` down to the first ``q`` with a known window in ``(q, j)`` (``ev`` as in
@@ -493,14 +493,14 @@ def invalidate_beta(lang, ev, msgs, j):
         bval[q] = False
 
 
-@nb.njit(cache=True)
+@jit
 def invalidate(lang, ev, msgs, j):
     """:func:`invalidate_alpha` and :func:`invalidate_beta`: every flag that revealing ``j`` changes."""
     invalidate_alpha(lang, ev, msgs, j)
     invalidate_beta(lang, ev, msgs, j)
 
 
-@nb.njit(cache=True)
+@jit
 def beta_query(lang, powers, ev, msgs, scratch, p):
     """Make ``msgs.beta[p]`` valid under ``ev`` (``ev.hidden = -1``), from the nearest valid message or separator to the right.
 

@@ -30,7 +30,7 @@ allocate nothing, and :func:`~numerics.languages.arrays.by_kind` compiles them w
 reference counts, which otherwise take two atomic operations per array read on every call. So are
 the n-gram versions here and in :mod:`~numerics.sampling.oracle.messages` /
 :mod:`~numerics.sampling.oracle.jumps` (they took 15% of a 4gram sampling pass in reference counts).
-The dense versions also take ``fastmath=DENSE_MATH`` (``{"contract"}`` only: a product and the sum it
+The dense versions are also compiled with FMA (``jit(fma=True)``, :data:`numerics._jit.FMA`: a product and the sum it
 enters may be one FMA, rounded once instead of twice; no reassociation), which moves the scores by
 round-off only (the same tokens, scores within 1e-12 of the previous kernels) and the hmm passes by a
 few percent.
@@ -46,16 +46,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
 
+from numerics._jit import jit, trailing_zeros
 from numerics.languages.arrays import by_kind, sparse_entry
 
-DENSE_MATH = {"contract"}  # the dense kernels' fastmath: a product and a sum may be one FMA (module docstring)
-
 __all__ = [
-    "DENSE_MATH",
     "Evidence",
     "observed",
     "normalize",
@@ -94,7 +90,7 @@ class Evidence(NamedTuple):
     hidden: int
 
 
-@nb.njit(cache=True)
+@jit
 def observed(ev, p):
     """True when position ``p`` is observed under ``ev`` (``p < 0`` never is)."""
     if p < 0 or p == ev.hidden:  # (no short-circuit `and` around the array read: numba would
@@ -102,7 +98,7 @@ def observed(ev, p):
     return ev.reveal_steps[p] < ev.threshold
 
 
-@nb.njit(cache=True)
+@jit
 def normalize(vec):
     """Divide ``vec`` by its sum in place (a zero vector stays zero); returns the sum."""
     total = 0.0
@@ -115,7 +111,7 @@ def normalize(vec):
     return total
 
 
-@nb.njit(cache=True)
+@jit
 def normalize_class(vec, off, stride, count):
     """:func:`normalize` of a vector that is zero outside the entries ``off + k stride``, ``k < count``: the same
     sum (the skipped terms are exact zeros) and the same result, reading only those entries; returns the sum."""
@@ -129,14 +125,14 @@ def normalize_class(vec, off, stride, count):
     return total
 
 
-@nb.njit(cache=True)
+@jit
 def copy_into(src, dst):
     """``dst[:] = src`` for ``(S,)`` vectors by a plain loop (numba's slice assignment costs about 4x more at ``S = 512``)."""
     for s in range(src.shape[0]):
         dst[s] = src[s]
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _normalize_dense(vec):
     """:func:`normalize` with the sum in four partial sums (four independent additions per cycle, not one
     waiting on the last); the dense steps and jumps' version. Returns the sum."""
@@ -163,7 +159,7 @@ def _normalize_dense(vec):
     return total
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _evidence_normalize_dense(vec, ET, v):
     """``vec *= ET[v]`` (the evidence of token ``v``) and :func:`_normalize_dense`; returns the sum.
 
@@ -175,7 +171,7 @@ def _evidence_normalize_dense(vec, ET, v):
     return _normalize_dense(vec)
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _add_rows(out, M, r0, vec, s0, s1, s2, s3, first):  # noqa: PLR0917 -- inlined into _vecmat_dense
     """``out[t] (+)= a0 M[r0 + s0, t] + .. + a3 M[r0 + s3, t]`` with ``a_i = vec[s_i]``: written when ``first``, else
     added (``0 + x = x``: the same floats)."""
@@ -188,7 +184,7 @@ def _add_rows(out, M, r0, vec, s0, s1, s2, s3, first):  # noqa: PLR0917 -- inlin
             out[t] += a0 * M[r0 + s0, t] + a1 * M[r0 + s1, t] + a2 * M[r0 + s2, t] + a3 * M[r0 + s3, t]
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _add_row(out, M, r, a, first):
     """``out[t] (+)= a M[r, t]`` (as :func:`_add_rows`)."""
     if first:
@@ -199,13 +195,13 @@ def _add_row(out, M, r, a, first):
             out[t] += a * M[r, t]
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _pop_lowest(mask):
     """The lowest set bit's index of a non-zero ``uint64`` mask, and the mask without it."""
     return int(trailing_zeros(mask)), mask & (mask - np.uint64(1))
 
 
-@nb.njit(cache=True, inline="always")
+@jit(inline=True)
 def _vecmat_dense(vec, M, r0, out):
     """``out = vec @ M[r0 : r0 + R]`` (``M`` C order, ``R = len(vec)``) in axpy form over rows of ``M``, skipping zeros of ``vec``.
 
@@ -267,7 +263,7 @@ def _vecmat_dense(vec, M, r0, out):
 # ----- forward step ------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
+@jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _forward_step_dense(lang, ev, prev, out, p):
     """``out = alpha_p`` from ``prev = alpha_{p-1}`` (ignored at ``p = 0``) under the evidence ``ev``, normalized.
 
@@ -290,7 +286,7 @@ def _forward_step_dense(lang, ev, prev, out, p):
         _normalize_dense(out)
 
 
-@nb.njit(cache=True)
+@jit
 def _initial_windows(initial, out, V, vfix):
     """n-gram ``alpha_0``: ``initial`` on the windows ending in ``vfix`` (all where ``vfix = -1``), normalized."""
     for s in range(out.shape[0]):
@@ -298,7 +294,7 @@ def _initial_windows(initial, out, V, vfix):
     normalize(out)
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _forward_step_ngram(lang, ev, prev, out, p):
     initial, cond = lang.initial, lang.conditional
     tokens = ev.tokens
@@ -332,7 +328,7 @@ def _forward_step_ngram(lang, ev, prev, out, p):
     normalize(out)
 
 
-@nb.njit(cache=True)
+@jit
 def _forward_step_sparse(lang, ev, prev, out, p):
     initial, succ = lang.initial, lang.successor
     indptr, indices, data = lang.indptr, lang.indices, lang.data
@@ -370,7 +366,7 @@ forward_step = by_kind(_forward_step_dense, _forward_step_ngram, _forward_step_s
 # ----- backward step -----------------------------------------------------------------------------
 
 
-@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
+@jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     """``out = beta_p`` from ``nxt = beta_{p+1}`` under ``ev`` (position ``p + 1`` exists), normalized.
 
@@ -394,7 +390,7 @@ def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     _normalize_dense(out)
 
 
-@nb.njit(cache=True)
+@jit
 def consistent_windows(lang, ev, k):
     """n-gram: the windows at an observed position ``k`` consistent with the run of observed positions ending there.
 
@@ -413,7 +409,7 @@ def consistent_windows(lang, ev, k):
     return r0, rstep, S // rstep
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     S = out.shape[0]
     cond = lang.conditional
@@ -457,7 +453,7 @@ def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     normalize(out)
 
 
-@nb.njit(cache=True)
+@jit
 def _backward_step_sparse(lang, ev, nxt, out, p, tmp):
     succ = lang.successor
     indptr, indices, data = lang.indptr, lang.indices, lang.data
@@ -503,7 +499,7 @@ backward_step = by_kind(_backward_step_dense, _backward_step_ngram, _backward_st
 # ----- reading the messages ----------------------------------------------------------------------
 
 
-@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
+@jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _token_marginal_dense(lang, alpha, beta, m):
     """``m[v] = sum_s alpha(s) beta(s) P(v | s)`` (unnormalized posterior of the token); returns ``sum_v m[v]``.
 
@@ -524,7 +520,7 @@ def _token_marginal_dense(lang, alpha, beta, m):
     return total
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _token_marginal_ngram(lang, alpha, beta, m):
     V = m.shape[0]
     for v in range(V):
@@ -541,7 +537,7 @@ def _token_marginal_ngram(lang, alpha, beta, m):
 token_marginal = by_kind(_token_marginal_dense, _token_marginal_ngram)
 
 
-@nb.njit(cache=True, _nrt=False, fastmath=DENSE_MATH)  # no reference counts, FMA: see by_kind
+@jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _apply_evidence_dense(lang, vec, v):
     """Multiply ``vec`` by the evidence of token ``v`` at its position (not normalized).
 
@@ -552,7 +548,7 @@ def _apply_evidence_dense(lang, vec, v):
         vec[s] *= ET[v, s]
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _apply_evidence_ngram(lang, vec, v):
     V = lang.conditional.shape[1]
     for c in range(vec.shape[0] // V):
@@ -561,7 +557,7 @@ def _apply_evidence_ngram(lang, vec, v):
                 vec[c * V + w] = 0.0
 
 
-@nb.njit(cache=True)
+@jit
 def _apply_evidence_sparse(lang, vec, v):
     V = lang.vocab
     for c in range(vec.shape[0] // V):
@@ -573,7 +569,7 @@ def _apply_evidence_sparse(lang, vec, v):
 apply_evidence = by_kind(_apply_evidence_dense, _apply_evidence_ngram, _apply_evidence_sparse)
 
 
-@nb.njit(cache=True)
+@jit
 def _observe_dense(lang, vec, v):
     """Multiply ``vec`` by the evidence ``x = v`` at its position and normalize; returns the mass kept.
 
@@ -583,14 +579,14 @@ def _observe_dense(lang, vec, v):
     return normalize(vec)
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _observe_ngram(lang, vec, v):
     apply_evidence(lang, vec, v)
     V = lang.conditional.shape[1]
     return normalize_class(vec, v, V, vec.shape[0] // V)
 
 
-@nb.njit(cache=True)
+@jit
 def _observe_sparse(lang, vec, v):
     apply_evidence(lang, vec, v)
     return normalize_class(vec, v, lang.vocab, vec.shape[0] // lang.vocab)
@@ -602,7 +598,7 @@ observe = by_kind(_observe_dense, _observe_ngram, _observe_sparse)
 # ----- n-gram separators -------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@jit
 def _window_known_dense(lang, ev, p, after):
     """True when positions ``p-n+2..p`` are all observed and all ``> after``: the n-gram window at ``p`` is known.
 
@@ -613,7 +609,7 @@ def _window_known_dense(lang, ev, p, after):
     return False
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _window_known_ngram(lang, ev, p, after):
     order = lang.order
     if p - order + 2 <= after:
@@ -627,13 +623,13 @@ def _window_known_ngram(lang, ev, p, after):
 window_known = by_kind(_window_known_dense, _window_known_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _window_span_dense(lang):
     """The number of observed positions that make a separator: ``n - 1`` for an n-gram, 0 for a dense HMM (none)."""
     return 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _window_span_ngram(lang):
     return lang.order - 1
 
@@ -641,7 +637,7 @@ def _window_span_ngram(lang):
 window_span = by_kind(_window_span_dense, _window_span_ngram)
 
 
-@nb.njit(cache=True)
+@jit
 def _restart_at_separator_dense(lang, ev, vec, start, p):
     """Restart the forward message at the rightmost separator in ``(start, p)``; returns its position.
 
@@ -652,7 +648,7 @@ def _restart_at_separator_dense(lang, ev, vec, start, p):
     return start
 
 
-@nb.njit(cache=True, _nrt=False)
+@jit(nrt=False)
 def _restart_at_separator_ngram(lang, ev, vec, start, p):
     for r in range(p - 1, start, -1):
         if _window_known_ngram(lang, ev, r, -1):
