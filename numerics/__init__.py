@@ -29,7 +29,8 @@ from numerics.languages.interval import IntervalLanguage, SparseHMM, whole_inter
 from numerics.languages.presets import PRESETS, load_language, preset_names
 from numerics.methods import MethodChoice, choose_method
 from numerics.metrics import PointMethod, PointMetrics, exact_entropy, exact_metrics, jensen_bound, point_metrics
-from numerics.sampling.adaptive import AdaptiveSampler, make_sampler
+from numerics.sampling.adaptive import AdaptiveSampler
+from numerics.sampling.decoders import DECODER_NAMES, make_decoder
 from numerics.sampling.denoiser import Denoiser, OracleDenoiser
 from numerics.sampling.montecarlo import (
     gen_ppl_mc,
@@ -37,6 +38,7 @@ from numerics.sampling.montecarlo import (
     nfe_comparison,
     ser_mc,
 )
+from numerics.sampling.named import ALL_SAMPLERS, make_sampler
 from numerics.sampling.samplers import RandomOrder, Sampler, SampleResult, sample_factorized, sample_oracle
 from numerics.schedules import Schedule, from_u, make_schedule
 
@@ -97,6 +99,9 @@ __all__ = [
     "RandomOrder",
     "AdaptiveSampler",
     "make_sampler",
+    "make_decoder",
+    "ALL_SAMPLERS",
+    "DECODER_NAMES",
     "SampleResult",
     "sample_factorized",
     "sample_oracle",

@@ -42,6 +42,16 @@ def test_unknown_claim_lists_known_ids():
         get("Z.9")
 
 
+def test_an_instance_missing_a_field_gets_the_claims_fields_named():
+    from theory.claims import MissingFieldError
+
+    with pytest.raises(MissingFieldError, match=r"claim 4.4 needs the field 'pi'.*it takes L .*pi .*given: L, N") as err:
+        get("4.4").evaluate({"L": 40, "N": 16})
+    assert isinstance(err.value, KeyError) and isinstance(err.value, ValueError)  # old and new ways to catch it
+    with pytest.raises(MissingFieldError, match="claim 4.4 needs the field .C.*given: L, N"):
+        get("4.4")({"L": 40, "N": 16})  # check() too
+
+
 def test_claim_rejects_bad_relation():
     c = get("A.1")
     with pytest.raises(ValueError, match="relation"):

@@ -52,9 +52,12 @@ __all__ = [
     "train_runs",
 ]
 
-#: Languages trained by ``report --train`` (default) and ``report --train all``.
+#: Languages trained by ``report --train`` (default) and ``report --train all``. The default set is one
+#: language per theorem, sized for the 10-minute ``make report``: ``2gram`` for Theorem 4.2 (TER; its SER is
+#: 0 at every ``N``, full support) and ``interval`` for Theorem 4.4 (SER); ``--train all`` adds the pruned
+#: n-grams (SER), the 3-gram, 4-gram and HMM families and the real-text ``lee-char-2gram``.
 LANGUAGE_SETS: dict[str, tuple[str, ...]] = {
-    "default": ("2gram", "2gram-pruned", "interval"),
+    "default": ("2gram", "interval"),
     "all": ("2gram", "3gram", "4gram", "hmm", "2gram-pruned", "3gram-pruned", "4gram-pruned", "hmm-pruned",
             "interval", "lee-char-2gram"),
 }
