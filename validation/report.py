@@ -63,6 +63,14 @@ class ReportOutcome:
     cache_counts: dict[str, int] = field(default_factory=dict)
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the training pool's workers)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _left(expected: dict[str, float] | None, names: list[str], spent: float, planned: float) -> str:
     """``", about ... left"``: the measured seconds of the sections still to run (:data:`SECTION_SECONDS`),
     scaled by how the finished sections compared with their measurement (load, a cold numba cache)."""
@@ -89,7 +97,7 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
         module = EXPERIMENTS[name]
         if progress:
             print(f"[report] section {i}/{len(names)} {name}: {module.TITLE}", file=sys.stderr, flush=True)
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), _cpu_seconds()
         try:
             results[name] = module.run(cfg, cache=cache, progress=progress, strict=strict)
         except Exception:  # noqa: BLE001 -- one failing experiment must not hide the others
@@ -105,7 +113,8 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
             r = results[name]
             spent = time.perf_counter() - t0
             planned += (expected or {}).get(name, 0.0)
-            print(f"[report] section {i}/{len(names)} {name}: {r.status} in {seconds(r.elapsed_s)}; "
+            print(f"[report] section {i}/{len(names)} {name}: {r.status} in {seconds(r.elapsed_s)} "
+                  f"({_cpu_seconds() - cpu0:.0f} CPU-s); "
                   f"{seconds(spent)} elapsed{_left(expected, names[i:], spent, planned)}", file=sys.stderr, flush=True)
     return results, errors
 

@@ -7,7 +7,7 @@ take their text from here, so they cannot disagree. Text is Markdown (code in ba
 
 from __future__ import annotations
 
-__all__ = ["MAKE_REPORT_MINUTES", "run_time_sentence", "setup_sentences"]
+__all__ = ["MAKE_REPORT_MINUTES", "SECTION_SECONDS", "run_time_sentence", "setup_sentences"]
 
 MAKE_REPORT_MINUTES = 14
 """Wall-clock minutes of ``make report`` (``mdm-theory report --train`` from an empty cache) on an
@@ -16,6 +16,11 @@ installation, numba kernels already compiled by the test suite: 855 s, of which 
 586 s; 2026-11-23: 528 s with installation; plus the real-text section's learned models, one to two
 minutes estimated from a loaded machine, not re-timed). Set it from a measurement on an idle
 machine, then run ``mdm-theory docs`` to refresh docs/getting-started.md."""
+
+
+SECTION_SECONDS: dict[str, float] = {}
+"""Seconds of each report section in ``make report`` as measured (section -> seconds), for the progress
+lines' estimate of the time left (:func:`validation.report.run_experiments`); empty: no estimate."""
 
 
 def run_time_sentence() -> str:
