@@ -264,7 +264,7 @@ def _how(threads: int, compiled: bool) -> str:
 
 def _say(progress: bool, key: tuple[str, str], fig: dict) -> None:
     if progress:
-        print(f"[learned] trained {key[0]} {key[1].upper()}: {fig['tokens_per_second']:,.0f} tokens/s on "
+        print(f"[report] learned: trained {key[0]} {key[1].upper()}: {fig['tokens_per_second']:,.0f} tokens/s on "
               f"{_how(fig['threads'], fig['compiled'])}, {fig['cpu_seconds']:.0f} CPU-s in optimizer steps, {fig['wall_seconds']:.0f} s",
               file=sys.stderr, flush=True)
 
@@ -314,6 +314,10 @@ def train_runs(pairs: list[tuple[str, str]], cache: ResultCache, *, seed: int = 
     todo.sort(key=lambda p: -p[2].train.train_steps * p[2].train.batch_size * p[2].model.length)  # tokens
     figures: dict[tuple[str, str], dict] = {}
     data_root = str(root / "data")
+    if todo and progress:
+        print(f"[report] learned: training {len(todo)} model(s) in {min(max(workers, 1), len(todo))} process(es): "
+              + ", ".join(f"{lang} {kind.upper()} ({cfg.train.train_steps} steps)" for lang, kind, cfg, _ in todo),
+              file=sys.stderr, flush=True)
     if todo and workers > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn")) as pool:
             futures = {(lang, kind): pool.submit(_train_one, cfg.to_dict(), str(out), data_root, 1)
