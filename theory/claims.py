@@ -176,7 +176,7 @@ class Claim:
         (docs/findings.md). Never used to excuse a violation: it only labels the report.
     parameters : dict
         ``name ->`` :class:`~theory.parameters.Parameter` (a plain string is its help text): the
-        instance fields in order, with defaults; ``mdm-theory bounds --lemma ID --L ..`` reads them
+        instance fields in order, with defaults; ``mdm-theory bounds --lemma ID -L ..`` reads them
         (:func:`theory.parameters.resolve`). ``str(parameter)`` is its description.
     constants : callable or None
         ``values -> dict`` of explicit constants printed with the claim by ``mdm-theory bounds``

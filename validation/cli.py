@@ -20,6 +20,7 @@ from validation.commands import (
     languages,
     neural,
     optimal_decoder,
+    plot,
     report,
     steps_needed,
     theory,
@@ -39,6 +40,7 @@ COMMANDS: tuple[click.Command, ...] = (
     calibrate_cmd.calibrate_command,  # mdm-theory calibrate
     optimal_decoder.optimal_decoder_cmd,  # mdm-theory optimal-decoder
     exact.sweep_command,  # mdm-theory sweep
+    plot.plot_cmd,  # mdm-theory plot
     theory.bounds_cmd,  # mdm-theory bounds
     theory.check_cmd,  # mdm-theory check
     theory.counterexamples_cmd,  # mdm-theory counterexamples

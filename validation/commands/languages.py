@@ -33,7 +33,7 @@ def _fmt_summary(s) -> str:
 
 
 @click.group("languages", invoke_without_command=True)
-@click.option("--length", "length", type=click.IntRange(min=1), default=64, show_default=True,
+@click.option("--length", "-L", "length", type=click.IntRange(min=1), default=64, show_default=True,
               help="Sequence length L of the one-step SER and the entropy rate.")
 @click.option("--samples", type=click.IntRange(min=2), default=1000, show_default=True,
               help="Monte Carlo samples K (one-step SER; entropy of HMMs without a closed form).")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option, progress_option, show_progress
+from ._common import AliasOption, emit, json_option, progress_option, show_progress
 from ._decoders import DECODER_NAMES, decoder_options
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS"]
@@ -136,7 +136,8 @@ def _duration(seconds: float) -> str:
 
 @click.command("evaluate")
 @click.argument("checkpoint", type=click.Path(exists=True))
-@click.option("-N", "--steps", "n_steps", default="8,16,32,64,128,256,512,1024,2048", show_default=True,
+@click.option("-N", "--n-steps", "--steps", "n_steps", cls=AliasOption, hidden_aliases=("--steps",),
+              default="8,16,32,64,128,256,512,1024,2048", show_default=True,
               help="Comma-separated sampling step counts N (ignored for an AR checkpoint).")
 @click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True, help="Sequences sampled per point.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random draw.")
@@ -171,7 +172,7 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
     if out:
         guard_output(out, "evaluation", inputs={"CHECKPOINT": [checkpoint, Path(checkpoint) / "checkpoint.pt"]})
         check_writable_file(out)  # before the evaluation, not after it
-    steps = check_increasing(_int_list(n_steps), "--steps")
+    steps = check_increasing(_int_list(n_steps), "-N")
     decoders = _evaluate_decoders(checkpoint, sampler, decoder_opts, steps, schedule, gamma, tie_seed, draw, learning)
     result = evaluate_checkpoint(checkpoint, steps, samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
@@ -240,7 +241,8 @@ def _evaluate_decoders(checkpoint, sampler, opts, steps, schedule, gamma, tie_se
 @click.option("--vocab", type=int, default=8, show_default=True, help="Vocabulary of the untrained networks.")
 @click.option("-L", "--length", type=int, default=None, help="Sequence length (default: the config's).")
 @click.option("--batch", type=int, default=16, show_default=True, help="Sequences per sampled batch.")
-@click.option("-N", "--steps", "n_steps", default="512", show_default=True, help="Comma-separated MDM step counts.")
+@click.option("-N", "--n-steps", "--steps", "n_steps", cls=AliasOption, hidden_aliases=("--steps",), default="512",
+              show_default=True, help="Comma-separated MDM step counts N.")
 @click.option("--repeats", type=int, default=3, show_default=True, help="Timed repeats (the median is reported).")
 @click.option("--warmup", type=int, default=1, show_default=True, help="Untimed warm-up runs.")
 @click.option("--device", default=None, help="cpu, cuda, ... (default: CUDA when available).")
