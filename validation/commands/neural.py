@@ -107,15 +107,24 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
                "complete": result.complete, "seconds": result.seconds, "tokens_per_second": result.tokens_per_second,
                "cpu_seconds": result.cpu_seconds, "config": cfg.to_dict(), "final": final,
                "stopped_by": result.stopped_by}
-    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {_duration(result.seconds)}; "
-             f"checkpoint {result.checkpoint}")
+    planned = cfg.train.train_steps
+    why = "" if result.complete else (f" (stopped by {result.stopped_by})" if result.stopped_by
+                                      else f" (--max-minutes {max_minutes:g} reached)" if max_minutes else "")
+    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} of {planned}{why} in "
+             f"{_duration(result.seconds)}; checkpoint {result.checkpoint}")
+    if not result.complete and not result.stopped_by:
+        human += "\nrerun the same command to resume from the checkpoint"
     if result.stopped_by:
         human += f"\nstopped by {result.stopped_by}: the checkpoint is whole; rerun the same command to resume"
     if result.tokens_per_second:
         human += f"\n{result.tokens_per_second:,.0f} tokens/s, {result.cpu_seconds:.0f} CPU-seconds in optimizer steps"
     if final:
-        human += (f"\nvalidation {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
+        at = "" if final.get("step") == result.step else f" at step {final.get('step')} (the last validation)"
+        human += (f"\nvalidation{at} {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
                   f"perplexity {final['val_ppl']:.4f} vs data {final['data_ppl']:.4f} (ratio {final['ppl_ratio']:.4f})")
+    elif not result.complete:
+        human += (f"\nno validation yet: the first comes at step {min(cfg.train.eval_every, planned)} "
+                  f"(validations every {cfg.train.eval_every} steps and at the end)")
     emit(summary, as_json, human)
     if result.stopped_by:  # the status a scheduler expects of a process its signal ended: 128 + signal number
         import signal
@@ -182,12 +191,18 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
         atomic_write_json(out, result)
     lines = [f"{result['model']} on {result['language']} ({result['samples']} samples, draw {draw})",
              f"true samples: gen ppl {result['reference']['true_samples']['gen_ppl']:.4f}"]
+    infinite = False
     for r in result["rows"]:
+        infinite = infinite or not math.isfinite(r["gen_ppl"])
         who = r.get("denoiser", "ar")
         lines.append(f"  {who:6s} N={r['n_steps']:5d} NFE={r['nfe']:8.1f}  gen ppl {r['gen_ppl']:.4f} "
                      f"[{r['gen_ppl_ci'][0]:.4f}, {r['gen_ppl_ci'][1]:.4f}]  SER {r['ser']:.4f} "
                      f"[{r['ser_ci'][0]:.4f}, {r['ser_ci'][1]:.4f}]"
                      + (f"  learning part {r['learning_part']['value']:.2e}" if "learning_part" in r else ""))
+    if infinite:
+        lines.append("gen ppl inf: some samples fall outside the language's support (probability 0 under q, counted "
+                     "in SER), so exp(E[-log q(x)] / L) is infinite; the JSON's gen_ppl_valid is the same over the "
+                     "valid samples")
     if "eps_learning" in result:
         e = result["eps_learning"]
         lines.append(f"eps_learning: mean {e['mean']:.3e} (+- {e['stderr']:.1e}), q90 {e['quantiles']['q90']:.3e}, "

@@ -257,7 +257,8 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     out.notes.extend(describe(r) for r in got.runs.values())
     missed = [r for r in got.runs.values() if not r.meets_target]
     if missed:
-        flagged = ", ".join(f"{r.language} {r.kind.upper()} ({r.ratio:.3f})" for r in missed)
+        flagged = ", ".join(f"{r.language} {r.kind.upper()} "
+                            f"({f'{r.ratio:.3f}' if math.isfinite(r.ratio) else 'ratio not measured'})" for r in missed)
         out.notes.append(f"FLAGGED: {flagged} did not reach the validation target; their curves are shown but "
                          "marked as such.")
         # a model short of its target is a part not achieved: the section is not "ok"

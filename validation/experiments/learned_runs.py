@@ -343,6 +343,9 @@ def describe(run: TrainedRun) -> str:
     status = "meets" if run.meets_target else "MISSES"
     speed = (f"; {run.tokens_per_second:,.0f} tokens/s on {_how(run.threads, run.compiled)}, {run.cpu_seconds:.0f} CPU-s"
              if math.isfinite(run.tokens_per_second) else "; checkpoint found without its training record")
+    if not math.isfinite(run.ratio):  # never validated (a run stopped before its first validation): nothing to judge
+        return (f"{run.language} {run.kind.upper()}: no validation ratio measured after {run.train_steps} steps (its "
+                f"checkpoint holds no validation), so the {100 * (run.target - 1):.0f}% target is not judged{speed}.")
     return (f"{run.language} {run.kind.upper()}: validation {'NELBO-' if run.kind == 'mdm' else ''}perplexity / "
             f"exact = {run.ratio:.4f} [{run.ratio_ci[0]:.4f}, {run.ratio_ci[1]:.4f}] after {run.train_steps} steps "
             f"({status} the {100 * (run.target - 1):.0f}% target){speed}.")
