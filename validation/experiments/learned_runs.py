@@ -20,7 +20,7 @@ import math
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -320,10 +320,11 @@ def train_runs(pairs: list[tuple[str, str]], cache: ResultCache, *, seed: int = 
               file=sys.stderr, flush=True)
     if todo and workers > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn")) as pool:
-            futures = {(lang, kind): pool.submit(_train_one, cfg.to_dict(), str(out), data_root, 1)
+            futures = {pool.submit(_train_one, cfg.to_dict(), str(out), data_root, 1): (lang, kind)
                        for lang, kind, cfg, out in todo}
-            for key in progress_iter(list(futures), progress, "learned: training"):
-                figures[key] = futures[key].result()
+            for future in progress_iter(as_completed(futures), progress, "learned: training", total=len(futures)):
+                key = futures[future]  # said as each finishes, not in the order they started
+                figures[key] = future.result()
                 _say(progress, key, figures[key])
     else:
         for lang, kind, cfg, out in progress_iter(todo, progress, "learned: training"):
