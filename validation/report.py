@@ -353,6 +353,16 @@ def _section_or_failure(name: str, result: ExperimentResult, error: str | None, 
                 f"<pre>{_esc(traceback.format_exc())}</pre></section>")
 
 
+def _key_result(name: str, result: ExperimentResult) -> str:
+    """One line of "Key results" per section: its findings first (a claim violated), else its first note; the
+    section holds the rest."""
+    notes = result.all_findings() or list(result.notes)
+    more = len(dict.fromkeys([*result.findings, *result.notes])) - 1
+    rest = f' <a href="#{name}">({more} more in the section)</a>' if more > 0 else ""
+    text = notes[0] if len(notes[0]) <= 400 else notes[0][:399] + "\u2026"
+    return f'<li><a href="#{name}">{_esc(result.title)}</a>: {_esc(text)}{rest}</li>'
+
+
 def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: dict[str, str],
                  scale: str, cache: ResultCache, elapsed_s: float) -> Path:
     """Write figures, per-experiment JSON and ``index.html`` into ``out_dir``; returns the page."""
@@ -368,8 +378,7 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
         sections.append(_section_or_failure(name, result, errors.get(name), out_dir))
         toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> {_badges(result)}</li>')
 
-    summary_items = [f'<li><a href="#{name}">{_esc(name)}</a>: {_esc(note)}</li>'
-                     for name, r in results.items() for note in r.notes]
+    summary_items = [_key_result(name, r) for name, r in results.items() if r.notes]
     summary_html = f"<ul>{''.join(summary_items)}</ul>" if summary_items else "<p><em>No results yet.</em></p>"
     counts = cache.counts()
     problems = cache.problems()
