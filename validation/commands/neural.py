@@ -108,10 +108,11 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
                "cpu_seconds": result.cpu_seconds, "config": cfg.to_dict(), "final": final,
                "stopped_by": result.stopped_by}
     planned = cfg.train.train_steps
-    why = "" if result.complete else (f" (stopped by {result.stopped_by})" if result.stopped_by
-                                      else f" (--max-minutes {max_minutes:g} reached)" if max_minutes else "")
-    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} of {planned}{why} in "
-             f"{_duration(result.seconds)}; checkpoint {result.checkpoint}")
+    why = (f"; stopped by {result.stopped_by}" if result.stopped_by
+           else f"; --max-minutes {max_minutes:g} reached" if max_minutes else "")
+    done = "" if result.complete else f" ({result.step} of {planned} planned steps{why})"
+    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {_duration(result.seconds)}"
+             f"{done}; checkpoint {result.checkpoint}")
     if not result.complete and not result.stopped_by:
         human += "\nrerun the same command to resume from the checkpoint"
     if result.stopped_by:
