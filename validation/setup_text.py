@@ -16,9 +16,14 @@ __all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_sta
 #: ``whole_s``: the whole ``make report`` timed on an idle machine (None: not timed as a whole yet).
 REPORT_TIMING: dict = {
     "date": "2026-11-27",
-    "machine": "the project's 2-core development machine (Linux x86-64), shared: load average 7-12",
-    "what": "mdm-theory report --train --progress, empty results cache, numba cache warm from the sections before",
-    "sections": {},
+    "machine": "the project's 2-core development machine (Linux x86-64), shared by six engineers: load average 7-16",
+    "what": "mdm-theory report --train --progress on branch newcomer, empty results cache; the first section compiled "
+            "the numba kernels it needs (cold numba cache), the later ones found what the earlier ones compiled; wall "
+            "seconds (about 4x an idle machine's), CPU seconds comparable",
+    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68)},
+    #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s.
+    "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (500)": 49,
+                       "lee-char-2gram MDM (1000)": 44, "2gram AR (300)": 44, "lee-char-2gram AR (300)": 11},
     "whole_s": None,
     "install_s": 70,
     "previous": "2026-11-25, idle 2-core machine, before the cuts of issue 34: 838 s with warm numba kernels "
@@ -59,8 +64,12 @@ def timing_markdown() -> str:
     rows = ["| section | CPU seconds | wall seconds |", "|---|---|---|"]
     rows += [f"| `{name}` | {cpu:.0f} | {wall:.0f} |" for name, (cpu, wall) in t["sections"].items()]
     if t["sections"]:
-        rows.append(f"| all | {sum(c for c, _ in t['sections'].values()):.0f} | "
+        rows.append(f"| the sections above | {sum(c for c, _ in t['sections'].values()):.0f} | "
                     f"{sum(w for _, w in t['sections'].values()):.0f} |")
+    if t.get("training_cpu_s"):
+        train = ", ".join(f"{k} {v:.0f}" for k, v in t["training_cpu_s"].items())
+        rows.append(f"| `learned` training, CPU seconds of optimizer steps per model | {train} (total "
+                    f"{sum(t['training_cpu_s'].values()):.0f}) | |")
     whole = (f"The whole `make report` from a fresh clone: {t['whole_s']:.0f} s." if t["whole_s"] is not None
              else "The whole `make report` has not been timed on an idle machine since these cuts.")
     return "\n\n".join([f"### {t['date']}: per section", f"{t['what']}; {t['machine']}.",
