@@ -141,7 +141,7 @@ def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, c
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
-    level = 2.0 * confidence - 1.0
+    level = round(2.0 * confidence - 1.0, 12)  # 0.9, not 0.8999999999999999 from 2 * 0.95 - 1
     spec, L = cfg.language, cfg.length
 
     def evaluate(n: int) -> Evaluation:
@@ -186,7 +186,7 @@ def model_ser(model: Any, language: Any, length: int, schedule_name: str, sample
     from numerics.sampling.samplers import sample_factorized
     from numerics.schedules import make_schedule
 
-    level = 2.0 * confidence - 1.0
+    level = round(2.0 * confidence - 1.0, 12)  # 0.9, not 0.8999999999999999 from 2 * 0.95 - 1
 
     def evaluate(n: int) -> Evaluation:
         rng = np.random.default_rng([int(seed), int(n)])
