@@ -37,3 +37,28 @@ def test_a_long_loop_ends_with_its_last_line(monkeypatch):
 
 def test_seconds_reads_as_minutes_beyond_100_s():
     assert [seconds(s) for s in (0.4, 42, 99.4, 125, 3600)] == ["0 s", "42 s", "99 s", "2 min 05 s", "60 min 00 s"]
+
+
+def test_the_learned_pool_also_trains_the_real_text_models_when_both_train():
+    from dataclasses import replace
+
+    from validation.experiments import config_for
+    from validation.report import _shared_training
+
+    learned, text = replace(config_for("learned"), train="default"), replace(config_for("realtext"), train=True)
+    shared = _shared_training({"learned": learned, "realtext": text})
+    assert shared["learned"].also_train == text.learned and shared["realtext"] is text
+    alone = {"learned": learned, "realtext": replace(text, train=False)}  # nothing to share: configs untouched
+    assert _shared_training(alone) == alone
+
+
+def test_a_ratio_never_measured_is_not_judged():
+    import math
+
+    from validation.experiments.learned_runs import TrainedRun, describe
+
+    nan = math.nan
+    run = TrainedRun("2gram", "mdm", "c.pt", "h", False, 329, nan, [nan, nan], 1.03, False, nan, nan, nan, nan, nan,
+                     nan, 1, False, "0" * 16)
+    text = describe(run)
+    assert "no validation ratio measured after 329 steps" in text and "nan" not in text and "MISSES" not in text
