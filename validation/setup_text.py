@@ -20,7 +20,7 @@ REPORT_TIMING: dict = {
     "what": "mdm-theory report --train --progress on branch newcomer, empty results cache; the first section compiled "
             "the numba kernels it needs (cold numba cache), the later ones found what the earlier ones compiled; wall "
             "seconds (about 4x an idle machine's), CPU seconds comparable",
-    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68)},
+    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68), "learned": (614, 3007)},
     #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s.
     "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (500)": 49,
                        "lee-char-2gram MDM (1000)": 44, "2gram AR (300)": 44, "lee-char-2gram AR (300)": 11},
