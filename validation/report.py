@@ -74,7 +74,7 @@ def _cpu_seconds() -> float:
 def _left(expected: dict[str, float] | None, names: list[str], spent: float, planned: float) -> str:
     """``", about ... left"``: the measured seconds of the sections still to run (:data:`SECTION_SECONDS`),
     scaled by how the finished sections compared with their measurement (load, a cold numba cache)."""
-    if not expected or any(n not in expected for n in names):
+    if not expected or not names or any(n not in expected for n in names):
         return ""
     scale = spent / planned if planned > 0 else 1.0
     return f", about {seconds(scale * sum(expected[n] for n in names))} left"
