@@ -17,13 +17,19 @@ __all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_sta
 REPORT_TIMING: dict = {
     "date": "2026-11-27",
     "machine": "the project's 2-core development machine (Linux x86-64), shared by six engineers: load average 7-16",
-    "what": "mdm-theory report --train --progress on branch newcomer, empty results cache; the first section compiled "
-            "the numba kernels it needs (cold numba cache), the later ones found what the earlier ones compiled; wall "
-            "seconds (about 4x an idle machine's), CPU seconds comparable",
-    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68), "learned": (614, 3007)},
+    "what": "mdm-theory report --train --progress on branch newcomer from an empty results cache, numba compilation "
+            "included (a numba cache that an interrupted run had partly filled: each section compiled the kernels it "
+            "was first to need); wall seconds under load (up to 4x an idle machine's), CPU seconds comparable, except "
+            "`cost`, whose two-thread torch timing burns CPU waiting under load; `learned` with the two ARs before "
+            "their cut (below); `calls` measured alone afterwards with its decoders",
+    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68), "learned": (614, 3007),
+                 "cost": (132, 139), "schedules": (2, 2), "adaptive": (24, 34), "realtext": (56, 160),
+                 "decoders": (3, 6), "calls": (5, 17)},
     #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s.
-    "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (500)": 49,
-                       "lee-char-2gram MDM (1000)": 44, "2gram AR (300)": 44, "lee-char-2gram AR (300)": 11},
+    #: The two ARs were then cut (500 -> 250 and 300 -> 150 steps, each measured alone: 24 and 22 CPU-s), after the
+    #: section's 614 CPU-s above were measured with them at 49 and 44.
+    "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (250)": 24,
+                       "lee-char-2gram MDM (1000)": 44, "2gram AR (150)": 22, "lee-char-2gram AR (300)": 11},
     "whole_s": None,
     "install_s": 70,
     "previous": "2026-11-25, idle 2-core machine, before the cuts of issue 34: 838 s with warm numba kernels "
