@@ -21,11 +21,11 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The default report also trains cpu-small MDMs and AR baselines on 2gram, 2gram-pruned and interval
-# and the real-text section's smaller MDM and AR on lee-char-2gram and lee-word-v64-2gram (measured 2026-11-25 on 2 idle
-# cores: the whole report 838 s, the learned section 489 s, the real-text section 137 s).
+# The default report also trains small MDMs and AR baselines (2gram, interval and the real-text lee-char-2gram);
+# --progress prints one line per section and per long step when the output is not a terminal (a log, CI).
+# How long it takes, measured, is stated once: validation/setup_text.py (README and the report read it).
 report: install
-	$(VENV)/bin/mdm-theory report --train
+	$(VENV)/bin/mdm-theory report --train --progress
 
 test: install
 	$(PY) -m pytest -n 2

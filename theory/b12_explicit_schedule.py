@@ -177,7 +177,7 @@ def b12_constants(eps: float, n: int) -> dict:
 
 def _eps_from_steps(values) -> float:
     if values.get("N") is None:
-        raise ValueError("Lemma B.12 / Theorem 4.2 need --eps, or --N to solve for the eps that N steps buy")
+        raise ValueError("Lemma B.12 / Theorem 4.2 need --eps, or -N to solve for the eps that N steps buy")
     return b12_solve_eps(values["N"], values["n"])
 
 

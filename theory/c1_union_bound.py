@@ -61,7 +61,7 @@ def _distinct_sides(inst, exact: bool = False) -> dict:
 
 
 _distinct = sp.factorial(S.L) * sp.Function("e_L")(S.pi)
-_PARAMS = {"L": "sequence length", "pi": "step probabilities (or --N steps of --schedule)"}
+_PARAMS = {"L": "sequence length", "pi": "step probabilities (or -N steps of --schedule)"}
 
 c1 = ClaimFamily("C.1", "Lemma C.1", sides=_sides, exact_sides=True, domain=_domain, generate=_gen, atol=ATOL_CANCEL,
                  free={"pi": "simplex"})

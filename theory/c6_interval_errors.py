@@ -115,7 +115,7 @@ c6.variant(sides=_sides, exact_sides=True, domain=_domain, generate=_gen).statem
          "1 - (E[2^{-c}])^(L/l) with E[2^{-c}] from the multiplicity recursion (exact rationals "
          "for Fraction pi)."),
     parameters={"L": "length (multiple of l)", "l": "interval length",
-                "pi": "step probabilities (or --N steps of --schedule)"},
+                "pi": "step probabilities (or -N steps of --schedule)"},
 )
 c6.variant(sides=_interval_sides, exact_sides=True, domain=interval_domain, generate=gen_interval).step(
     "interval", "Per interval: P(error) = 1 - E[2^{-c}] >= p_e (1 - P_distinct) with p_e = 1/2",

@@ -36,6 +36,7 @@ from .symbols import LATEX_NAMES
 __all__ = [
     "Claim",
     "CheckResult",
+    "MissingFieldError",
     "REGISTRY",
     "register",
     "get",
@@ -56,6 +57,45 @@ ATOL_CANCEL = 1e-14  # absolute: a side formed as 1 - x (x = O(1) float) carries
 
 
 Relation = str  # "<=", ">=", "=="
+
+
+class MissingFieldError(KeyError, ValueError):
+    """An instance lacks a field its claim needs; the message lists what the claim takes.
+
+    A ``KeyError`` (what a missing key was before) and a ``ValueError`` (bad input), whose text is the
+    message itself rather than a quoted key.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _fields_wanted(claim: Claim) -> dict[str, str]:
+    """The instance fields of ``claim`` with their help: its parameters, else a generated instance's keys."""
+    if claim.parameters:
+        return {n: p.help for n, p in claim.parameters.items() if p.instance}
+    return dict.fromkeys(claim.generate(np.random.default_rng(0)), "")
+
+
+def _named_missing(claim: Claim, fn: Callable) -> Callable:
+    """``fn(instance)``, with a :class:`MissingFieldError` naming the claim's fields when ``instance`` lacks one."""
+
+    def call(instance: Mapping[str, Any]) -> Any:
+        try:
+            return fn(instance)
+        except KeyError as err:
+            key = err.args[0] if err.args else None
+            if isinstance(err, MissingFieldError) or not isinstance(instance, Mapping) or key in instance:
+                raise
+            wanted = _fields_wanted(claim)
+            listed = ", ".join(f"{n} ({h})" if h else n for n, h in wanted.items())
+            hint = (" (pi: the step probabilities pi_1..pi_N, e.g. numerics.make_schedule('linear', N).pi)"
+                    if key == "pi" else "")
+            raise MissingFieldError(f"claim {claim.id} needs the field {key!r}{hint}; it takes {listed}; "
+                                    f"given: {', '.join(map(str, instance)) or 'nothing'}") from None
+
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    return call
 
 
 @dataclass(frozen=True)
@@ -136,7 +176,7 @@ class Claim:
         (docs/findings.md). Never used to excuse a violation: it only labels the report.
     parameters : dict
         ``name ->`` :class:`~theory.parameters.Parameter` (a plain string is its help text): the
-        instance fields in order, with defaults; ``mdm-theory bounds --lemma ID --L ..`` reads them
+        instance fields in order, with defaults; ``mdm-theory bounds --lemma ID -L ..`` reads them
         (:func:`theory.parameters.resolve`). ``str(parameter)`` is its description.
     constants : callable or None
         ``values -> dict`` of explicit constants printed with the claim by ``mdm-theory bounds``
@@ -186,6 +226,10 @@ class Claim:
             raise ValueError(f"claim {self.id}: an equality has no vacuous side")
         params = {k: v if isinstance(v, Parameter) else Parameter(str(v)) for k, v in self.parameters.items()}
         object.__setattr__(self, "parameters", params)
+        for name in ("domain", "evaluate", "exact"):  # a field missing from an instance is named, with the claim's
+            fn = getattr(self, name)
+            if fn is not None:
+                object.__setattr__(self, name, _named_missing(self, fn))
 
     @property
     def cli_ready(self) -> bool:

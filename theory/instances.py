@@ -285,4 +285,4 @@ def gen_interval(rng: np.random.Generator) -> dict:
     return {"l": int(rng.integers(1, 8)), "pi": gen_pi_exact(rng) if exact else gen_pi(rng, 30)}
 
 
-INTERVAL_PARAMS = {"l": "interval length", "pi": "step probabilities (or --N steps of --schedule)"}
+INTERVAL_PARAMS = {"l": "interval length", "pi": "step probabilities (or -N steps of --schedule)"}

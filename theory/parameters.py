@@ -2,14 +2,14 @@
 
 A claim's ``parameters`` map each instance field to a :class:`Parameter`: what the field is for that
 claim, and its default (a value, a function of the fields resolved before it, or none: required).
-``mdm-theory bounds --lemma ID --L .. --pi ..`` reads them: :data:`OPTIONS` gives the one option
+``mdm-theory bounds --lemma ID -L .. --pi ..`` reads them: :data:`OPTIONS` gives the one option
 every claim with a field of that name shares (its flag, its kind, a generic help text), and
 :func:`resolve` turns the options a user gave into the claim's instance, naming any missing or
 unused option. A field with no entry in :data:`OPTIONS` (a language, a joint table) cannot come
 from the command line; such claims are checked by ``mdm-theory check``.
 
 Kinds: ``"int"``; ``"number"`` (read as an exact rational: ``0.3`` is ``3/10``, ``3/10`` too);
-``"probabilities"`` (a vector summing to 1: ``--pi 3/10,7/10``, or ``--N`` steps of a schedule
+``"probabilities"`` (a vector summing to 1: ``--pi 3/10,7/10``, or ``-N`` steps of a schedule
 family); ``"vector"`` (numbers, e.g. Bernoulli probabilities).
 """
 
@@ -55,8 +55,8 @@ class Option:
 
 #: Field name -> its option: every command-line-ready claim with a field of that name shares it.
 OPTIONS: dict[str, Option] = {
-    "N": Option("--N", "int", "Number of steps N (also builds --pi from --schedule).", 1),
-    "L": Option("--L", "int", "Sequence length L.", 1),
+    "N": Option("--n-steps", "int", "Number of steps N (also builds --pi from --schedule).", 1),
+    "L": Option("--length", "int", "Sequence length L.", 1),
     "l": Option("--l", "int", "Interval length l.", 1),
     "n": Option("--n", "int", "n-gram order n.", 2),
     "V": Option("--V", "int", "Vocabulary size |V|.", 2),
@@ -71,7 +71,7 @@ OPTIONS: dict[str, Option] = {
     "x": Option("--x", "number", "A point x in [0, 1)."),
     "C": Option("--C", "number", "Constant C of Theorem 4.4 (N <= C L)."),
     "pi": Option("--pi", "probabilities",
-                 "Step probabilities pi_1..pi_N, comma-separated numbers or fractions (instead of --N/--schedule)."),
+                 "Step probabilities pi_1..pi_N, comma-separated numbers or fractions (instead of -N/--schedule)."),
     "p": Option("--p", "vector", "Bernoulli probabilities p_1..p_m of Lemma A.2, comma-separated."),
 }
 
@@ -116,12 +116,12 @@ class Resolved:
 
 
 def flags(parameters: Mapping[str, Parameter]) -> list[str]:
-    """The options that set these fields (``--N`` and ``--schedule`` also stand for a ``pi`` field)."""
+    """The options that set these fields (``--n-steps`` and ``--schedule`` also stand for a ``pi`` field)."""
     out = []
     for name, p in parameters.items():
         if p.fixed or name not in OPTIONS:
             continue
-        out.append(OPTIONS[name].flag + ("/--N" if OPTIONS[name].kind == "probabilities" else ""))
+        out.append(OPTIONS[name].flag + (f"/{OPTIONS['N'].flag}" if OPTIONS[name].kind == "probabilities" else ""))
     return out
 
 

@@ -160,7 +160,8 @@ def _domain(inst):
     require(int(L) == L and L >= 1 and L % l_ == 0, f"L must be a positive multiple of l = {show(l_)}, got {show(L)}")
     N = len(inst["pi"]) if "pi" in inst else inst["N"]
     C = float(inst["C"])
-    require(1 <= N <= C * L, f"Theorem 4.4 takes N <= C L: N = {show(N)}, C L = {show(C * L)}")
+    require(1 <= N <= C * L, f"Theorem 4.4 takes N <= C L: N = {show(N)}, C L = {show(C * L)} with C = {show(C)} "
+                             "(the field C, option --C: a C of at least N / L states the theorem at this N)")
 
 
 def _gen(rng: np.random.Generator) -> dict:
@@ -198,7 +199,7 @@ t44.statement(
     S.tex(r"\mathrm{SER}(p)"), ">=", sp.Rational(1, 2),
     lambda inst: (oracle_ser(inst["pi"], int(inst["L"]), int(inst.get("l", 5))), 0.5),
     atol=ATOL_CANCEL, steps=("4.4.argument",), free={"pi": "simplex"},
-    parameters={"L": Parameter("length (multiple of 5)"), "pi": Parameter("schedule (or --N steps of --schedule)"),
+    parameters={"L": Parameter("length (multiple of 5)"), "pi": Parameter("schedule (or -N steps of --schedule)"),
                 **_C_PARAMS, "eps_learning": Parameter("eps_learning of the printed p_e = 1/2 - eps_learning", default=0,
                                                        instance=False)},
     doc=("The exact SER of the oracle (an admissible model, eps_learning = 0) on Example C.7 for the given "

@@ -355,7 +355,7 @@ def _one_sided(e: Estimate, confidence: float) -> Estimate:
     one-sided bound at ``confidence``): Clopper-Pearson recomputed for a proportion, else normal."""
     if e.exact:
         return e
-    level = 2.0 * confidence - 1.0
+    level = round(2.0 * confidence - 1.0, 12)  # 0.9, not 0.8999999999999999 from 2 * 0.95 - 1
     if "Clopper-Pearson" in e.method:
         lo, hi = clopper_pearson(int(round(e.value * e.samples)), e.samples, level)
         return replace(e, ci_low=lo, ci_high=hi, confidence=level)

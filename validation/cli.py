@@ -34,6 +34,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "calibrate": "validation.commands.calibrate:calibrate_command",
     "optimal-decoder": "validation.commands.optimal_decoder:optimal_decoder_cmd",
     "sweep": "validation.commands.exact:sweep_command",
+    "plot": "validation.commands.plot:plot_cmd",
     "bounds": "validation.commands.theory:bounds_cmd",
     "check": "validation.commands.theory:check_cmd",
     "counterexamples": "validation.commands.theory:counterexamples_cmd",

@@ -152,6 +152,7 @@ OUTPUT_KINDS: dict[str, OutputKind] = {
     "language": OutputKind("a language .npz file", _is_language_npz),
     "run metrics": OutputKind("an mdm-theory training metrics.json", _is_result_json("config", "history")),
     "report page": OutputKind("an mdm-theory report page", lambda p: b"<title>mdm-theory" in _head(p, 4096)),
+    "plot figure": OutputKind("an mdm-theory plot figure (PNG or SVG)", lambda p: b"mdm-theory plot" in _head(p, 8192)),
 }
 
 
@@ -331,7 +332,7 @@ def check_claim_size(claim_id: str, instance: Mapping[str, object], exact: bool,
     if m is not None and m > MULTIPLICITY_MAX_SIZE:
         raise GuardError(f"{claim_id} at {field} = {m} runs the multiplicity recursion over an ({field}+1)^2 table of "
                          f"binomials of up to {0.3 * m:.3g} digits ({(m + 1) ** 2:.3g} entries), in float64 too, and "
-                         f"C({field}, {field}/2) overflows a float64 beyond {field} = 1029; use --{field} up to "
+                         f"C({field}, {field}/2) overflows a float64 beyond {field} = 1029; use {_flag_of(field)} up to "
                          f"{MULTIPLICITY_MAX_SIZE}")
     if not exact:
         return
@@ -381,3 +382,10 @@ def check_hmm_inference(states: int, length: int, batch: int, what: str, change:
     log and a work copy, ``24 S^2`` bytes) and ``alpha``, ``beta`` over ``B L S`` (``16 B L S``)."""
     check_memory(24.0 * states * states + 16.0 * batch * length * states,
                  f"{what} ({states} states, L = {length}, batch {batch})", change)
+
+
+def _flag_of(field: str) -> str:
+    """The ``bounds`` option that sets a claim's field (``L`` -> ``--length``, ``l`` -> ``--l``)."""
+    from theory.parameters import OPTIONS
+
+    return OPTIONS[field].flag if field in OPTIONS else f"--{field}"

@@ -39,7 +39,8 @@ from numerics.provenance import atomic_write_bytes, provenance, to_jsonable
 from .cache import ResultCache, canonical
 from .experiments import EXPERIMENTS, config_for
 from .experiments._base import STATUS_LEGEND, ExperimentResult
-from .setup_text import setup_sentences
+from .progress import seconds
+from .setup_text import SECTION_SECONDS, setup_sentences
 
 __all__ = ["ReportOutcome", "build_report", "run_experiments", "write_report", "broken_links", "strict_json"]
 
@@ -62,19 +63,41 @@ class ReportOutcome:
     cache_counts: dict[str, int] = field(default_factory=dict)
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the training pool's workers)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _left(expected: dict[str, float] | None, names: list[str], spent: float, planned: float) -> str:
+    """``", about ... left"``: the measured seconds of the sections still to run (:data:`SECTION_SECONDS`),
+    scaled by how the finished sections compared with their measurement (load, a cold numba cache)."""
+    if not expected or not names or any(n not in expected for n in names):
+        return ""
+    scale = spent / planned if planned > 0 else 1.0
+    return f", about {seconds(scale * sum(expected[n] for n in names))} left"
+
+
 def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool = True,
-                    strict: bool = False) -> tuple[dict[str, ExperimentResult], dict[str, str]]:
+                    strict: bool = False, expected: dict[str, float] | None = None
+                    ) -> tuple[dict[str, ExperimentResult], dict[str, str]]:
     """Run each experiment of ``configs`` (name -> config); an exception is recorded, not fatal.
 
-    With ``strict`` an exception propagates (tests). Returns results and errors (name -> traceback).
+    With ``strict`` an exception propagates (tests). ``expected``: section -> measured seconds, for
+    the estimate of the time left in the progress lines. Returns results and errors (name -> traceback).
     """
     results: dict[str, ExperimentResult] = {}
     errors: dict[str, str] = {}
-    for name, cfg in configs.items():
+    names = list(configs)
+    t0 = time.perf_counter()
+    planned = 0.0  # measured seconds of the sections done
+    for i, (name, cfg) in enumerate(configs.items(), 1):
         module = EXPERIMENTS[name]
         if progress:
-            print(f"[report] {name}: {module.TITLE}", file=sys.stderr, flush=True)
-        started = time.perf_counter()
+            print(f"[report] section {i}/{len(names)} {name}: {module.TITLE}", file=sys.stderr, flush=True)
+        started, cpu0 = time.perf_counter(), _cpu_seconds()
         try:
             results[name] = module.run(cfg, cache=cache, progress=progress, strict=strict)
         except Exception:  # noqa: BLE001 -- one failing experiment must not hide the others
@@ -88,7 +111,11 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
             )
         if progress:
             r = results[name]
-            print(f"[report] {name}: {r.status} in {r.elapsed_s:.1f} s", file=sys.stderr, flush=True)
+            spent = time.perf_counter() - t0
+            planned += (expected or {}).get(name, 0.0)
+            print(f"[report] section {i}/{len(names)} {name}: {r.status} in {seconds(r.elapsed_s)} "
+                  f"({_cpu_seconds() - cpu0:.0f} CPU-s); "
+                  f"{seconds(spent)} elapsed{_left(expected, names[i:], spent, planned)}", file=sys.stderr, flush=True)
     return results, errors
 
 
@@ -327,6 +354,16 @@ def _section_or_failure(name: str, result: ExperimentResult, error: str | None, 
                 f"<pre>{_esc(traceback.format_exc())}</pre></section>")
 
 
+def _key_result(name: str, result: ExperimentResult) -> str:
+    """One line of "Key results" per section: its findings first (a claim violated), else its first note; the
+    section holds the rest."""
+    notes = result.all_findings() or list(result.notes)
+    more = len(dict.fromkeys([*result.findings, *result.notes])) - 1
+    rest = f' <a href="#{name}">({more} more in the section)</a>' if more > 0 else ""
+    text = notes[0] if len(notes[0]) <= 400 else notes[0][:399] + "\u2026"
+    return f'<li><a href="#{name}">{_esc(result.title)}</a>: {_esc(text)}{rest}</li>'
+
+
 def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: dict[str, str],
                  scale: str, cache: ResultCache, elapsed_s: float) -> Path:
     """Write figures, per-experiment JSON and ``index.html`` into ``out_dir``; returns the page."""
@@ -342,8 +379,7 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
         sections.append(_section_or_failure(name, result, errors.get(name), out_dir))
         toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> {_badges(result)}</li>')
 
-    summary_items = [f'<li><a href="#{name}">{_esc(name)}</a>: {_esc(note)}</li>'
-                     for name, r in results.items() for note in r.notes]
+    summary_items = [_key_result(name, r) for name, r in results.items() if r.notes]
     summary_html = f"<ul>{''.join(summary_items)}</ul>" if summary_items else "<p><em>No results yet.</em></p>"
     counts = cache.counts()
     problems = cache.problems()
@@ -414,10 +450,31 @@ def build_report(out_dir: str | Path = "report", scale: str = "default", cache_d
         cfg = config_for(n, scale)
         extra = {k: v for k, v in (overrides or {}).get(n, {}).items() if hasattr(cfg, k)}
         configs[n] = replace(cfg, **extra) if extra else cfg
+    configs = _shared_training(configs)
     cache = ResultCache(Path(cache_dir) if cache_dir is not None else out_dir / "cache")
-    results, errors = run_experiments(configs, cache, progress=progress, strict=strict)
+    results, errors = run_experiments(configs, cache, progress=progress, strict=strict,
+                                      expected=SECTION_SECONDS if _as_measured(scale, configs) else None)
     index = write_report(out_dir, results, errors, scale, cache, time.perf_counter() - started)
     return ReportOutcome(index, results, errors, cache.counts())
+
+
+def _as_measured(scale: str, configs: dict[str, Any]) -> bool:
+    """Whether the run is the one :data:`SECTION_SECONDS` measured (``make report``: default scale, training)."""
+    learned = configs.get("learned")
+    return scale == "default" and (learned is None or bool(learned.train))
+
+
+def _shared_training(configs: dict[str, Any]) -> dict[str, Any]:
+    """When both the learned and the real-text section train, the learned section's pool also trains the
+    real-text models (same run configs, so the real-text section finds them finished): one pool keeps
+    both cores busy, where two pools one after the other leave one idle while their longest run ends."""
+    from dataclasses import replace
+
+    learned, text = configs.get("learned"), configs.get("realtext")
+    if (learned is None or text is None or not learned.train or not text.train or not text.learned
+            or learned.preset != text.learned_preset or learned.seed != text.seed):
+        return configs
+    return {**configs, "learned": replace(learned, also_train=tuple(text.learned))}
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,15 +7,43 @@ take their text from here, so they cannot disagree. Text is Markdown (code in ba
 
 from __future__ import annotations
 
-__all__ = ["MAKE_REPORT_MINUTES", "run_time_sentence", "setup_sentences"]
+__all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_start_sentences", "run_time_sentence",
+           "setup_sentences", "timing_markdown"]
+
+#: The measurement behind every statement of how long ``make report`` takes: the one place it is written.
+#: ``sections``: section -> (CPU seconds, wall seconds) of ``mdm-theory report --train --progress`` from an
+#: empty results cache (the progress lines print both); CPU includes the training pool's processes.
+#: ``whole_s``: the whole ``make report`` timed on an idle machine (None: not timed as a whole yet).
+REPORT_TIMING: dict = {
+    "date": "2026-11-27",
+    "machine": "the project's 2-core development machine (Linux x86-64), shared by six engineers: load average 7-16",
+    "what": "mdm-theory report --train --progress on branch newcomer from an empty results cache, numba compilation "
+            "included (a numba cache that an interrupted run had partly filled: each section compiled the kernels it "
+            "was first to need); wall seconds under load (up to 4x an idle machine's), CPU seconds comparable, except "
+            "`cost`, whose two-thread torch timing burns CPU waiting under load; `learned` with the two ARs before "
+            "their cut (below); `calls` measured alone afterwards with its decoders",
+    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68), "learned": (614, 3007),
+                 "cost": (132, 139), "schedules": (2, 2), "adaptive": (24, 34), "realtext": (56, 160),
+                 "decoders": (3, 6), "calls": (5, 17)},
+    #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s.
+    #: The two ARs were then cut (500 -> 250 and 300 -> 150 steps, each measured alone: 24 and 22 CPU-s), after the
+    #: section's 614 CPU-s above were measured with them at 49 and 44.
+    "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (250)": 24,
+                       "lee-char-2gram MDM (1000)": 44, "2gram AR (150)": 22, "lee-char-2gram AR (300)": 11},
+    "whole_s": None,
+    "install_s": 70,
+    "previous": "2026-11-25, idle 2-core machine, before the cuts of issue 34: 838 s with warm numba kernels "
+                "(learned section 489 s, real text 137 s); 2026-11-23: 528 s with installation",
+}
 
 MAKE_REPORT_MINUTES = 14
-"""Wall-clock minutes of ``make report`` (``mdm-theory report --train`` from an empty cache) on an
-idle 2-core CPU: the one place the run time is stated (measured 2026-11-25 in a fresh clone after its
-installation, numba kernels already compiled by the test suite: 855 s, of which the learned section
-586 s; 2026-11-23: 528 s with installation; plus the real-text section's learned models, one to two
-minutes estimated from a loaded machine, not re-timed). Set it from a measurement on an idle
-machine, then run ``mdm-theory docs`` to refresh docs/getting-started.md."""
+"""Wall-clock minutes of ``make report`` stated to readers: the last whole run timed on an idle machine
+(``REPORT_TIMING["previous"]``) until ``REPORT_TIMING["whole_s"]`` holds a new one. After timing it, set both,
+then run ``mdm-theory docs`` to refresh README.md, docs/getting-started.md and docs/performance.md."""
+
+SECTION_SECONDS: dict[str, float] = {name: wall for name, (_, wall) in REPORT_TIMING["sections"].items()}
+"""Seconds of each report section in ``make report`` as measured (section -> seconds), for the progress
+lines' estimate of the time left (:func:`validation.report.run_experiments`); empty: no estimate."""
 
 
 def run_time_sentence() -> str:
@@ -24,10 +52,42 @@ def run_time_sentence() -> str:
             "on an idle 2-core CPU from an empty cache; a re-run reuses every cached point.")
 
 
+def quick_start_sentences() -> list[str]:
+    """What the two commands do and how long they take, two sentences each (README's quick start)."""
+    return [
+        "`make report` installs everything into `.venv`, then computes the oracle's exact and Monte Carlo curves, "
+        "checks every lemma and bound, trains small MDM and AR models and writes `report/index.html`, printing one "
+        "line per section and long step. " + run_time_sentence().replace("`make report` (which runs `mdm-theory "
+                                                                          "report --train`) takes", "It takes"),
+        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 8 minutes "
+        "on an idle 2-core CPU once the numba kernels are compiled.",
+    ]
+
+
+def timing_markdown() -> str:
+    """docs/performance.md's ``make report`` table, from :data:`REPORT_TIMING` (Markdown)."""
+    t = REPORT_TIMING
+    rows = ["| section | CPU seconds | wall seconds |", "|---|---|---|"]
+    rows += [f"| `{name}` | {cpu:.0f} | {wall:.0f} |" for name, (cpu, wall) in t["sections"].items()]
+    if t["sections"]:
+        rows.append(f"| the sections above | {sum(c for c, _ in t['sections'].values()):.0f} | "
+                    f"{sum(w for _, w in t['sections'].values()):.0f} |")
+    if t.get("training_cpu_s"):
+        train = ", ".join(f"{k} {v:.0f}" for k, v in t["training_cpu_s"].items())
+        rows.append(f"| `learned` training, CPU seconds of optimizer steps per model | {train} (total "
+                    f"{sum(t['training_cpu_s'].values()):.0f}) | |")
+    whole = (f"The whole `make report` from a fresh clone: {t['whole_s']:.0f} s." if t["whole_s"] is not None
+             else "The whole `make report` has not been timed on an idle machine since these cuts.")
+    return "\n\n".join([f"### {t['date']}: per section", f"{t['what']}; {t['machine']}.",
+                         "\n".join(rows) if t["sections"] else "(not measured)",
+                         f"{whole} Installation: about {t['install_s']} s.",
+                         f"### Before: the whole run\n\n{t['previous']}."])
+
+
 def setup_sentences() -> list[str]:
     """How to install and run, for a CPU and for a GPU user, matching the Makefile (Markdown)."""
     return [
-        run_time_sentence(),
+        *quick_start_sentences(),
         "The Makefile creates `.venv`, installs `torch==2.13.0` from pip's default index, then this package "
         "with its `dev` extras; a torch already in `.venv` that satisfies the pin is kept. On Linux x86-64 "
         "the PyPI wheel of torch is a CUDA build (several GB of CUDA libraries). On a CPU-only machine, install "

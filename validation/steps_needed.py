@@ -36,7 +36,8 @@ from numerics.methods import choose_method
 from numerics.metrics import exact_metrics, jensen_bound, oracle_ser_mc
 from validation.sweep import PointConfig
 
-__all__ = ["METRICS", "Evaluation", "StepsNeeded", "search_steps", "oracle_metric", "model_ser", "DEFAULT_MAX_STEPS"]
+__all__ = ["METRICS", "Evaluation", "StepsNeeded", "search_steps", "oracle_metric", "model_ser", "steps_needed",
+           "DEFAULT_MAX_STEPS"]
 
 METRICS = ("ser", "ter", "kl")
 DEFAULT_MAX_STEPS = 1 << 12  # the search stops here (the paper's sweeps go to N = 2048)
@@ -142,7 +143,7 @@ def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, c
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
-    level = 2.0 * confidence - 1.0
+    level = round(2.0 * confidence - 1.0, 12)  # 0.9, not 0.8999999999999999 from 2 * 0.95 - 1
     spec, L = cfg.language, cfg.length
 
     def evaluate(n: int) -> Evaluation:
@@ -189,7 +190,7 @@ def model_ser(model: Any, language: Any, length: int, schedule_name: str, sample
     from numerics.sampling.samplers import sample_factorized
     from numerics.schedules import make_schedule
 
-    level = 2.0 * confidence - 1.0
+    level = round(2.0 * confidence - 1.0, 12)  # 0.9, not 0.8999999999999999 from 2 * 0.95 - 1
 
     def evaluate(n: int) -> Evaluation:
         rng = np.random.default_rng([int(seed), int(n)])
@@ -198,3 +199,48 @@ def model_ser(model: Any, language: Any, length: int, schedule_name: str, sample
         return Evaluation(n, "ser", e, _meets(e, target))
 
     return evaluate
+
+
+def steps_needed(language: str | Any, length: int, metric: str, target: float, sampler: str = "random", *,
+                 schedule: str = "linear", method: str = "auto", samples: int = 1000, confidence: float = 0.95,
+                 max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0, tie_seed: int = 0, batch_size: int | None = None,
+                 denoiser: Any = None) -> StepsNeeded:
+    """``mdm-theory steps-needed`` from Python, with its names and defaults: the smallest ``N`` with
+    ``metric <= target`` (:class:`StepsNeeded`; ``n_steps`` is ``None`` when no ``N <= max_steps`` meets it).
+
+    Parameters
+    ----------
+    language : a preset name or an ``.npz`` file (a language object too, with ``denoiser``).
+    length, metric, target : ``L``; ``"ser"``, ``"ter"`` or ``"kl"``; the target.
+    sampler : ``"random"`` (the paper's factorized sampler) or ``"topk"`` (the samplers whose number of
+        steps is searched here; the others' parameters: :func:`validation.calibrate.calibrate`).
+    schedule, method, samples, confidence, max_steps, seed, tie_seed, batch_size : as on the command line.
+    denoiser : any :class:`numerics.sampling.denoiser.Denoiser` (your own network, say) instead of the
+        oracle: the steps the factorized sampler needs with it, by Monte Carlo (``metric="ser"`` only).
+    """
+    from numerics.languages.presets import load_language
+
+    lang = load_language(language) if isinstance(language, str) else language
+    if denoiser is not None:
+        if metric != "ser" or sampler != "random":
+            raise ValueError("a denoiser of your own is searched for metric='ser' with sampler='random' only "
+                             "(its output law is not available exactly)")
+        return search_steps(model_ser(denoiser, lang, length, schedule, samples, seed, target, confidence=confidence,
+                                      batch_size=batch_size), max_steps)
+    if not isinstance(language, str):
+        raise ValueError("language must be a preset name or an .npz path (a language object needs a denoiser)")
+    if sampler not in ("random", "topk"):
+        raise ValueError(f"steps_needed searches the steps of 'random' and 'topk', not {sampler!r}: the other "
+                         "samplers' parameter is searched by validation.calibrate.calibrate")
+    cfg = PointConfig(language, length, 1, schedule, method, samples, seed, None, batch_size or 1, tie_seed=tie_seed)
+    if sampler == "random":
+        return search_steps(oracle_metric(cfg, metric, target, lang, confidence), max_steps)
+    from validation.calibrate import _status, evaluate_setting
+
+    def evaluate(n: int) -> Evaluation:
+        point = replace(cfg, n_steps=int(n), sampler=sampler)
+        e, quantity, _ = evaluate_setting(point.make_sampler(), metric, lang, length, method=method,
+                                          samples=samples, rng=seed, confidence=confidence, names=(language, None))
+        return Evaluation(n, quantity, e, _status(e, target) == "meets")
+
+    return search_steps(evaluate, max_steps)

@@ -518,7 +518,7 @@ def run_sweep(
     if executor == "local" and (scheduler is not None or client is not None):
         raise ValueError("a scheduler address or client needs executor='dask'")
     configs = list(configs)
-    inputs = {"--languages": sorted({s for c in configs for s in (c.language, c.ser_language) if s})}
+    inputs = {"--language": sorted({s for c in configs for s in (c.language, c.ser_language) if s})}
     out = check_writable_file(guard_output(out, "sweep table", inputs=inputs))
     for flat, kind in zip(table_paths(out), ("sweep parquet", "sweep csv")):
         check_writable_file(guard_output(flat, kind, option="--out (its flat copy)", inputs=inputs))

@@ -175,7 +175,7 @@ CASES = [
     ("unknown lemma to check", ["check", "--lemma", "Q"], r"no claim matches 'Q'"),
     ("unknown lemma to search", ["counterexamples", "--lemma", "Z.99", "--out", "{d}/ce.json"], r"no claim matches 'Z\.99'"),
     ("a lemma without its values", ["bounds", "--lemma", "B.11", "--L", "10"], r"B\.11 needs the options --n, --u-prev, --pi-i"),
-    ("a lemma given a value it does not take", ["bounds", "--lemma", "B.11", "--N", "4"], r"B\.11 does not take --N"),
+    ("a lemma given a value it does not take", ["bounds", "--lemma", "B.11", "--N", "4"], r"B\.11 does not take --n-steps"),
     ("--schedule for a lemma without steps", ["bounds", "--lemma", "A.1", "--schedule", "cosine"],
      r"A\.1 takes no step probabilities, so no --schedule"),
     # --- output paths (root writes anywhere: these fail for root too) ----------------------------------------

@@ -72,7 +72,7 @@ def test_bounds_sizes_are_read_by_field_name_not_as_the_largest_integer():
     check_claim_size("C.5", {"l": 5, "pi": [0.5, 0.5], "N": 10**6}, exact=False)
     with pytest.raises(GuardError, match=r"C\.5 at l = 1001 .*use --l up to 1000"):
         check_claim_size("C.5", {"l": 1001, "pi": [0.5, 0.5]}, exact=False)
-    with pytest.raises(GuardError, match=r"C\.1 at L = 1001 .*use --L up to 1000"):
+    with pytest.raises(GuardError, match=r"C\.1 at L = 1001 .*use --length up to 1000"):
         check_claim_size("C.1", {"L": 1001, "pi": [0.5, 0.5]}, exact=False)
 
 

@@ -42,6 +42,16 @@ def test_unknown_claim_lists_known_ids():
         get("Z.9")
 
 
+def test_an_instance_missing_a_field_gets_the_claims_fields_named():
+    from theory.claims import MissingFieldError
+
+    with pytest.raises(MissingFieldError, match=r"claim 4.4 needs the field 'pi'.*it takes L .*pi .*given: L, N") as err:
+        get("4.4").evaluate({"L": 40, "N": 16})
+    assert isinstance(err.value, KeyError) and isinstance(err.value, ValueError)  # old and new ways to catch it
+    with pytest.raises(MissingFieldError, match="claim 4.4 needs the field .C.*given: L, N"):
+        get("4.4")({"L": 40, "N": 16})  # check() too
+
+
 def test_claim_rejects_bad_relation():
     c = get("A.1")
     with pytest.raises(ValueError, match="relation"):
@@ -183,7 +193,7 @@ def test_resolve_names_missing_and_unused_options():
 
     with pytest.raises(ValueError, match="B.11 needs the options --n, --pi-i"):
         resolve("B.11", get("B.11").parameters, {"L": 8, "u_prev": 0.5})
-    with pytest.raises(ValueError, match="C.5 does not take --x; it takes --l, --pi/--N"):
+    with pytest.raises(ValueError, match="C.5 does not take --x; it takes --l, --pi/--n-steps"):
         resolve("C.5", get("C.5").parameters, {"l": 5, "pi": [1], "x": 0.5})
     with pytest.raises(ValueError, match="B.2 takes `language`"):
         resolve("B.2", get("B.2").parameters, {"L": 3})
@@ -214,7 +224,7 @@ def test_bounds_prints_exact_rationals():
     (["--lemma", "C.5", "--l", "5", "--pi", "0.5,0.6"], "pi must sum to 1 exactly, got 11/10"),
     (["--lemma", "C.5", "--l", "5", "--x", "0.5", "--N", "3"], "does not take --x"),
     (["--lemma", "C.5", "--l", "5", "--N", "3", "--schedule", "no-such-family"], "'no-such-family' is not one of"),
-    (["--lemma", "C.6", "--l", "5", "--N", "3", "--schedule", "cosine"], "C.6 needs the options --L"),
+    (["--lemma", "C.6", "--l", "5", "--N", "3", "--schedule", "cosine"], "C.6 needs the options --length"),
 ])
 def test_bounds_errors_name_the_numbers(args, message):
     result = CliRunner().invoke(main, ["bounds", *args])

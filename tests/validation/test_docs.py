@@ -90,6 +90,11 @@ def test_committed_generated_files_are_up_to_date():
     assert (REPO / "mkdocs.yml").read_text() == mkdocs_yml(REPO / "docs", theory_nav())
     text = (REPO / "docs" / "getting-started.md").read_text()
     assert setup_block() in text and text.count(SETUP_BEGIN) == 1 and text.count(SETUP_END) == 1
+    # README's quick start and docs/performance.md's timing read the same measurement (validation/setup_text.py)
+    from validation.docs import quick_start_block, report_timing_block
+
+    assert quick_start_block() in (REPO / "README.md").read_text()
+    assert report_timing_block() in (REPO / "docs" / "performance.md").read_text()
 
 
 def test_findings_excerpts_are_whole_paragraphs_and_tables():

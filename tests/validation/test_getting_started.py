@@ -21,7 +21,8 @@ def _blocks() -> list[str]:
 
 def test_the_walkthrough_runs_and_prints_what_it_says(tmp_path):
     blocks = _blocks()
-    assert len(blocks) == 7  # language, posterior, sampling, Monte Carlo, exact, point, sweep row
+    assert len(blocks) == 10  # language, posterior, sampling, Monte Carlo, exact, point, decoders, own denoiser,
+    # steps needed and calibration, sweep row
     namespace: dict = {}
     out = io.StringIO()
     cwd = os.getcwd()
@@ -40,6 +41,12 @@ def test_the_walkthrough_runs_and_prints_what_it_says(tmp_path):
     assert small.how.method == "dp" and large.how.method == "mc"
     assert isinstance(large.kl, namespace["numerics"].Unavailable)
     assert large.kl_jensen_bound.exact  # the 2-gram is a token Markov chain
+    assert [line.split()[0] for line in lines[-7:-5]] == ["llada", "fast-dllm"]
+    assert 0.0 < float(lines[-5]) <= 1.0  # the sharpened denoiser's SER
+    assert lines[-4] == "381"
+    yours = namespace["yours"]
+    assert yours.met and not yours.at_n.estimate.exact and yours.at_n.estimate.ci_high <= 0.5
+    assert lines[-2].startswith("True random, linear(N=")
     row = namespace["row"]
     assert row["method"] == "closed-form" and abs(row["ser"]["value"] - 0.92422) < 5e-6 and row["tie_seed"] is None
     # the .npz of the interval language carries its structure (the claim made in the text)

@@ -138,8 +138,9 @@ def format_estimate(record: dict) -> str:
     if record.get("exact", record.get("stderr") == 0.0 and not record.get("samples")):
         return f"{_num(value)} (exact: {method})"
     text = _num(value)
-    if record.get("stderr") is not None:
-        text += f" +- {record['stderr']:.2g}"
+    if record.get("stderr") is not None:  # round-off of a constant (1.7e-18 on 4.0) is no spread: 0
+        err = record["stderr"]
+        text += " +- 0" if isinstance(value, (int, float)) and abs(err) <= 1e-12 * max(abs(value), 1e-300) else f" +- {err:.2g}"
     if record.get("ci_low") is not None and record.get("ci_high") is not None:
         level = record.get("confidence")
         text += f" [{_num(record['ci_low'])}, {_num(record['ci_high'])}]" + (f" {level:.0%} CI" if level else "")
@@ -181,12 +182,38 @@ class AliasOption(click.Option):
     """A click option with old spellings that still parse but are left out of ``--help``.
 
     ``click.option("-N", "--n-steps", "--steps", "n_steps", cls=AliasOption, hidden_aliases=("--steps",))``
-    accepts ``--steps`` (the name before ``N`` was spelled out) and shows only ``-N, --n-steps``.
+    accepts ``--steps`` (the name before ``N`` was spelled out), with a note on a terminal's stderr that it
+    is the old spelling, and shows only ``-N, --n-steps``.
     """
 
     def __init__(self, *args: Any, hidden_aliases: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.hidden_aliases = tuple(hidden_aliases)
+
+    _ALIAS = "__old_spelling"
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        """The old spellings store under their own key, so :meth:`handle_parse_result` can say they were used."""
+        if not self.hidden_aliases or self.is_flag:
+            return super().add_to_parser(parser, ctx)
+        action = "append" if self.multiple else "store"
+        parser.add_option(obj=self, opts=[o for o in self.opts if o not in self.hidden_aliases], dest=self.name,
+                          action=action, nargs=self.nargs)
+        parser.add_option(obj=self, opts=list(self.hidden_aliases), dest=f"{self.name}{self._ALIAS}", action=action,
+                          nargs=self.nargs)
+        return None
+
+    def handle_parse_result(self, ctx: click.Context, opts: Any, args: Any):
+        old = f"{self.name}{self._ALIAS}"
+        if old in opts:
+            value = opts[old]
+            opts = {k: v for k, v in opts.items() if k != old}
+            opts.setdefault(self.name, value)  # the new spelling wins when both are given
+            if sys.stderr.isatty():  # a person at a terminal; a script's output stays as it was
+                new = " / ".join(o for o in self.opts if o not in self.hidden_aliases)
+                click.echo(f"note: {' / '.join(self.hidden_aliases)} is the old spelling of {new}; it still works, "
+                           "but use the new one", err=True)
+        return super().handle_parse_result(ctx, opts, args)
 
     def get_help_record(self, ctx: click.Context):
         shown, self.opts = self.opts, [o for o in self.opts if o not in self.hidden_aliases]

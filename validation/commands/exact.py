@@ -123,7 +123,8 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
 @click.option("--ser-language", default=None, help="Measure SER on this language instead (e.g. the pruned preset).")
 @click.option("--length", "-L", type=int, required=True, help="Sequence length L.")
 @click.option("-N", "--n-steps", "--steps", "steps", cls=AliasOption, hidden_aliases=("--steps",), type=int,
-              required=True, help="Number of sampling steps N (the schedule's steps).")
+              default=None, help="Number of sampling steps N (the schedule's steps): random, topk, llada and remdm; "
+                                 "the other samplers take none (their threshold or gamma decides the calls).")
 @_schedule
 @_method
 @_samples
@@ -149,8 +150,10 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
 
     check_schedule(schedule, [language], [length])
     check_decoder_method(sampler, method)
+    if steps is None and sampler in STEPS_SAMPLERS:
+        raise click.UsageError(f"-N / --n-steps is required with --sampler {sampler}")
     try:
-        cfg = PointConfig(language, length, steps, schedule, method, samples, seed, ser_language, batch_size,
+        cfg = PointConfig(language, length, 1 if steps is None else steps, schedule, method, samples, seed, ser_language, batch_size,
                           sampler=sampler, gamma=gamma, confidence=confidence, tie_seed=tie_seed,
                           options=decoder_opts)
     except ValueError as exc:
@@ -161,6 +164,9 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     result = evaluate_point(cfg)
     emit(result, as_json, _human_point(result))
 
+
+#: The samplers that take a number of steps N (the others: a threshold or gamma decides their calls).
+STEPS_SAMPLERS = ("random", "topk", "llada", "remdm")
 
 #: What the method of a point means for its numbers (the text output's first line says which ran).
 _METHOD_WORDS = {"closed-form": "exact", "dp": "exact", "enumerate": "exact",
@@ -174,7 +180,9 @@ def _human_point(result: dict) -> str:
     data = to_jsonable(result)
     inputs = data["inputs"]
     head = (f"{inputs['language']}" + (f" (SER on {inputs['ser_language']})" if inputs.get("ser_language") else "")
-            + f", L = {inputs['length']}, N = {inputs['steps']}, schedule {data['schedule_name']}, "
+            + f", L = {inputs['length']}"
+            + (f", N = {inputs['steps']}, schedule {data['schedule_name']}" if data["sampler_name"].split()[0].rstrip(",") in STEPS_SAMPLERS else "")
+            + ", "
             f"sampler {data['sampler_name']}" + (f" (tie seed {data['tie_seed']})" if data.get("tie_seed") is not None else "")
             + f", method {data['method']} ({_METHOD_WORDS.get(data['method'], 'see each metric')}), {data['elapsed_s']:.2f} s")
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
@@ -198,8 +206,10 @@ def _progress_bar(total: int, enabled: bool):
 
 
 @click.command("sweep")
-@click.option("--languages", required=True, help="Comma-separated; 'A:B' measures SER on B (e.g. 2gram:2gram-pruned).")
-@click.option("--lengths", required=True, help="Comma-separated lengths, e.g. 512 or 64,128.")
+@click.option("--language", "--languages", "languages", cls=AliasOption, hidden_aliases=("--languages",), required=True,
+              help="Comma-separated; 'A:B' measures SER on B (e.g. 2gram:2gram-pruned).")
+@click.option("-L", "--length", "--lengths", "lengths", cls=AliasOption, hidden_aliases=("--lengths",), required=True,
+              help="Comma-separated lengths L, e.g. 512 or 64,128.")
 @click.option("-N", "--n-steps", "--steps", "steps_text", cls=AliasOption, hidden_aliases=("--steps",), required=True,
               help="Comma-separated numbers of sampling steps N; '8,16,...,2048' doubles up to 2048.")
 @_schedule
@@ -235,7 +245,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     try:
         check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
         langs = [s.strip() for s in languages.split(",") if s.strip()]
-        Ls = check_increasing(parse_int_list(lengths), "--lengths")
+        Ls = check_increasing(parse_int_list(lengths), "-L")
         Ns = check_increasing(_steps(steps_text), "-N")
         configs = [cfg for g in gamma for conf in confidence for opts in decoder_grid
                    for cfg in grid(langs, Ls, Ns, schedule=schedule, method=method, samples=samples, seed=seed,
@@ -244,7 +254,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if not configs:
-        raise click.UsageError(f"the grid is empty: --languages {languages!r}, --lengths {lengths!r} and "
+        raise click.UsageError(f"the grid is empty: --language {languages!r}, -L {lengths!r} and "
                                f"-N {steps_text!r} must each name at least one value")
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler needs --executor dask")
@@ -252,7 +262,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
         from validation.executors import check_scheduler_address
 
         check_scheduler_address(scheduler)  # a port outside 1..65535 is refused before any work
-    check_same_vocabulary([(c.language, c.ser_language) for c in configs], "--languages A:B")
+    check_same_vocabulary([(c.language, c.ser_language) for c in configs], "--language A:B")
     try:
         check_costs(configs)
     except ValueError as exc:

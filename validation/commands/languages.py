@@ -33,7 +33,7 @@ def _fmt_summary(s) -> str:
 
 
 @click.group("languages", invoke_without_command=True)
-@click.option("--length", "length", type=click.IntRange(min=1), default=64, show_default=True,
+@click.option("--length", "-L", "length", type=click.IntRange(min=1), default=64, show_default=True,
               help="Sequence length L of the one-step SER and the entropy rate.")
 @click.option("--samples", type=click.IntRange(min=2), default=1000, show_default=True,
               help="Monte Carlo samples K (one-step SER; entropy of HMMs without a closed form).")
@@ -50,7 +50,8 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
 
     The one-step sampler (N = 1) draws every position independently from its marginal; its SER is
     estimated from SAMPLES sequences with an exact support check. Presets: 2gram, 3gram, 4gram,
-    hmm (TER, unpruned), their -pruned twins (SER), interval (Theorem 4.4, l = 5) and interval-l<l>.
+    hmm (TER, unpruned), their -pruned twins (SER), interval (Theorem 4.4, l = 5) and interval-l<l>;
+    then the names of the n-grams fitted to the Lee news corpus (lee-char-2gram, ...).
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -82,8 +83,17 @@ def languages_cmd(ctx: click.Context, length: int, samples: int, seed: int, lang
         "samples": samples,
         "seed": seed,
         "languages": [{"description": descriptions[s.name], **_as_dict(s)} for s in summaries],
+        "fitted_languages": list(FITTED_NAMES),
     }
-    emit(result, as_json, "\n".join(f"{_fmt_summary(s)}\n    {descriptions[s.name]}" for s in summaries))
+    fitted = (f"\nFitted to the Lee news corpus (every --language accepts them; summarize one with --language NAME): "
+              f"{', '.join(FITTED_NAMES)}; in general lee-char-<n>gram and lee-word[-v<C>]-<n>gram, n in 1..4 "
+              "(docs/methods/languages.md)")
+    emit(result, as_json, "\n".join(f"{_fmt_summary(s)}\n    {descriptions[s.name]}" for s in summaries) + fitted)
+
+
+#: The fitted real-text languages the report and the docs use (``numerics.languages.corpus``: any
+#: ``lee-char-<n>gram`` / ``lee-word[-v<C>]-<n>gram`` name is accepted, these are the ones in use).
+FITTED_NAMES = ("lee-char-2gram", "lee-word-2gram", "lee-word-v64-2gram")
 
 
 def _check_summary_size(name: str, length: int, samples: int) -> None:

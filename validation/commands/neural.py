@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import emit, json_option, progress_option, show_progress
+from ._common import AliasOption, emit, json_option, progress_option, show_progress
 from ._decoders import DECODER_NAMES, decoder_options
 
 __all__ = ["COMMANDS", "BENCH_COMMANDS"]
@@ -109,15 +109,25 @@ def train_cmd(language, kind, preset, out, max_minutes, seed, threads, device, p
                "complete": result.complete, "seconds": result.seconds, "tokens_per_second": result.tokens_per_second,
                "cpu_seconds": result.cpu_seconds, "config": cfg.to_dict(), "final": final,
                "stopped_by": result.stopped_by}
-    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {_duration(result.seconds)}; "
-             f"checkpoint {result.checkpoint}")
+    planned = cfg.train.train_steps
+    why = (f"; stopped by {result.stopped_by}" if result.stopped_by
+           else f"; --max-minutes {max_minutes:g} reached" if max_minutes else "")
+    done = "" if result.complete else f" ({result.step} of {planned} planned steps{why})"
+    human = (f"{'complete' if result.complete else 'stopped'} at step {result.step} in {_duration(result.seconds)}"
+             f"{done}; checkpoint {result.checkpoint}")
+    if not result.complete and not result.stopped_by:
+        human += "\nrerun the same command to resume from the checkpoint"
     if result.stopped_by:
         human += f"\nstopped by {result.stopped_by}: the checkpoint is whole; rerun the same command to resume"
     if result.tokens_per_second:
         human += f"\n{result.tokens_per_second:,.0f} tokens/s, {result.cpu_seconds:.0f} CPU-seconds in optimizer steps"
     if final:
-        human += (f"\nvalidation {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
+        at = "" if final.get("step") == result.step else f" at step {final.get('step')} (the last validation)"
+        human += (f"\nvalidation{at} {final['bound']}: {final['val_loss']:.4f} nats/token (+- {final['val_stderr']:.4f}), "
                   f"perplexity {final['val_ppl']:.4f} vs data {final['data_ppl']:.4f} (ratio {final['ppl_ratio']:.4f})")
+    elif not result.complete:
+        human += (f"\nno validation yet: the first comes at step {min(cfg.train.eval_every, planned)} "
+                  f"(validations every {cfg.train.eval_every} steps and at the end)")
     emit(summary, as_json, human)
     if result.stopped_by:  # the status a scheduler expects of a process its signal ended: 128 + signal number
         import signal
@@ -138,7 +148,8 @@ def _duration(seconds: float) -> str:
 
 @click.command("evaluate")
 @click.argument("checkpoint", type=click.Path(exists=True))
-@click.option("-N", "--steps", "n_steps", default="8,16,32,64,128,256,512,1024,2048", show_default=True,
+@click.option("-N", "--n-steps", "--steps", "n_steps", cls=AliasOption, hidden_aliases=("--steps",),
+              default="8,16,32,64,128,256,512,1024,2048", show_default=True,
               help="Comma-separated sampling step counts N (ignored for an AR checkpoint).")
 @click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True, help="Sequences sampled per point.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random draw.")
@@ -173,7 +184,7 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
     if out:
         guard_output(out, "evaluation", inputs={"CHECKPOINT": [checkpoint, Path(checkpoint) / "checkpoint.pt"]})
         check_writable_file(out)  # before the evaluation, not after it
-    steps = check_increasing(_int_list(n_steps), "--steps")
+    steps = check_increasing(_int_list(n_steps), "-N")
     decoders = _evaluate_decoders(checkpoint, sampler, decoder_opts, steps, schedule, gamma, tie_seed, draw, learning)
     result = evaluate_checkpoint(checkpoint, steps, samples=samples, seed=seed, schedule=schedule,
                                  draw=draw, batch_size=batch_size, eps_sequences=eps_sequences, device=device,
@@ -183,12 +194,18 @@ def evaluate_cmd(checkpoint, n_steps, samples, seed, schedule, draw, batch_size,
         atomic_write_json(out, result)
     lines = [f"{result['model']} on {result['language']} ({result['samples']} samples, draw {draw})",
              f"true samples: gen ppl {result['reference']['true_samples']['gen_ppl']:.4f}"]
+    infinite = False
     for r in result["rows"]:
+        infinite = infinite or not math.isfinite(r["gen_ppl"])
         who = r.get("denoiser", "ar")
         lines.append(f"  {who:6s} N={r['n_steps']:5d} NFE={r['nfe']:8.1f}  gen ppl {r['gen_ppl']:.4f} "
                      f"[{r['gen_ppl_ci'][0]:.4f}, {r['gen_ppl_ci'][1]:.4f}]  SER {r['ser']:.4f} "
                      f"[{r['ser_ci'][0]:.4f}, {r['ser_ci'][1]:.4f}]"
                      + (f"  learning part {r['learning_part']['value']:.2e}" if "learning_part" in r else ""))
+    if infinite:
+        lines.append("gen ppl inf: some samples fall outside the language's support (probability 0 under q, counted "
+                     "in SER), so exp(E[-log q(x)] / L) is infinite; the JSON's gen_ppl_valid is the same over the "
+                     "valid samples")
     if "eps_learning" in result:
         e = result["eps_learning"]
         lines.append(f"eps_learning: mean {e['mean']:.3e} (+- {e['stderr']:.1e}), q90 {e['quantiles']['q90']:.3e}, "
@@ -239,7 +256,8 @@ def _evaluate_decoders(checkpoint, sampler, opts, steps, schedule, gamma, tie_se
 @click.option("--vocab", type=int, default=8, show_default=True, help="Vocabulary of the untrained networks.")
 @click.option("-L", "--length", type=int, default=None, help="Sequence length (default: the config's).")
 @click.option("--batch", type=int, default=16, show_default=True, help="Sequences per sampled batch.")
-@click.option("-N", "--steps", "n_steps", default="512", show_default=True, help="Comma-separated MDM step counts.")
+@click.option("-N", "--n-steps", "--steps", "n_steps", cls=AliasOption, hidden_aliases=("--steps",), default="512",
+              show_default=True, help="Comma-separated MDM step counts N.")
 @click.option("--repeats", type=int, default=3, show_default=True, help="Timed repeats (the median is reported).")
 @click.option("--warmup", type=int, default=1, show_default=True, help="Untimed warm-up runs.")
 @click.option("--device", default=None, help="cpu, cuda, ... (default: CUDA when available).")

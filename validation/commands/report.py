@@ -36,9 +36,9 @@ same and shows the traceback).
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
 @click.option("--train", type=click.Choice(["default", "all"]), is_flag=False, flag_value="default", default=None,
-              help="Train MDMs and AR baselines first (cached): --train for 2gram, 2gram-pruned and interval, "
+              help="Train MDMs and AR baselines first (cached): --train for 2gram and interval, "
                    "--train all for every paper language; either also trains the real-text section's models "
-                   "(lee-char-2gram, lee-word-v64-2gram).")
+                   "(lee-char-2gram; with --full also lee-word-v64-2gram).")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
 @progress_option
 @json_option

@@ -1,7 +1,7 @@
 """``mdm-theory bounds``, ``mdm-theory check`` and ``mdm-theory counterexamples``: the theory registry.
 
 * ``bounds``: list every lemma, theorem and proof step (``--lemma X`` to evaluate one on the
-  values given as options, e.g. ``mdm-theory bounds --lemma C.5 --N 64 --l 5``). The options are
+  values given as options, e.g. ``mdm-theory bounds --lemma C.5 -N 64 --l 5``). The options are
   data: each claim declares its fields and defaults (:mod:`theory.parameters`), one option per
   field name is built from the registry when ``bounds`` is first used, and
   :func:`theory.parameters.resolve` turns what the user gave into the claim's instance;
@@ -20,7 +20,7 @@ import click
 
 from numerics.schedules import SCHEDULES, make_schedule
 
-from ._common import emit, json_option, progress_option, show_progress
+from ._common import AliasOption, emit, json_option, progress_option, show_progress
 
 __all__ = ["COMMANDS"]
 
@@ -67,9 +67,16 @@ def _registry_options() -> list[click.Option]:
         for name, p in c.parameters.items():
             if name in OPTIONS and not p.fixed and root not in users[name]:
                 users[name].append(root)
-    return [click.Option([opt.flag, name], type=_click_type(opt), default=None,
-                         help=opt.help + (f" Used by {', '.join(users[name])} (or their proof steps)." if users[name] else ""))
+    return [AliasOption([*_SHORT.get(name, ()), opt.flag, *_OLD.get(name, ()), name], hidden_aliases=_OLD.get(name, ()),
+                        type=_click_type(opt), default=None,
+                        help=opt.help + (f" Used by {', '.join(users[name])} (or their proof steps)." if users[name] else ""))
             for name, opt in OPTIONS.items()]
+
+
+#: The paper's letters as short options, as in every other command (``-N`` steps, ``-L`` length).
+_SHORT = {"N": ("-N",), "L": ("-L",)}
+#: Old spellings that still parse, with a note (``--N``, ``--L`` before the options were named as elsewhere).
+_OLD = {"N": ("--N",), "L": ("--L",)}
 
 
 class _RegistryCommand(click.Command):
@@ -152,7 +159,7 @@ def _listing(lemma, latex: bool, as_json: bool) -> None:
 @click.command("bounds", cls=_RegistryCommand)
 @_lemma_option
 @click.option("--schedule", type=click.Choice(sorted(SCHEDULES)), default=None,
-              help="Schedule family that turns --N into step probabilities pi (numerics.schedules; default linear, "
+              help="Schedule family that turns -N into step probabilities pi (numerics.schedules; default linear, "
                    "pi_i = 1/N exactly).")
 @click.option("--float", "use_float", is_flag=True,
               help="Evaluate in float64 even where the claim has an exact rational form (faster at long lengths).")
@@ -164,7 +171,7 @@ def bounds_cmd(lemma, schedule, use_float, latex, as_json, **options) -> None:
     Each claim declares its fields, their defaults and its explicit constants (theory.parameters);
     `bounds --lemma ID` lists the options it takes. Numbers are read as exact rationals, and a claim
     with an exact form is evaluated in rational arithmetic (sides printed as p/q). Theorem 4.2 / B.12
-    print N(eps, n), L_0(eps, n) (with --N and no --eps: the eps that N steps buy); Theorem 4.4 prints
+    print N(eps, n), L_0(eps, n) (with -N and no --eps: the eps that N steps buy); Theorem 4.4 prints
     the argument's constant C and the true threshold.
     """
     from theory import check, get

@@ -295,9 +295,8 @@ def point_cache(cache: ResultCache | None) -> ResultCache:
 
 
 def progress_iter(items: Iterable, progress: bool, desc: str, total: int | None = None) -> Iterable:
-    """``items`` wrapped in a tqdm bar on stderr when ``progress``."""
-    if not progress:
-        return items
-    from tqdm.auto import tqdm
+    """``items`` with progress on stderr when ``progress``: a tqdm bar on a terminal, else one line per
+    long step (:func:`validation.progress.track`)."""
+    from ..progress import track
 
-    return tqdm(items, desc=desc, total=total, leave=False, dynamic_ncols=True)
+    return track(items, progress, desc, total)

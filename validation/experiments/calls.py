@@ -5,7 +5,9 @@ interval language (Theorem 4.4's, ``interval-l{l}``):
 
 * **Fronts** (``length``): :func:`validation.calibrate.calibrate` for every family of
   ``families`` twice -- SER <= ``ser_target`` and TER within ``ter_excess`` of the data's ``TER(q)``
-  ("perplexity within 1%") -- with every setting visited on the axes (expected calls, SER) and
+  ("perplexity within 1%"; the decoders of ``ser_decoders``, LLaDA, Fast-dLLM and EB-Sampler, for the
+  SER target only; no SER search on a language of full support, ``2gram``, where every SER is 0)
+  -- with every setting visited on the axes (expected calls, SER) and
   (expected calls, ``TER / TER(q) - 1``) and the Pareto front over all families. Each number keeps
   its method (exact closed form / DP, Monte Carlo with its interval, or the Jensen upper bound for
   the random order's TER at large ``L``). The cheapest setting meeting each target is the
@@ -44,6 +46,8 @@ VERSION = 1
 _PALETTE = ("#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c564b", "#17becf", "#9467bd", "#e377c2",
             "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94")
 COLORS = dict(zip(DECODERS, _PALETTE))  # one colour per family of the sampler registry, in its order
+_MARKER_CYCLE = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p", "d", "H", "8", "1")
+MARKERS = dict(zip(DECODERS, _MARKER_CYCLE))  # one marker per family of the sampler registry, in its order
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class Config:
     interval : ``l`` of the interval language (must divide ``length`` and the tiny length).
     length : ``L`` of the fronts.
     families : the calibrate families searched (:func:`validation.calibrate.family` names).
+    ser_decoders : decoder families searched for the SER target too (their TER needs a law no Monte
+        Carlo point gives for a decoder whose output mixes reveal orders: SER only).
     samples : Monte Carlo samples per setting.
     grid, refine : a real knob's grid points and the bisections of each pair straddling the target
         (:func:`validation.calibrate.search_family`).
@@ -71,6 +77,7 @@ class Config:
     interval: int = 3
     length: int = 24
     families: tuple[str, ...] = ("random", "topk", "threshold", "entropy-sum")
+    ser_decoders: tuple[str, ...] = ("llada", "fast-dllm", "eb")
     samples: int = 200
     grid: int = 17
     refine: int = 3
@@ -83,12 +90,19 @@ class Config:
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(length=3, families=("random", "topk", "threshold"), samples=16, grid=5, refine=1,
+        return cls(length=3, families=("random", "topk", "threshold"), ser_decoders=(), samples=16, grid=5, refine=1,
                    tiny_lengths=(3, 3, 3), tiny_gammas=(0.5,), ser_target=0.4)
 
     @classmethod
     def full(cls) -> Config:
         return cls(length=48, samples=1000, grid=65, refine=4)
+
+
+def _full_support(lang: str) -> bool:
+    """Whether every sequence of ``lang`` is valid (then SER is 0 for every sampler: nothing to search)."""
+    from numerics.languages.presets import support_is_complete
+
+    return bool(support_is_complete(eng.load_language(lang)))
 
 
 def _setting_row(s, lang: str, L: int, metric: str, ter_q: float | None) -> dict:
@@ -106,7 +120,8 @@ def _front_part(cfg: Config, lang: str, metric: str) -> dict:
 
     L = cfg.length
     target = cfg.ter_excess if metric == "ter" else cfg.ser_target
-    c = calibrate(lang, L, metric, target, list(cfg.families), relative=metric == "ter", samples=cfg.samples,
+    fams = list(cfg.families) + (list(cfg.ser_decoders) if metric == "ser" else [])
+    c = calibrate(lang, L, metric, target, fams, relative=metric == "ter", samples=cfg.samples,
                   seed=cfg.seed, confidence=cfg.confidence, grid=cfg.grid, refine=cfg.refine)
     ter_q = math.exp(exact_entropy(eng.load_language(lang), L).value / L) if metric == "ter" else None
     settings = [_setting_row(s, lang, L, metric, ter_q) for fs in c.searches for s in fs.settings]
@@ -170,9 +185,14 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     if len(cfg.tiny_lengths) != len(cfg.languages):
         raise ValueError("tiny_lengths needs one length per language")
     settings, answers, bounds, tiny = [], [], [], []
-    jobs = [(lang, metric) for lang in cfg.languages for metric in ("ser", "ter")]
+    full = [lang for lang in cfg.languages if _full_support(lang)]
+    if full:
+        out.notes.append(f"No SER front on {', '.join(full)}: every sequence is valid there (full support), so every "
+                         "sampler's SER is 0 at any number of calls; its TER front is drawn.")
+    jobs = [(lang, metric) for lang in cfg.languages for metric in ("ser", "ter") if not (metric == "ser" and lang in full)]
     for lang, metric in progress_iter(jobs, progress, "calls: calibrate"):
-        key = {"v": VERSION, "language": lang, "metric": metric, "length": cfg.length, "families": cfg.families,
+        fams = cfg.families + (cfg.ser_decoders if metric == "ser" else ())
+        key = {"v": VERSION, "language": lang, "metric": metric, "length": cfg.length, "families": fams,
                "samples": cfg.samples, "grid": (cfg.grid, cfg.refine), "target": (cfg.ser_target, cfg.ter_excess),
                "confidence": cfg.confidence, "seed": cfg.seed}
         r = parts.attempt(f"calibrate {metric} on {lang}", lambda: cache.get_or_compute(
@@ -297,15 +317,20 @@ def plot(result: ExperimentResult) -> list[Plot]:
         rows = [r for r in settings if r["metric"] == metric]
         if not rows:
             continue
-        fig, axes = new_figure(ncols=len(langs), width=3.6, height=3.2)
-        for ax, lang in zip(axes[0], langs):
+        mlangs = [lang for lang in langs if any(r["language"] == lang for r in rows)]  # no SER panel at full support
+        fig, axes = new_figure(ncols=len(mlangs), width=3.6, height=3.2)
+        for ax, lang in zip(axes[0], mlangs):
             pr = [r for r in rows if r["language"] == lang]
             for fam in dict.fromkeys(r["family"] for r in pr):
                 pts = sorted((r["calls"], r["y"]) for r in pr if r["family"] == fam and r["y"] is not None)
-                ax.plot(*zip(*pts), marker="o", markersize=3, linestyle="", color=COLORS.get(fam, "k"), label=fam)
-            front = sorted((r["calls"], r["y"]) for r in pr if r["front"] and r["y"] is not None)
+                ax.plot(*zip(*pts), marker=MARKERS.get(fam, "o"), markersize=4, linestyle="", color=COLORS.get(fam, "k"),
+                        label=fam, alpha=0.85)
+            front = sorted((r["calls"], r["y"], r["family"], r["value"]) for r in pr if r["front"] and r["y"] is not None)
             if front:
-                ax.step(*zip(*front), where="post", color="k", linewidth=0.8, label="Pareto front")
+                ax.step([f[0] for f in front], [f[1] for f in front], where="post", color="k", linewidth=0.8,
+                        label="Pareto front")
+                for x, y, fam, value in front:  # each setting on the front says which it is
+                    ax.annotate(f"{fam} {value:.3g}", (x, y), fontsize=5, xytext=(2, 2), textcoords="offset points")
             br = sorted((b for b in bounds if b["language"] == lang), key=lambda b: b["K"])
             if br:
                 L = br[0]["length"]

@@ -200,7 +200,7 @@ def _notes(rows: list[dict], bounds: list[dict]) -> list[str]:
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
-    from ._style import language_color, legend, new_figure
+    from ._style import figure_legend, language_color, legend, legend_key, new_figure
 
     rows = result.tables.get("points", [])
     if not rows:
@@ -212,13 +212,15 @@ def plot(result: ExperimentResult) -> list[Plot]:
               ("blocks", "balanced"): "--", ("blocks", "cosine"): "--", ("blocks", "lz-reading"): "--",
               ("blocks", "dp-optimal"): "--"}
     colors = dict(zip(dict.fromkeys(s for _, s in styles), ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8"]))
+    drawn: dict[str, None] = {}  # schedules drawn, in order: one legend entry each (colour = schedule)
     for ax, (lang, L) in zip(axes[0], panels):
         for (model, sched), ls in styles.items():
             pts = sorted((r["steps"], r["kl"] / L) for r in rows if r["language"] == lang and r["length"] == L
                          and r["model"] == model and r["schedule"] == sched and r["kl"] > 0)
             if pts:
                 ax.plot(*zip(*pts), linestyle=ls, marker="o" if model == "iid" else "s", markersize=2.5,
-                        color=colors[sched], label=f"{sched} ({'i.i.d.' if model == 'iid' else 'blocks'})")
+                        color=colors[sched])
+                drawn[sched] = None
         for bound, ls in (("li-cai", (0, (4, 2))), ("ordering", ":"), ("iid-mi", "-.")):
             pts = sorted((b["steps"], b["value"] / L) for b in result.tables.get("bounds", [])
                          if b["language"] == lang and b["length"] == L and b["bound"] == bound and b["value"] > 0)
@@ -230,13 +232,16 @@ def plot(result: ExperimentResult) -> list[Plot]:
             if pts:
                 ax.plot(*zip(*pts), color="k", linestyle="none", marker=marker, label=f"bound: eps*{kind.upper()}")
         curve = next(c for c in result.tables["curves"] if c["language"] == lang and c["length"] == L)
-        ax.axhline(curve["tc"] / L, color=language_color(lang), linewidth=0.8, linestyle=":", label="TC / L (N = 1)")
+        ax.axhline(curve["tc"] / L, color="0.5", linewidth=0.8, linestyle=":", label="TC / L (N = 1)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("steps N")
         ax.set_ylabel("exact E KL / L  [nats]")
         ax.set_title(f"{lang}, L = {L}")
-        legend(ax, fontsize=5)
+    keys = [legend_key(f"schedule {sched}", color=colors[sched], linestyle="-") for sched in drawn]
+    keys += [legend_key("i.i.d. steps (E_tau KL)", color="0.35", linestyle="-", marker="o", markersize=4),
+             legend_key("block sizes, random order (E_sigma KL)", color="0.35", linestyle="--", marker="s", markersize=4)]
+    figure_legend(fig, axes, extra=keys, ncol=4, fontsize=8)
     plots = [Plot("kl_vs_steps_by_schedule", fig,
                   "Exact expected KL per token vs steps: i.i.d. step assignment (solid, E_tau KL) and deterministic "
                   "block sizes with a random order (dashed, E_sigma KL), for each schedule; black: bounds (Li-Cai "
