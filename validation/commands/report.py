@@ -31,7 +31,8 @@ same and shows the traceback).
               show_default=True, help="Folder of the report (index.html, figures/, results/).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Cache folder of computed points  [default: OUT/cache].")
-@click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost", "schedules", "adaptive", "realtext", "decoders", "calls"]),
+@click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost", "schedules", "adaptive", "realtext", "decoders", "calls",
+                                                          "thresholds"]),
               help="Run only this experiment (repeatable).")
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")
