@@ -124,7 +124,7 @@ def run_dask(evaluate: Callable[[Any], Any], points: dict[str, Any], scheduler: 
             client = connect_scheduler(scheduler)
             owned.append(client)
         else:
-            cluster = LocalCluster(dashboard_address=None)
+            cluster = LocalCluster(dashboard_address=":0")
             client = Client(cluster)
             owned += [client, cluster]
     try:

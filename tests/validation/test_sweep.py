@@ -221,7 +221,7 @@ def test_the_dask_executor_writes_the_same_table_as_the_local_one(tmp_path):
     configs = (grid(["2gram:2gram-pruned"], [3], [1, 2, 3]) + grid(["3gram"], [12], [2, 4], method="mc", samples=20)
                + grid(["interval"], [10], [2, 4]))
     local = run_sweep(configs, tmp_path / "local.jsonl")
-    with LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         first = run_sweep(configs[:4], tmp_path / "dask.jsonl", executor="dask", client=client)
         rest = run_sweep(configs, tmp_path / "dask.jsonl", executor="dask", client=client)  # resumes
@@ -247,7 +247,7 @@ if __name__ == "__main__":  # the workers re-import this file: only the client i
     from distributed import Client, LocalCluster
     from validation.sweep import grid, run_sweep
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \\
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \\
             Client(cluster) as client:
         report = run_sweep(grid(["2gram"], [4], [1, 2, 3, 4], method="mc", samples=10), sys.argv[1],
                            evaluate=evaluate, executor="dask", client=client)
@@ -281,7 +281,7 @@ def test_cli_sweep_on_a_dask_scheduler(tmp_path):
     args = ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "1,2", "--out", str(tmp_path / "t.jsonl"), "--json"]
     bad = CliRunner().invoke(main, [*args, "--scheduler", "tcp://127.0.0.1:1"])
     assert bad.exit_code == 2 and "--executor dask" in bad.stdout
-    with LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=":0") as cluster:
         r = CliRunner().invoke(main, [*args, "--executor", "dask", "--scheduler", cluster.scheduler_address])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["computed"] == 2 and len(read_table(tmp_path / "t.jsonl")[0]) == 2
