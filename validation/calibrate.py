@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from numerics.estimate import Estimate, Unavailable, clopper_pearson
+from numerics.sampling.runtime_decoders import DREAM_ALGS
 from validation.sweep import PointConfig
 
 __all__ = [
@@ -460,6 +461,11 @@ def _remdm(base: PointConfig, v: float) -> PointConfig:
     return replace(base, n_steps=int(v), sampler="remdm", gamma=None, eta=eta)
 
 
+def _dream(alg: str) -> Callable[[PointConfig, float], PointConfig]:
+    """Dream's ``diffusion_generate`` with ``--alg alg`` at ``v`` steps (its defaults otherwise)."""
+    return lambda base, v: replace(base, n_steps=int(v), sampler="dream", gamma=None, options={"alg": alg})
+
+
 FAMILIES += (
     Family("llada", "steps", True, 1, None, "higher", _llada(None)),
     *(Family(f"llada-b{B}", "steps", True, 1, None, "higher", _llada(B)) for B in LLADA_BLOCK_LENGTHS),
@@ -467,6 +473,8 @@ FAMILIES += (
     Family("fast-dllm-factor", "gamma", False, DECODER_PARAMETER_FLOOR, None, "lower", _fast_dllm("factor")),
     Family("eb", "gamma", False, 0.0, None, "lower", _gamma("eb")),
     Family("remdm", "steps", True, 1, None, "higher", _remdm),
+    *(Family("dream" if alg == "origin" else f"dream-{alg}", "steps", True, 1, None, "higher", _dream(alg))
+      for alg in DREAM_ALGS),
 )
 
 __all__ += ["DECODER_PARAMETER_FLOOR", "LLADA_BLOCK_LENGTHS", "REMDM_DEFAULT_ETA"]

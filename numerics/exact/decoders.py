@@ -188,7 +188,8 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
     undefined_mass = 0.0
     n_states = 0
     for c in range(L):
-        for (code, step), (mass, mcalls) in layers[c].items():
+        while layers[c]:  # a step that reveals nothing (Dream) adds to the layer it reads: a worklist
+            (code, step), (mass, mcalls) = layers[c].popitem()
             n_states += 1
             digits = (code // base) % (V + 1)
             masked = digits == V
@@ -207,7 +208,6 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
                 slot = layers[c + D.size].setdefault((nxt, _next_step(fixed, step, D.size, cand.size)), [0.0, 0.0])
                 slot[0] += mass * w
                 slot[1] += (mcalls + mass) * w
-        layers[c] = {}
     p = np.zeros(q.size)
     calls = 0.0
     for (code, _), (mass, mcalls) in layers[L].items():
@@ -222,6 +222,16 @@ def _transitions(decoder: BlockDecoder, rows, prio, step, fixed):
     """``(weight, chosen candidate indices, their values)`` of one step from a state (the DP's case split)."""
     m, V = rows.probs.shape
     r = rows.draw_law
+    if decoder.random_selection:  # the rule's own law of subsets given the draws (Dream origin, alg_temp > 0)
+        draws = zip(*_all_assignments(r)) if decoder.draw_dependent else [(np.argmax(r, axis=1), 1.0)]
+        for y, wy in draws:
+            for D, wd in decoder.selection_law(rows, y, prio, step, fixed):
+                if decoder.draw_dependent:
+                    yield float(wy) * wd, D, y[D]
+                else:
+                    for vals, w in _assignments(r[D]):
+                        yield wd * w, D, vals
+        return
     if decoder.random_scores:
         k = min(int(fixed[step]), m)
         subsets = list(itertools.combinations(range(m), k))
@@ -305,7 +315,9 @@ def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) 
                 wy = float(np.prod(rows.draw_law[np.arange(m), y]))
                 if wy == 0.0:
                     continue
-                if decoder.random_scores:
+                if decoder.random_selection:
+                    choices = decoder.selection_law(rows, y, prio[cand], step, fixed)
+                elif decoder.random_scores:
                     k = min(int(fixed[step]), m)
                     choices = [(np.asarray(D, dtype=np.int64), 1.0 / math.comb(m, k))
                                for D in itertools.combinations(range(m), k)]

@@ -137,6 +137,18 @@ class BlockDecoder(Sampler):
         """True when the revealed set depends on the drawn values (``low-confidence`` at ``T > 0``)."""
         return False
 
+    @property
+    def random_selection(self) -> bool:
+        """True when the selection draws its own uniforms ``u_score`` besides any random scores (Dream's
+        ``origin`` and ``alg_temp > 0``): the exact methods then read :meth:`selection_law`."""
+        return False
+
+    def selection_law(self, rows: StepRows, drawn: np.ndarray, priority: np.ndarray, step: int,
+                      block_steps: np.ndarray | None) -> list[tuple[np.ndarray, float]]:
+        """For a :attr:`random_selection` rule: every ``(chosen candidate indices, probability)`` of one
+        step from one state whose candidates are all valid, given the draws ``(m,)``."""
+        raise NotImplementedError
+
     def scores(self, rows: StepRows, drawn: np.ndarray) -> np.ndarray:
         """Grid scores (higher first) of candidates ``(..., m)`` given their drawn values ``(..., m)``."""
         return on_grid(np.take_along_axis(rows.probs, drawn[..., None], axis=-1)[..., 0])
@@ -290,7 +302,8 @@ class BlockDecoder(Sampler):
             k = keys[active][:, None]
             u_draw = stream_uniform(k, c, cols, STREAM_DRAW)
             drawn = draw_inverse_cdf(rows.draw_law.reshape(a * B, V), u_draw.ravel()).reshape(a, B)
-            u_score = stream_uniform(k, c, cols, STREAM_SCORE) if self.random_scores else None
+            u_score = (stream_uniform(k, c, cols, STREAM_SCORE) if self.random_scores or self.random_selection
+                       else None)
             chosen = self.select_rows(rows, drawn, u_score, prio[cols], valid, cursor.step[active], fixed)
             ai, bj = np.nonzero(chosen)
             seq, pos = active[ai], cols[ai, bj]
@@ -321,7 +334,7 @@ class BlockDecoder(Sampler):
         x = np.asarray(tokens, dtype=np.int64)
         n, L = x.shape
         language = oracle_language(denoiser)
-        if language is not None and path != "generic":
+        if language is not None and path != "generic" and self.compiled(L):
             run = decoder_run(language, self.kernel_rule(L), np.zeros(n, dtype=np.uint64), np.array(x, order="C"),
                               sample=False)
             return PathScore(run.log_p, run.calls)

@@ -19,6 +19,9 @@ The families, and where two names are one rule with a parameter:
 * ``llada2`` (LLaDA2.0's floored threshold) is ``llada`` with its ``threshold`` set (default 0.95,
   ``remasking`` fixed to ``low-confidence``): the entry differs from ``llada``'s only in defaults;
   with one step per position it is ``fast-dllm --threshold`` (``>`` for ``>=``).
+* ``dream`` (Dream's ``diffusion_generate``, :mod:`numerics.sampling.runtime_decoders`): ``--alg origin``
+  is the random-order sampler on the schedule ``u_k = 1 - t_k``; the confidence algorithms are fixed
+  counts (:func:`~numerics.sampling.runtime_decoders.dream_counts`) over one block, like ``llada``.
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
   probability) and ``entropy-sum`` is ``eb`` without the ``- max H`` term;
   Both kinds select through one seam, ``select_rows``
@@ -37,6 +40,7 @@ import numpy as np
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
 from numerics.sampling.decoders import REMDM_VARIANTS, Remdm
+from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
@@ -318,10 +322,15 @@ _VARIANT = Option("remdm_variant", str, "sigma = min(eta, sigma_max) (cap), eta 
                   "(alpha held at 0.9 for t in [0.05, 0.55], remasking min(eta, sigma_max) there)", default="cap",
                   choices=REMDM_VARIANTS, param="variant")
 _ETA = Option("eta", float, "remasking strength eta", low=0, high=1, required=True)
+_ALG = Option("alg", str, "Dream's algorithm: reveal each masked position with probability 1 - t_{k+1}/t_k (origin), "
+              "or the top floor(m (1 - t_{k+1}/t_k)) by drawn value's probability, top-1 minus top-2 probability or "
+              "minus entropy", default="origin", choices=DREAM_ALGS)
+_ALG_TEMP = Option("alg_temp", float, "Dream's position temperature: > 0 draws the positions without replacement "
+                   "from softmax(score / ALG_TEMP) (confidence algorithms)", default=0.0, low=0)
 
 #: Every option by name, as the command line and the sweep know it (the first spelling of each name).
 OPTIONS: dict[str, Option] = {o.name: o for o in (_BLOCK, _TEMPERATURE, _REMASKING, _THRESHOLD, _FACTOR, _GAMMA,
-                                                  _CONFIDENCE, _VARIANT, _ETA)}
+                                                  _CONFIDENCE, _VARIANT, _ETA, _ALG, _ALG_TEMP)}
 _KEYWORDS = {o.param for o in OPTIONS.values() if o.param}
 
 #: The options a sampler takes beside the two every rule family has (``gamma``, ``confidence``, which
@@ -368,6 +377,11 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (_BLOCK, _TEMPERATURE, replace(_FLOOR, default=0.95)), steps,
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
                     {"remasking": "low-confidence"}),
+        DecoderSpec("dream", Dream, "decoder", "Dream diffusion_generate: N calls on t = linspace(1, 1e-3, N+1); "
+                    "origin reveals each masked position with probability 1 - t_{k+1}/t_k, the confidence "
+                    "algorithms the top floor(m (1 - t_{k+1}/t_k)) by score (the last step the rest)",
+                    (_TEMPERATURE, _ALG, _ALG_TEMP), steps, (_STEPS_KNOB,),
+                    presets=(("", {}), ("entropy", {"alg": "entropy"}))),
     )
 
 

@@ -10,6 +10,7 @@ import time
 
 import click
 
+from numerics.sampling.registry import DECODERS
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options
 from validation.commands._schedule import check_schedule, schedule_option
@@ -20,9 +21,10 @@ __all__ = ["steps_needed_cmd"]
 #: Samplers steps-needed can search: the families of validation.calibrate (steps-needed is calibrate's
 #: one-family case; a family whose parameter is not a number of steps has its gamma searched instead).
 SAMPLERS = ("random", "topk", "threshold", "entropy-sum")
-#: Decoders whose number of steps steps-needed searches (docs/methods/decoders.md); fast-dllm and eb
-#: take no number of steps (their threshold, factor or gamma: mdm-theory calibrate).
-DECODER_SAMPLERS = ("llada", "remdm")
+#: Decoders whose number of steps steps-needed searches (docs/methods/decoders.md): those whose registry
+#: entry's main knob is the steps (llada, remdm, dream); fast-dllm, eb and llada2 lead with a threshold, factor
+#: or gamma (mdm-theory calibrate).
+DECODER_SAMPLERS = tuple(n for n in DECODER_NAMES if getattr(DECODERS[n].knob, "name", None) == "steps")
 
 
 def _evaluation(ev) -> dict | None:
