@@ -47,7 +47,6 @@ from numerics.estimate import Estimate
 from numerics.exact.divergences import Divergences, law_divergences
 from numerics.exact.joint_table import all_sequences, as_table, masked_marginal_table
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
-from numerics.sampling.adaptive import tie_priority
 from numerics.sampling.decoders import (
     BlockDecoder,
     Remdm,
@@ -143,7 +142,7 @@ def _block_setup(language: Any, length: int | None, decoder: BlockDecoder, metho
     q = as_table(language, length)
     L = q.ndim
     fixed = decoder.fixed_steps(L)
-    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, tie_priority(L, decoder.tie_seed))
+    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, decoder.priority(L))
 
 
 def _next_step(fixed, step: int, revealed: int, candidates: int) -> int:

@@ -157,6 +157,11 @@ class BlockDecoder(Sampler):
         """How many of each row's sorted candidates ``(n, m)`` (``-inf`` = not a candidate) step ``step`` reveals."""
         raise NotImplementedError
 
+    def priority(self, length: int) -> np.ndarray:
+        """``rank[j]``: position ``j``'s place among equal scores (0 first): the tie priority of
+        ``tie_seed`` (DUS: its dilated plan)."""
+        return tie_priority(length, self.tie_seed)
+
     def fixed_steps(self, length: int) -> np.ndarray | None:
         """Per-block step counts of a fixed-count rule (``None``: steps until the block is empty)."""
         return None
@@ -223,7 +228,7 @@ class BlockDecoder(Sampler):
         return DecoderRule(COUNT_CODES[count], SCORE_CODES[score], float(self.temperature), B,
                            np.zeros(1, dtype=np.int64) if fixed is None else np.ascontiguousarray(fixed, np.int64),
                            int(gamma), np.ascontiguousarray(factor, np.int64),
-                           np.ascontiguousarray(tie_priority(length, self.tie_seed), np.int64),
+                           np.ascontiguousarray(self.priority(length), np.int64),
                            Confidence(CONFIDENCE_CODES["maxprob"], score == "entropy"))
 
     def _kernel_count(self, block: int) -> tuple[str, str, int, np.ndarray]:
@@ -270,7 +275,7 @@ class BlockDecoder(Sampler):
             log_p = run.log_p if self.path_deterministic else None  # log p(x) along the one reveal path
             where = "oracle-" + _kind(language)
         else:
-            prio = tie_priority(length, self.tie_seed)
+            prio = self.priority(length)
             runs = [self._run(denoiser, keys[a:b], length, prio) for a, b in zip(edges[:-1], edges[1:])]
             tokens = np.concatenate([r[0] for r in runs])
             steps = np.concatenate([r[1] for r in runs])
@@ -340,7 +345,7 @@ class BlockDecoder(Sampler):
             return PathScore(run.log_p, run.calls)
         B = self.block_of(L)
         fixed = self.fixed_steps(L)
-        prio = tie_priority(L, self.tie_seed)
+        prio = self.priority(L)
         mask = np.ones((n, L), dtype=bool)
         logp = np.zeros(n)
         calls = np.zeros(n, dtype=np.int64)

@@ -22,6 +22,8 @@ The families, and where two names are one rule with a parameter:
 * ``dream`` (Dream's ``diffusion_generate``, :mod:`numerics.sampling.runtime_decoders`): ``--alg origin``
   is the random-order sampler on the schedule ``u_k = 1 - t_k``; the confidence algorithms are fixed
   counts (:func:`~numerics.sampling.runtime_decoders.dream_counts`) over one block, like ``llada``.
+* ``dus`` (DUS's dilated plan) is a fixed-count rule with equal scores ordered by its plan
+  (``Dus.priority``); at ``B = 2`` it is ``llada`` with one step a block (each pair at once).
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
   probability) and ``entropy-sum`` is ``eb`` without the ``- max H`` term;
   Both kinds select through one seam, ``select_rows``
@@ -40,7 +42,7 @@ import numpy as np
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
 from numerics.sampling.decoders import REMDM_VARIANTS, Remdm
-from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream
+from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream, Dus
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
@@ -382,6 +384,9 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     "algorithms the top floor(m (1 - t_{k+1}/t_k)) by score (the last step the rest)",
                     (_TEMPERATURE, _ALG, _ALG_TEMP), steps, (_STEPS_KNOB,),
                     presets=(("", {}), ("entropy", {"alg": "entropy"}))),
+        DecoderSpec("dus", Dus, "decoder", "DUS dilated unmasking: in blocks of B = 2^k, round t reveals the offsets "
+                    "that are multiples of B/2^t, log2 B calls a block", (_BLOCK, _TEMPERATURE), frozenset(), (),
+                    tie_seed=False, presets=(("", {"block_length": 8}),)),
     )
 
 

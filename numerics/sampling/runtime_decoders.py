@@ -1,4 +1,4 @@
-"""The decoders the 2026 runtimes ship, on the block-decoder machinery: Dream's ``diffusion_generate``.
+"""The decoders the 2026 runtimes ship, on the block-decoder machinery: Dream's ``diffusion_generate``, DUS.
 
 :class:`Dream` (DreamLM/Dream; also llama.cpp, mlx-lm, diffusers, SGLang) runs ``N`` steps on the
 times ``t_k = linspace(1, eps = 1e-3, N + 1)``, one network call each, over the whole sequence (no
@@ -21,6 +21,13 @@ blocks). With ``m`` positions still masked at step ``k``:
 The random selections (``origin``, ``alg_temp > 0``) read the per-position uniforms ``u_score`` of
 the counter-based stream; the exact methods read :meth:`Dream.selection_law` (every subset with its
 probability). Dream runs on the generic path only (no compiled kernel).
+
+:class:`Dus` (dilated unmasking, arXiv 2506.19037) is a fixed plan inside blocks of ``B = 2^k``:
+round ``t = 1 .. k`` reveals the positions not yet revealed whose offset in the block is a multiple
+of ``B / 2^t`` (coarse to fine: ``{0, B/2}``, then ``{B/4, 3B/4}``, ..., then the odd offsets), one
+call a round, ``log2 B`` calls a block, values drawn at ``T``. It is a fixed-count rule whose scores
+are all equal and whose order is the plan (:meth:`Dus.priority`): the top ``2^max(t-1, 1)`` by that
+order are exactly round ``t``'s positions. Generic path only.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from numerics.sampling.adaptive import GRID_SCALE, on_grid
 from numerics.sampling.block_decoder import BlockDecoder, StepRows
 from numerics.sampling.blocks import check_int
 
-__all__ = ["DREAM_ALGS", "DREAM_EPS", "Dream", "dream_counts", "dream_fractions", "dream_times"]
+__all__ = ["DREAM_ALGS", "DREAM_EPS", "Dream", "Dus", "dilated_rounds", "dream_counts", "dream_fractions",
+           "dream_times"]
 
 DREAM_ALGS = ("origin", "maskgit-plus", "margin", "entropy")
 DREAM_EPS = 1e-3  # diffusion_generate's default eps: the last time
@@ -186,3 +194,47 @@ class Dream(BlockDecoder):
 
     def parameters(self) -> dict:
         return {**super().parameters(), "steps": int(self.steps), "alg": self.alg, "alg_temp": float(self.alg_temp)}
+
+
+def dilated_rounds(block: int) -> np.ndarray:
+    """DUS's round ``r(o) = max(1, k - v2(o))`` of each offset ``o < B = 2^k`` (``v2``: the power of 2 in
+    ``o``; ``v2(0) = k``): offset ``o`` is a multiple of ``B / 2^t`` exactly from round ``r(o)`` on."""
+    k = int(block).bit_length() - 1
+    v2 = np.array([k if o == 0 else (o & -o).bit_length() - 1 for o in range(block)], dtype=np.int64)
+    return np.maximum(1, k - v2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dus(BlockDecoder):
+    """DUS, dilated unmasking (module docstring): ``log2 B`` rounds a block of ``B = 2^k >= 2`` positions."""
+
+    name: ClassVar[str] = "dus"
+
+    def check_block(self, length: int) -> int:
+        """``B``; a ``ValueError`` unless it is a power of 2 ``>= 2``."""
+        B = self.block_of(length)
+        if B < 2 or B & (B - 1):
+            raise ValueError(f"dus needs a block length B that is a power of 2 >= 2, got B = {B}"
+                             + ("" if self.block_length else f" (B = L = {length}: give --block-length)"))
+        return B
+
+    @property
+    def random_scores(self) -> bool:
+        return False
+
+    def compiled(self, length: int) -> bool:
+        return False
+
+    def fixed_steps(self, length: int) -> np.ndarray:
+        return np.bincount(dilated_rounds(self.check_block(length)))[1:].astype(np.int64)
+
+    def priority(self, length: int) -> np.ndarray:
+        B = self.check_block(length)
+        rounds = np.tile(dilated_rounds(B), length // B)
+        return rounds * B + np.arange(length) % B  # round first, then offset (within a block)
+
+    def scores(self, rows: StepRows, drawn: np.ndarray) -> np.ndarray:
+        return np.zeros(drawn.shape, dtype=np.int64)  # all equal: the plan (priority) orders them
+
+    def count(self, sorted_scores, step, block_steps):
+        return block_steps[step]

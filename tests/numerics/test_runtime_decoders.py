@@ -28,7 +28,7 @@ from numerics.languages.hmm import NGram
 from numerics.sampling.block_decoder import step_rows
 from numerics.sampling.decoders import make_decoder
 from numerics.sampling.denoiser import OracleDenoiser
-from numerics.sampling.runtime_decoders import dream_counts, dream_fractions, dream_times
+from numerics.sampling.runtime_decoders import dilated_rounds, dream_counts, dream_fractions, dream_times
 from numerics.schedules import from_u
 from tests.bad_inputs._helpers import invoke, refused
 from tests.gof import assert_gof
@@ -202,3 +202,71 @@ def test_bad_dream_input_is_named_exit_2(extra, pattern):
     error = refused(["exact", "--language", "2gram-pruned", "-L", "4", "-N", "2", "--sampler", "dream", *extra],
                     pattern)
     assert error["exit_code"] == 2
+
+
+# ----- DUS -------------------------------------------------------------------------------------------
+
+def test_dus_plan_by_hand():
+    """``B = 8``: round 1 reveals offsets {0, 4}, round 2 {2, 6}, round 3 {1, 3, 5, 7}; three calls a block."""
+    np.testing.assert_array_equal(dilated_rounds(8), [1, 3, 2, 3, 1, 3, 2, 3])
+    np.testing.assert_array_equal(dilated_rounds(2), [1, 1])
+    d = make_decoder("dus", block_length=8)
+    run = d.sample(OracleDenoiser(PRUNED, strict=False), 5, 16, np.random.default_rng(0))
+    plan = np.array([1, 3, 2, 3, 1, 3, 2, 3])
+    np.testing.assert_array_equal(run.reveal_steps, np.tile(np.concatenate([plan, plan + 3]), (5, 1)))
+    assert np.all(run.calls == 6)  # (L / B) log2 B
+    assert decoder_exact(PRUNED, 4, make_decoder("dus", block_length=4), "dp").expected_calls.value == \
+        pytest.approx(2.0, rel=RTOL_EXACT)
+
+
+@pytest.mark.parametrize("T", [1.0, 0.5, 0.0])
+def test_dus_with_blocks_of_two_is_a_block_decoder_revealing_each_pair_at_once(T):
+    """At ``B = 2`` DUS's one round takes both offsets (multiples of ``B / 2 = 1``): each pair is revealed in
+    one call with independent draws given the earlier pairs. LLaDA with ``B = 2`` and one step a block
+    (``N = L / 2``, count 2 = the whole block) does the same whatever its scores: the same law, and on the
+    same stream (draws keyed by sequence, call, position) the same samples."""
+    dus = make_decoder("dus", block_length=2, temperature=T)
+    llada = make_decoder("llada", steps=2, block_length=2, temperature=T)
+    a, b = decoder_exact(PRUNED, 4, dus, "dp"), decoder_exact(PRUNED, 4, llada, "enumerate")
+    np.testing.assert_allclose(a.law.p, b.law.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    den = OracleDenoiser(PRUNED, strict=False)
+    ra = dus.sample(den, 200, 4, np.random.default_rng(3))
+    rb = llada.sample(den, 200, 4, np.random.default_rng(3), path="generic")
+    np.testing.assert_array_equal(ra.tokens, rb.tokens)
+    np.testing.assert_array_equal(ra.reveal_steps, rb.reveal_steps)
+
+
+def test_dus_sampler_follows_the_exact_law():
+    d = make_decoder("dus", block_length=4, temperature=0.8)
+    p = decoder_exact(PRUNED, 4, d, "dp").law.p
+    run = d.sample(OracleDenoiser(PRUNED, strict=False), 4000, 4, np.random.default_rng(5), batch_size=1000)
+    assert_gof(_counts(run.tokens, 2, 4), p.ravel(), d.label)
+    assert d.path_deterministic
+    x = all_sequences(2, 4)
+    with np.errstate(under="ignore"):
+        replay = np.exp(d.path_log_prob(OracleDenoiser(PRUNED, strict=False), x).log_p)
+    np.testing.assert_allclose(replay, p.ravel(), rtol=RTOL_EXACT, atol=ATOL_PROB)
+
+
+@pytest.mark.parametrize("extra, pattern", [
+    (["--block-length", "3", "-L", "6"], r"power of 2 >= 2, got B = 3"),
+    (["-L", "6"], r"power of 2 >= 2, got B = 6 \(B = L = 6: give --block-length\)"),
+    (["--block-length", "1"], r"power of 2 >= 2, got B = 1"),
+    (["--block-length", "2", "--alg", "entropy"], r"the dus decoder does not take alg"),
+])
+def test_bad_dus_input_is_named_exit_2(extra, pattern):
+    args = ["exact", "--language", "2gram-pruned", "-N", "2", "--sampler", "dus"]
+    if "-L" not in extra:
+        args += ["-L", "4"]
+    error = refused([*args, *extra], pattern)
+    assert error["exit_code"] == 2
+
+
+def test_dus_exact_cli(pruned_file):
+    r = invoke(["exact", "--language", pruned_file, "-L", "4", "-N", "1", "--sampler", "dus", "--block-length", "2",
+                "--method", "dp", "--json"])
+    assert r.exit_code == 0, r.output
+    row = strict_json(r.stdout)
+    ref = decoder_exact(PRUNED, 4, make_decoder("dus", block_length=2), "enumerate")
+    assert row["ser"]["value"] == pytest.approx(ref.metrics.ser.value, rel=RTOL_EXACT)
+    assert row["calls"]["value"] == pytest.approx(2.0, rel=RTOL_EXACT)
