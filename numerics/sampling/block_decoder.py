@@ -469,10 +469,16 @@ class Llada(BlockDecoder):
 
 @dataclass(frozen=True, kw_only=True)
 class FastDllm(BlockDecoder):
-    """Fast-dLLM's parallel decoding: ``threshold`` ``tau`` or ``factor`` ``f`` on ``low-confidence`` scores."""
+    """Fast-dLLM's parallel decoding: ``threshold`` ``tau`` or ``factor`` ``f`` on ``low-confidence`` scores.
+
+    ``sub_block`` ``b`` (Fast-dLLM v2, registered as ``fast-dllm-v2``): each block of ``B`` is split into
+    sub-blocks of ``b`` (``b | B``) decoded left to right, the rule applied inside the current one;
+    with the oracle (no cache) that is the rule on blocks of ``b``, so :meth:`block_of` is ``b``.
+    """
 
     threshold: float | None = None
     factor: float | None = None
+    sub_block: int | None = None
     name: ClassVar[str] = "fast-dllm"
 
     def __post_init__(self) -> None:
@@ -483,6 +489,16 @@ class FastDllm(BlockDecoder):
             raise ValueError(f"the fast-dllm threshold tau must be in (0, 1], got {self.threshold!r}")
         if self.factor is not None and not (math.isfinite(self.factor) and self.factor > 0):
             raise ValueError(f"the fast-dllm factor f must be a finite number > 0, got {self.factor!r}")
+        if self.sub_block is not None:
+            check_int("sub_block", self.sub_block, 1)
+
+    def block_of(self, length: int) -> int:
+        B = super().block_of(length)
+        if self.sub_block is None:
+            return B
+        if B % self.sub_block:
+            raise ValueError(f"the sub-block {self.sub_block} does not divide the block length B = {B}")
+        return self.sub_block
 
     @property
     def draw_dependent(self) -> bool:
@@ -503,7 +519,10 @@ class FastDllm(BlockDecoder):
         return "factor", "low-confidence", 0, on_grid(1.0 - self.factor / (np.arange(1, block + 1) + 1))
 
     def parameters(self) -> dict:
-        return {**super().parameters(), "threshold": self.threshold, "factor": self.factor}
+        out = {**super().parameters(), "threshold": self.threshold, "factor": self.factor}
+        if self.sub_block is not None:  # only when set: fast-dllm's parameters (and stream keys) as before
+            out["sub_block"] = int(self.sub_block)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,8 @@ The families, and where two names are one rule with a parameter:
   counts (:func:`~numerics.sampling.runtime_decoders.dream_counts`) over one block, like ``llada``.
 * ``dus`` (DUS's dilated plan) is a fixed-count rule with equal scores ordered by its plan
   (``Dus.priority``); at ``B = 2`` it is ``llada`` with one step a block (each pair at once).
+* ``fast-dllm-v2`` is ``fast-dllm --threshold`` with its ``sub_block`` set (blocks 32, sub-blocks 8, tau 0.9):
+  with the oracle the rule on blocks of the sub-block's length.
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
   probability) and ``entropy-sum`` is ``eb`` without the ``- max H`` term;
   Both kinds select through one seam, ``select_rows``
@@ -324,6 +326,9 @@ _VARIANT = Option("remdm_variant", str, "sigma = min(eta, sigma_max) (cap), eta 
                   "(alpha held at 0.9 for t in [0.05, 0.55], remasking min(eta, sigma_max) there)", default="cap",
                   choices=REMDM_VARIANTS, param="variant")
 _ETA = Option("eta", float, "remasking strength eta", low=0, high=1, required=True)
+_SUB_BLOCK = Option("sub_block", int, "Fast-dLLM v2's sub-block: each block is decoded in sub-blocks of this many "
+                   "positions, left to right, the threshold rule inside the current one (must divide the block)",
+                   default=8, low=1)
 _ALG = Option("alg", str, "Dream's algorithm: reveal each masked position with probability 1 - t_{k+1}/t_k (origin), "
               "or the top floor(m (1 - t_{k+1}/t_k)) by drawn value's probability, top-1 minus top-2 probability or "
               "minus entropy", default="origin", choices=DREAM_ALGS)
@@ -332,7 +337,8 @@ _ALG_TEMP = Option("alg_temp", float, "Dream's position temperature: > 0 draws t
 
 #: Every option by name, as the command line and the sweep know it (the first spelling of each name).
 OPTIONS: dict[str, Option] = {o.name: o for o in (_BLOCK, _TEMPERATURE, _REMASKING, _THRESHOLD, _FACTOR, _GAMMA,
-                                                  _CONFIDENCE, _VARIANT, _ETA, _ALG, _ALG_TEMP)}
+                                                  _CONFIDENCE, _VARIANT, _ETA, _ALG, _ALG_TEMP,
+                                                  _SUB_BLOCK)}
 _KEYWORDS = {o.param for o in OPTIONS.values() if o.param}
 
 #: The options a sampler takes beside the two every rule family has (``gamma``, ``confidence``, which
@@ -387,6 +393,11 @@ def _specs() -> tuple[DecoderSpec, ...]:
         DecoderSpec("dus", Dus, "decoder", "DUS dilated unmasking: in blocks of B = 2^k, round t reveals the offsets "
                     "that are multiples of B/2^t, log2 B calls a block", (_BLOCK, _TEMPERATURE), frozenset(), (),
                     tie_seed=False, presets=(("", {"block_length": 8}),)),
+        DecoderSpec("fast-dllm-v2", FastDllm, "decoder", "Fast-dLLM v2: blocks of 32 in sub-blocks of 8, the threshold "
+                    "rule (tau = 0.9, at least one) inside the current sub-block",
+                    (replace(_BLOCK, default=32, help="block length B (must divide L)"), _SUB_BLOCK, _TEMPERATURE,
+                     replace(_THRESHOLD, default=0.9)), frozenset(),
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),)),
     )
 
 

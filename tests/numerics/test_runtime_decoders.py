@@ -25,7 +25,7 @@ from numerics.exact.decoders import decoder_exact
 from numerics.exact.enumerate import enumerate_output_law
 from numerics.exact.joint_table import all_sequences
 from numerics.languages.hmm import NGram
-from numerics.sampling.block_decoder import step_rows
+from numerics.sampling.block_decoder import FastDllm, step_rows
 from numerics.sampling.decoders import make_decoder
 from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.runtime_decoders import dilated_rounds, dream_counts, dream_fractions, dream_times
@@ -270,3 +270,46 @@ def test_dus_exact_cli(pruned_file):
     ref = decoder_exact(PRUNED, 4, make_decoder("dus", block_length=2), "enumerate")
     assert row["ser"]["value"] == pytest.approx(ref.metrics.ser.value, rel=RTOL_EXACT)
     assert row["calls"]["value"] == pytest.approx(2.0, rel=RTOL_EXACT)
+
+
+# ----- Fast-dLLM v2 ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("T", [1.0, 0.0])
+def test_fast_dllm_v2_is_fast_dllm_on_its_sub_blocks(T):
+    """Sub-blocks of ``b`` decoded left to right inside blocks of ``B``, the threshold rule inside the current
+    one: with the oracle (no cache) the candidates are the current sub-block's masked positions, which is
+    ``fast-dllm`` with blocks of ``b``: the same law and, on the compiled and generic paths, the same samples."""
+    v2 = make_decoder("fast-dllm-v2", block_length=4, sub_block=2, threshold=0.6, temperature=T)
+    v1 = FastDllm(threshold=0.6, block_length=2, temperature=T)
+    a, b = decoder_exact(PRUNED, 4, v2, "dp"), decoder_exact(PRUNED, 4, v1, "enumerate")
+    np.testing.assert_allclose(a.law.p, b.law.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    assert a.expected_calls.value == pytest.approx(b.expected_calls.value, rel=RTOL_EXACT)
+    lang = NGram(2, [0.5, 0.3, 0.2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]])
+    den = OracleDenoiser(lang, strict=False)
+    v2, v1 = (make_decoder("fast-dllm-v2", threshold=0.7, temperature=T),  # B = 32, b = 8 (the defaults)
+              FastDllm(threshold=0.7, block_length=8, temperature=T))
+    for path in ("generic", "auto"):
+        ra = v2.sample(den, 40, 64, np.random.default_rng(2), path=path)
+        rb = v1.sample(den, 40, 64, np.random.default_rng(2), path=path)
+        np.testing.assert_array_equal(ra.tokens, rb.tokens)
+        np.testing.assert_array_equal(ra.calls, rb.calls)
+    assert ra.path == "fast-dllm-oracle-ngram"  # the compiled path runs it
+    assert v2.parameters()["sub_block"] == 8 and "sub_block" not in v1.parameters()
+
+
+@pytest.mark.parametrize("extra, pattern", [
+    (["--sub-block", "3"], r"the sub-block 3 does not divide the block length B = 4"),
+    (["--sub-block", "2", "--threshold", "1.5"], r"threshold tau must be in \(0, 1\]"),
+    (["--sub-block", "2", "--threshold", "0"], r"threshold tau must be in \(0, 1\]"),
+    (["--sub-block", "0"], r"sub_block must be an integer >= 1"),
+])
+def test_bad_fast_dllm_v2_input_is_named_exit_2(extra, pattern):
+    error = refused(["exact", "--language", "2gram-pruned", "-L", "4", "-N", "1", "--sampler", "fast-dllm-v2",
+                     "--block-length", "4", *extra], pattern)
+    assert error["exit_code"] == 2
+
+
+def test_sub_block_is_an_option_of_fast_dllm_v2_only():
+    error = refused(["exact", "--language", "2gram-pruned", "-L", "4", "-N", "1", "--sampler", "fast-dllm",
+                     "--threshold", "0.5", "--sub-block", "2"], r"the fast-dllm decoder does not take sub_block")
+    assert error["exit_code"] == 2
