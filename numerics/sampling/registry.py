@@ -24,6 +24,8 @@ The families, and where two names are one rule with a parameter:
   counts (:func:`~numerics.sampling.runtime_decoders.dream_counts`) over one block, like ``llada``.
 * ``dus`` (DUS's dilated plan) is a fixed-count rule with equal scores ordered by its plan
   (``Dus.priority``); at ``B = 2`` it is ``llada`` with one step a block (each pair at once).
+* ``sdar`` (SDAR's ``low_confidence_dynamic``) is ``llada2`` with SDAR's defaults (blocks of 4, tau 0.85);
+  ``--threshold 1`` is its ``low_confidence_static`` (no confidence exceeds 1: the top count).
 * ``fast-dllm-v2`` is ``fast-dllm --threshold`` with its ``sub_block`` set (blocks 32, sub-blocks 8, tau 0.9):
   with the oracle the rule on blocks of the sub-block's length.
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
@@ -398,6 +400,14 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (replace(_BLOCK, default=32, help="block length B (must divide L)"), _SUB_BLOCK, _TEMPERATURE,
                      replace(_THRESHOLD, default=0.9)), frozenset(),
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True),)),
+        DecoderSpec("sdar", Llada, "decoder", "SDAR low_confidence_dynamic: llada on blocks of 4 with the floored "
+                    "threshold tau = 0.85 (--threshold 1: low_confidence_static, the top count)",
+                    (replace(_BLOCK, default=4, help="block length B (must divide L; N divisible by L/B)"),
+                     _TEMPERATURE, replace(_FLOOR, default=0.85, help="SDAR's dynamic threshold: reveal every drawn "
+                                           "value of probability > TAU if at least the step's count are, else the "
+                                           "top count (1: the static rule)")), steps,
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
+                    {"remasking": "low-confidence"}),
     )
 
 

@@ -313,3 +313,37 @@ def test_sub_block_is_an_option_of_fast_dllm_v2_only():
     error = refused(["exact", "--language", "2gram-pruned", "-L", "4", "-N", "1", "--sampler", "fast-dllm",
                      "--threshold", "0.5", "--sub-block", "2"], r"the fast-dllm decoder does not take sub_block")
     assert error["exit_code"] == 2
+
+
+# ----- SDAR ----------------------------------------------------------------------------------------------
+
+def test_sdar_is_llada_with_its_floor_and_static_at_threshold_one():
+    """``low_confidence_dynamic`` (reveal every draw of confidence > tau if at least ``k`` are, else the top
+    ``k``) is LLaDA2.0's floor with SDAR's defaults; at ``tau = 1`` no confidence exceeds it, so the count is
+    the scheduled ``k``: ``low_confidence_static``, LLaDA's fixed counts (the same law and samples)."""
+    d = make_decoder("sdar", steps=4)
+    assert (d.block_length, d.threshold, d.remasking, d.temperature) == (4, 0.85, "low-confidence", 1.0)
+    assert d == make_decoder("llada2", steps=4, block_length=4, threshold=0.85)
+    static = make_decoder("sdar", steps=4, threshold=1.0, block_length=2)
+    llada = make_decoder("llada", steps=4, block_length=2)
+    a, b = decoder_exact(PRUNED, 4, static, "dp"), decoder_exact(PRUNED, 4, llada, "enumerate")
+    np.testing.assert_allclose(a.law.p, b.law.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    dyn = decoder_exact(PRUNED, 4, make_decoder("sdar", steps=4, threshold=0.6, block_length=2), "dp")
+    assert dyn.expected_calls.value < a.expected_calls.value == 4  # the floor acts here (it saves calls)
+    den = OracleDenoiser(PRUNED, strict=False)
+    for path in ("generic", "auto"):
+        ra = static.sample(den, 200, 4, np.random.default_rng(4), path=path)
+        rb = llada.sample(den, 200, 4, np.random.default_rng(4), path=path)
+        np.testing.assert_array_equal(ra.tokens, rb.tokens)
+
+
+@pytest.mark.parametrize("extra, pattern", [
+    (["--threshold", "0"], r"threshold tau must be in \(0, 1\]"),
+    (["--threshold", "1.2"], r"threshold tau must be in \(0, 1\]"),
+    (["--block-length", "3"], r"block_length 3 does not divide the length L = 4"),
+    (["--remasking", "random"], r"the sdar decoder does not take remasking"),
+])
+def test_bad_sdar_input_is_named_exit_2(extra, pattern):
+    error = refused(["exact", "--language", "2gram-pruned", "-L", "4", "-N", "4", "--sampler", "sdar", *extra],
+                    pattern)
+    assert error["exit_code"] == 2
