@@ -224,6 +224,8 @@ class PointConfig:
             names = ", ".join(decoder_names("decoder"))
             raise ValueError(f"{', '.join(OPTIONS[k].flag for k in foreign)} apply to the decoders ({names}), "
                              f"not to --sampler {self.sampler}")
+        if spec.kind == "random" and (self.gamma is not None or self.confidence != OPTIONS["confidence"].default):
+            raise ValueError("the random sampler takes a schedule only (no gamma, no confidence, no block length)")
         if self.gamma is not None:
             if "gamma" not in spec.option_names:
                 raise ValueError(f"--gamma applies to {_takers('gamma')}, not to {self.sampler}")

@@ -249,7 +249,8 @@ class DecoderSpec:
             if value is None:
                 value = o.default
             if value is None and o.required:
-                raise ValueError(f"{self.name} needs {o.name} ({o.flag}): {o.help}")
+                who = f"the {self.name} rule needs a finite" if self.kind == "adaptive" else f"{self.name} needs"
+                raise ValueError(f"{who} {o.name} ({o.flag}): {o.help}")
             if value is not None:
                 kw[o.keyword] = value
         if "steps" in self.needs:

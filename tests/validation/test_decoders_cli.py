@@ -84,7 +84,8 @@ def test_exact_eb_mc_reverse_kl_is_an_estimate():
     (["--sampler", "llada", "--remasking", "lowest"], r"'lowest' is not one of 'low-confidence', 'random'"),
     (["--sampler", "eb"], r"eb needs gamma"),
     (["--sampler", "remdm", "--eta", "1.5"], r"eta must be in \[0, 1\]"),
-    (["--sampler", "llada", "--threshold", "0.9"], r"llada decoder does not take threshold"),
+    (["--sampler", "llada", "--factor", "0.9"], r"llada decoder does not take factor"),
+    (["--sampler", "llada", "--remasking", "random", "--threshold", "0.9"], r"threshold floor .* needs remasking low"),
     (["--sampler", "random", "--block-length", "2"], r"--block-length apply to the decoders"),
     (["--sampler", "topk", "--block-length", "1"], r"steps N = 2 is not divisible by the number of blocks L/B = 4"),
     (["--sampler", "threshold", "--gamma", "0.5", "--block-length", "3"], r"block_length 3 does not divide"),
@@ -176,7 +177,7 @@ def test_bench_decoders_times_every_decoder_by_default():
     r = invoke(["bench", "decoders", "-L", "16", "-N", "4", "--samples", "8", "--json"])
     assert r.exit_code == 0, r.output
     row = strict_json(r.stdout)
-    names = [n for n, _ in BENCH_DECODERS]
+    names = list(BENCH_DECODERS)
     assert list(row["ratio_to_random"]) == names and list(row["cpu_ratio_to_random"]) == names
     assert set(row["decoders"]) == set(names) and row["threads"] >= 1
     assert all(row["seconds"][n] > 0 for n in ["random", *names])

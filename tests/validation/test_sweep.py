@@ -382,3 +382,21 @@ def test_point_config_options_replace_pickle_and_one_build():
         PointConfig("2gram", 8, 4, eta=0.5)
     with pytest.raises(ValueError, match="the llada decoder does not take eta"):
         PointConfig("2gram", 8, 4, sampler="llada", eta=0.5)
+
+
+def test_sweep_takes_a_comma_list_of_every_sampler_option(tmp_path):
+    """Issue 34: an option a sweep varies is a comma list; the grid is crossed with every combination and
+    each row's flat copy carries each option in its own column."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "t.jsonl"
+    r = CliRunner().invoke(main, ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "1", "--sampler", "threshold",
+                                  "--gamma", "0.5,0.7", "--confidence", "maxprob,margin", "--block-length", "1,3",
+                                  "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    got = sorted((row["gamma"], row["confidence"], row["block_length"]) for row in rows)
+    assert got == sorted((g, c, b) for g in (0.5, 0.7) for c in ("maxprob", "margin") for b in (1, 3))
+    bad = CliRunner().invoke(main, ["sweep", "--languages", "2gram", "--lengths", "3", "-N", "1", "--sampler", "llada",
+                                    "--remasking", "low-confidence,lowest", "--out", str(tmp_path / "u.jsonl")])
+    assert bad.exit_code == 2 and "'lowest' is not one of" in bad.output and not (tmp_path / "u.jsonl").exists()

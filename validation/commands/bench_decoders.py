@@ -108,8 +108,10 @@ def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int
 @click.option("--steps", "-N", type=int, default=64, show_default=True, help="N of random, llada and remdm.")
 @click.option("--samples", type=int, default=1000, show_default=True)
 @click.option("--decoders", "names", default=",".join(BENCH_DECODERS), show_default=True,
-              help="Comma-separated: llada, llada-random, fast-dllm (tau 0.9), fast-dllm-factor (f 1), eb (gamma 1), "
-                   "remdm (cap, eta 0.05); the default is all of them (the full table in one command).")
+              help="Comma-separated, each a preset of the registry's decoders: "
+                   + ", ".join(f"{n} ({', '.join(f'{k} {v}' for k, v in o.items()) or 'defaults'})"
+                               for n, (_, o) in _bench_decoders().items())
+                   + "; the default is all of them (the full table in one command).")
 @click.option("--repeats", type=int, default=1, show_default=True, help="Best of this many timings per point.")
 @json_option
 def bench_decoders_command(language, length, steps, samples, names, repeats, as_json):

@@ -91,8 +91,15 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
     :func:`decoder_options`); ``lists``: ``--gamma`` takes a comma list (``sweep``), handed on as a tuple."""
     from numerics.sampling.registry import DECODERS, OPTIONS
 
-    f = click.option("--confidence", type=click.Choice(list(OPTIONS["confidence"].choices)), default="maxprob",
-                     show_default=True, help="Confidence of topk/threshold (entropy-sum orders by entropy).")(f)
+    confidence_help = "Confidence of topk/threshold (entropy-sum orders by entropy)."
+    if lists:
+        f = click.option("--confidence", type=str, default="maxprob", show_default=True,
+                         callback=lambda ctx, param, v: parse_values(OPTIONS["confidence"], v),
+                         help=confidence_help + f" One of {', '.join(OPTIONS['confidence'].choices)}; a comma list "
+                                                "sweeps it.")(f)
+    else:
+        f = click.option("--confidence", type=click.Choice(list(OPTIONS["confidence"].choices)), default="maxprob",
+                         show_default=True, help=confidence_help)(f)
     gamma_help = "threshold: reveal confidence >= G; entropy-sum: cumulative entropy <= G nats; eb: sum H - max H <= G."
     if lists:
         f = click.option("--gamma", "gamma", type=str, default=None,
@@ -216,7 +223,7 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
                   confidence, tie_seed, decoder_grid, out, drop_bad_rows, executor, scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
-    Every sampler option (--gamma and the decoder options) takes a comma list: the grid is crossed with
+    Every sampler option (--gamma, --confidence and the decoder options) takes a comma list: the grid is crossed with
     every combination of them.
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
@@ -230,9 +237,9 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
         langs = [s.strip() for s in languages.split(",") if s.strip()]
         Ls = check_increasing(parse_int_list(lengths), "--lengths")
         Ns = check_increasing(_steps(steps_text), "-N")
-        configs = [cfg for g in gamma for opts in decoder_grid
+        configs = [cfg for g in gamma for conf in confidence for opts in decoder_grid
                    for cfg in grid(langs, Ls, Ns, schedule=schedule, method=method, samples=samples, seed=seed,
-                                   batch_size=batch_size, sampler=sampler, gamma=g, confidence=confidence,
+                                   batch_size=batch_size, sampler=sampler, gamma=g, confidence=conf,
                                    tie_seed=tie_seed, options=opts)]
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

@@ -399,7 +399,7 @@ def plot(result: ExperimentResult) -> list[Plot]:
                 pts = sorted((r["calls"], r[y]) for r in pr if r["family"] == fam and r[y] is not None)
                 if pts:
                     ax.plot(*zip(*pts), marker="o", markersize=3, linestyle="" if fam != "random" else "-",
-                            color=colors[fam], label=fam)
+                            color=colors.get(fam, "k"), label=fam)
             ax.set_xscale("log", base=2)
             ax.set_xlabel("network calls per sequence")
             ax.set_ylabel("log gen. ppl - log TER(q)" if y == "ppl_gap" else "SER")
