@@ -395,12 +395,12 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     presets=(("", {}), ("entropy", {"alg": "entropy"}))),
         DecoderSpec("dus", Dus, "decoder", "DUS dilated unmasking: in blocks of B = 2^k, round t reveals the offsets "
                     "that are multiples of B/2^t, log2 B calls a block", (_BLOCK, _TEMPERATURE), frozenset(), (),
-                    tie_seed=False, presets=(("", {"block_length": 8}),)),
+                    tie_seed=False),
         DecoderSpec("fast-dllm-v2", FastDllm, "decoder", "Fast-dLLM v2: blocks of 32 in sub-blocks of 8, the threshold "
                     "rule (tau = 0.9, at least one) inside the current sub-block",
                     (replace(_BLOCK, default=32, help="block length B (must divide L)"), _SUB_BLOCK, _TEMPERATURE,
                      replace(_THRESHOLD, default=0.9)), frozenset(),
-                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),)),
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),), presets=()),
         DecoderSpec("sdar", Llada, "decoder", "SDAR low_confidence_dynamic: llada on blocks of 4 with the floored "
                     "threshold tau = 0.85 (--threshold 1: low_confidence_static, the top count)",
                     (replace(_BLOCK, default=4, help="block length B (must divide L; N divisible by L/B)"),
@@ -408,7 +408,7 @@ def _specs() -> tuple[DecoderSpec, ...]:
                                            "value of probability > TAU if at least the step's count are, else the "
                                            "top count (1: the static rule)")), steps,
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
-                    {"remasking": "low-confidence"}),
+                    {"remasking": "low-confidence"}, presets=()),
     )
 
 
