@@ -27,7 +27,7 @@ round ``t = 1 .. k`` reveals the positions not yet revealed whose offset in the 
 of ``B / 2^t`` (coarse to fine: ``{0, B/2}``, then ``{B/4, 3B/4}``, ..., then the odd offsets), one
 call a round, ``log2 B`` calls a block, values drawn at ``T``. It is a fixed-count rule whose scores
 are all equal and whose order is the plan (:meth:`Dus.priority`): the top ``2^max(t-1, 1)`` by that
-order are exactly round ``t``'s positions. Generic path only.
+order are exactly round ``t``'s positions. Compiled kernel: score code ``plan`` (equal scores).
 """
 
 from __future__ import annotations
@@ -218,12 +218,8 @@ class Dus(BlockDecoder):
                              + ("" if self.block_length else f" (B = L = {length}: give --block-length)"))
         return B
 
-    @property
-    def random_scores(self) -> bool:
-        return False
-
-    def compiled(self, length: int) -> bool:
-        return False
+    def _kernel_count(self, block):
+        return "fixed", "plan", 0, np.zeros(block, dtype=np.int64)  # equal scores: the kernel ranks by priority
 
     def fixed_steps(self, length: int) -> np.ndarray:
         return np.bincount(dilated_rounds(self.check_block(length)))[1:].astype(np.int64)

@@ -347,3 +347,18 @@ def test_bad_sdar_input_is_named_exit_2(extra, pattern):
     error = refused(["exact", "--language", "2gram-pruned", "-L", "4", "-N", "4", "--sampler", "sdar", *extra],
                     pattern)
     assert error["exit_code"] == 2
+
+
+def test_dus_compiled_equals_generic_sample_by_sample():
+    """The kernel's ``plan`` score (equal scores ranked by the plan's priority), on a 2-gram with zeros at
+    ``L = 32`` and blocks of 8 and 32 (the shared table's rows run it at ``L = 12`` on every language kind)."""
+    den = OracleDenoiser(NGram(2, [0.5, 0.3, 0.2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.0, 0.3, 0.7]]),
+                         strict=False)
+    for B, T in [(8, 1.0), (32, 0.0), (2, 0.7)]:
+        d = make_decoder("dus", block_length=B, temperature=T)
+        fast = d.sample(den, 60, 32, np.random.default_rng(1), batch_size=25)
+        slow = d.sample(den, 60, 32, np.random.default_rng(1), batch_size=25, path="generic")
+        assert fast.path == "dus-oracle-ngram" and slow.path == "dus-generic"
+        np.testing.assert_array_equal(fast.tokens, slow.tokens)
+        np.testing.assert_array_equal(fast.reveal_steps, slow.reveal_steps)
+        np.testing.assert_array_equal(fast.calls, slow.calls)
