@@ -47,7 +47,6 @@ from numerics.estimate import Estimate
 from numerics.exact.divergences import Divergences, law_divergences
 from numerics.exact.joint_table import all_sequences, as_table, masked_marginal_table
 from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
-from numerics.sampling.adaptive import tie_priority
 from numerics.sampling.decoders import (
     BlockDecoder,
     Remdm,
@@ -143,7 +142,7 @@ def _block_setup(language: Any, length: int | None, decoder: BlockDecoder, metho
     q = as_table(language, length)
     L = q.ndim
     fixed = decoder.fixed_steps(L)
-    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, tie_priority(L, decoder.tie_seed))
+    return _Setup(q, q.shape[0], L, decoder.block_of(L), fixed, decoder.priority(L))
 
 
 def _next_step(fixed, step: int, revealed: int, candidates: int) -> int:
@@ -189,7 +188,8 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
     undefined_mass = 0.0
     n_states = 0
     for c in range(L):
-        for (code, step), (mass, mcalls, logmass) in layers[c].items():
+        while layers[c]:  # a step that reveals nothing (Dream) adds to the layer it reads: a worklist
+            (code, step), (mass, mcalls, logmass) = layers[c].popitem()
             n_states += 1
             digits = (code // base) % (V + 1)
             masked = digits == V
@@ -211,7 +211,6 @@ def decoder_dp(language: Any, length: int | None, decoder: BlockDecoder) -> Deco
                 slot[0] += mass * w
                 slot[1] += (mcalls + mass) * w
                 slot[2] = float(np.logaddexp(slot[2], logmass + logw))
-        layers[c] = {}
     p = np.zeros(q.size)
     log_p = np.full(q.size, -math.inf)
     calls = 0.0
@@ -245,6 +244,18 @@ def _transitions(decoder: BlockDecoder, rows, logr, prio, step, fixed):
     case split); every draw of positive probability in log space (``logr``), even where ``r`` underflows."""
     m, V = rows.probs.shape
     r = rows.draw_law
+    if decoder.random_selection:  # the rule's own law of subsets given the draws (Dream origin, alg_temp > 0)
+        draws = (zip(*_all_assignments(r, logr)) if decoder.draw_dependent
+                 else [(np.argmax(r, axis=1), 1.0, 0.0)])
+        for y, wy, logwy in draws:
+            for D, wd in decoder.selection_law(rows, y, prio, step, fixed):
+                logwd = math.log(wd) if wd > 0 else -math.inf
+                if decoder.draw_dependent:
+                    yield float(wy) * wd, float(logwy) + logwd, D, y[D]
+                else:
+                    for vals, w, logw in _assignments(r[D], logr[D]):
+                        yield wd * w, logwd + logw, D, vals
+        return
     if decoder.random_scores:
         k = min(int(fixed[step]), m)
         subsets = list(itertools.combinations(range(m), k))
@@ -332,7 +343,9 @@ def decoder_enumerate(language: Any, length: int | None, decoder: BlockDecoder) 
                 wy = float(np.prod(rows.draw_law[np.arange(m), y]))
                 if wy == 0.0:
                     continue
-                if decoder.random_scores:
+                if decoder.random_selection:
+                    choices = decoder.selection_law(rows, y, prio[cand], step, fixed)
+                elif decoder.random_scores:
                     k = min(int(fixed[step]), m)
                     choices = [(np.asarray(D, dtype=np.int64), 1.0 / math.comb(m, k))
                                for D in itertools.combinations(range(m), k)]

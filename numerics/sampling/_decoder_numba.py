@@ -82,9 +82,9 @@ from numerics.sampling.oracle.steps import normalize as _normalize
 __all__ = ["COUNT_CODES", "SCORE_CODES", "DecoderRule", "RemdmRule", "decoder_run", "remdm_run", "stream_u"]
 
 COUNT_CODES = {"fixed": 0, "threshold": 1, "factor": 2, "entropy": 3, "floored": 4}
-SCORE_CODES = {"low-confidence": 0, "random": 1, "entropy": 2}
+SCORE_CODES = {"low-confidence": 0, "random": 1, "entropy": 2, "plan": 3}
 _FIXED, _THRESHOLD, _FACTOR, _ENTROPY, _FLOORED = 0, 1, 2, 3, 4
-_LOWCONF, _RANDOM, _NEGENT = 0, 1, 2
+_LOWCONF, _RANDOM, _NEGENT, _PLAN = 0, 1, 2, 3
 _PARTIAL = 32  # rank up to this many candidates by one bounded insertion pass, more by a full argsort
 _DRAW, _SCORE, _REMASK, _UNMASK = 0, 1, 2, 3  # numerics.sampling.decoders STREAM_*
 
@@ -405,6 +405,10 @@ def _score_block(lang, rule, x, step, post, work, rank):
         j = cand[i]
         if score == _RANDOM:
             keys[i] = -_bits(call_key, j, _SCORE) * L + prio[j]
+            continue
+        if score == _PLAN:  # DUS: equal scores, the plan's order is the priority; values drawn on reveal
+            scores[i] = 0
+            keys[i] = prio[j]
             continue
         if score == _NEGENT:
             c = -ent[j]

@@ -137,6 +137,18 @@ class BlockDecoder(Sampler):
         """True when the revealed set depends on the drawn values (``low-confidence`` at ``T > 0``)."""
         return False
 
+    @property
+    def random_selection(self) -> bool:
+        """True when the selection draws its own uniforms ``u_score`` besides any random scores (Dream's
+        ``origin`` and ``alg_temp > 0``): the exact methods then read :meth:`selection_law`."""
+        return False
+
+    def selection_law(self, rows: StepRows, drawn: np.ndarray, priority: np.ndarray, step: int,
+                      block_steps: np.ndarray | None) -> list[tuple[np.ndarray, float]]:
+        """For a :attr:`random_selection` rule: every ``(chosen candidate indices, probability)`` of one
+        step from one state whose candidates are all valid, given the draws ``(m,)``."""
+        raise NotImplementedError
+
     def scores(self, rows: StepRows, drawn: np.ndarray) -> np.ndarray:
         """Grid scores (higher first) of candidates ``(..., m)`` given their drawn values ``(..., m)``."""
         return on_grid(np.take_along_axis(rows.probs, drawn[..., None], axis=-1)[..., 0])
@@ -144,6 +156,11 @@ class BlockDecoder(Sampler):
     def count(self, sorted_scores: np.ndarray, step: np.ndarray, block_steps: np.ndarray | None) -> np.ndarray:
         """How many of each row's sorted candidates ``(n, m)`` (``-inf`` = not a candidate) step ``step`` reveals."""
         raise NotImplementedError
+
+    def priority(self, length: int) -> np.ndarray:
+        """``rank[j]``: position ``j``'s place among equal scores (0 first): the tie priority of
+        ``tie_seed`` (DUS: its dilated plan)."""
+        return tie_priority(length, self.tie_seed)
 
     def fixed_steps(self, length: int) -> np.ndarray | None:
         """Per-block step counts of a fixed-count rule (``None``: steps until the block is empty)."""
@@ -211,7 +228,7 @@ class BlockDecoder(Sampler):
         return DecoderRule(COUNT_CODES[count], SCORE_CODES[score], float(self.temperature), B,
                            np.zeros(1, dtype=np.int64) if fixed is None else np.ascontiguousarray(fixed, np.int64),
                            int(gamma), np.ascontiguousarray(factor, np.int64),
-                           np.ascontiguousarray(tie_priority(length, self.tie_seed), np.int64),
+                           np.ascontiguousarray(self.priority(length), np.int64),
                            Confidence(CONFIDENCE_CODES["maxprob"], score == "entropy"))
 
     def _kernel_count(self, block: int) -> tuple[str, str, int, np.ndarray]:
@@ -258,7 +275,7 @@ class BlockDecoder(Sampler):
             log_p = run.log_p if self.path_deterministic else None  # log p(x) along the one reveal path
             where = "oracle-" + _kind(language)
         else:
-            prio = tie_priority(length, self.tie_seed)
+            prio = self.priority(length)
             runs = [self._run(denoiser, keys[a:b], length, prio) for a, b in zip(edges[:-1], edges[1:])]
             tokens = np.concatenate([r[0] for r in runs])
             steps = np.concatenate([r[1] for r in runs])
@@ -290,7 +307,8 @@ class BlockDecoder(Sampler):
             k = keys[active][:, None]
             u_draw = stream_uniform(k, c, cols, STREAM_DRAW)
             drawn = draw_inverse_cdf(rows.draw_law.reshape(a * B, V), u_draw.ravel()).reshape(a, B)
-            u_score = stream_uniform(k, c, cols, STREAM_SCORE) if self.random_scores else None
+            u_score = (stream_uniform(k, c, cols, STREAM_SCORE) if self.random_scores or self.random_selection
+                       else None)
             chosen = self.select_rows(rows, drawn, u_score, prio[cols], valid, cursor.step[active], fixed)
             ai, bj = np.nonzero(chosen)
             seq, pos = active[ai], cols[ai, bj]
@@ -321,13 +339,13 @@ class BlockDecoder(Sampler):
         x = np.asarray(tokens, dtype=np.int64)
         n, L = x.shape
         language = oracle_language(denoiser)
-        if language is not None and path != "generic":
+        if language is not None and path != "generic" and self.compiled(L):
             run = decoder_run(language, self.kernel_rule(L), np.zeros(n, dtype=np.uint64), np.array(x, order="C"),
                               sample=False)
             return PathScore(run.log_p, run.calls)
         B = self.block_of(L)
         fixed = self.fixed_steps(L)
-        prio = tie_priority(L, self.tie_seed)
+        prio = self.priority(L)
         mask = np.ones((n, L), dtype=bool)
         logp = np.zeros(n)
         calls = np.zeros(n, dtype=np.int64)
@@ -451,10 +469,16 @@ class Llada(BlockDecoder):
 
 @dataclass(frozen=True, kw_only=True)
 class FastDllm(BlockDecoder):
-    """Fast-dLLM's parallel decoding: ``threshold`` ``tau`` or ``factor`` ``f`` on ``low-confidence`` scores."""
+    """Fast-dLLM's parallel decoding: ``threshold`` ``tau`` or ``factor`` ``f`` on ``low-confidence`` scores.
+
+    ``sub_block`` ``b`` (Fast-dLLM v2, registered as ``fast-dllm-v2``): each block of ``B`` is split into
+    sub-blocks of ``b`` (``b | B``) decoded left to right, the rule applied inside the current one;
+    with the oracle (no cache) that is the rule on blocks of ``b``, so :meth:`block_of` is ``b``.
+    """
 
     threshold: float | None = None
     factor: float | None = None
+    sub_block: int | None = None
     name: ClassVar[str] = "fast-dllm"
 
     def __post_init__(self) -> None:
@@ -465,6 +489,16 @@ class FastDllm(BlockDecoder):
             raise ValueError(f"the fast-dllm threshold tau must be in (0, 1], got {self.threshold!r}")
         if self.factor is not None and not (math.isfinite(self.factor) and self.factor > 0):
             raise ValueError(f"the fast-dllm factor f must be a finite number > 0, got {self.factor!r}")
+        if self.sub_block is not None:
+            check_int("sub_block", self.sub_block, 1)
+
+    def block_of(self, length: int) -> int:
+        B = super().block_of(length)
+        if self.sub_block is None:
+            return B
+        if B % self.sub_block:
+            raise ValueError(f"the sub-block {self.sub_block} does not divide the block length B = {B}")
+        return self.sub_block
 
     @property
     def draw_dependent(self) -> bool:
@@ -485,7 +519,10 @@ class FastDllm(BlockDecoder):
         return "factor", "low-confidence", 0, on_grid(1.0 - self.factor / (np.arange(1, block + 1) + 1))
 
     def parameters(self) -> dict:
-        return {**super().parameters(), "threshold": self.threshold, "factor": self.factor}
+        out = {**super().parameters(), "threshold": self.threshold, "factor": self.factor}
+        if self.sub_block is not None:  # only when set: fast-dllm's parameters (and stream keys) as before
+            out["sub_block"] = int(self.sub_block)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

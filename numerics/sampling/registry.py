@@ -19,6 +19,15 @@ The families, and where two names are one rule with a parameter:
 * ``llada2`` (LLaDA2.0's floored threshold) is ``llada`` with its ``threshold`` set (default 0.95,
   ``remasking`` fixed to ``low-confidence``): the entry differs from ``llada``'s only in defaults;
   with one step per position it is ``fast-dllm --threshold`` (``>`` for ``>=``).
+* ``dream`` (Dream's ``diffusion_generate``, :mod:`numerics.sampling.runtime_decoders`): ``--alg origin``
+  is the random-order sampler on the schedule ``u_k = 1 - t_k``; the confidence algorithms are fixed
+  counts (:func:`~numerics.sampling.runtime_decoders.dream_counts`) over one block, like ``llada``.
+* ``dus`` (DUS's dilated plan) is a fixed-count rule with equal scores ordered by its plan
+  (``Dus.priority``); at ``B = 2`` it is ``llada`` with one step a block (each pair at once).
+* ``sdar`` (SDAR's ``low_confidence_dynamic``) is ``llada2`` with SDAR's defaults (blocks of 4, tau 0.85);
+  ``--threshold 1`` is its ``low_confidence_static`` (no confidence exceeds 1: the top count).
+* ``fast-dllm-v2`` is ``fast-dllm --threshold`` with its ``sub_block`` set (blocks 32, sub-blocks 8, tau 0.9):
+  with the oracle the rule on blocks of the sub-block's length.
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
   probability) and ``entropy-sum`` is ``eb`` without the ``- max H`` term;
   Both kinds select through one seam, ``select_rows``
@@ -37,6 +46,7 @@ import numpy as np
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
 from numerics.sampling.decoders import REMDM_VARIANTS, Remdm
+from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream, Dus
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
@@ -319,10 +329,19 @@ _VARIANT = Option("remdm_variant", str, "sigma = min(eta, sigma_max) (cap), eta 
                   "(alpha held at 0.9 for t in [0.05, 0.55], remasking min(eta, sigma_max) there)", default="cap",
                   choices=REMDM_VARIANTS, param="variant")
 _ETA = Option("eta", float, "remasking strength eta", low=0, high=1, required=True)
+_SUB_BLOCK = Option("sub_block", int, "Fast-dLLM v2's sub-block: each block is decoded in sub-blocks of this many "
+                   "positions, left to right, the threshold rule inside the current one (must divide the block)",
+                   default=8, low=1)
+_ALG = Option("alg", str, "Dream's algorithm: reveal each masked position with probability 1 - t_{k+1}/t_k (origin), "
+              "or the top floor(m (1 - t_{k+1}/t_k)) by drawn value's probability, top-1 minus top-2 probability or "
+              "minus entropy", default="origin", choices=DREAM_ALGS)
+_ALG_TEMP = Option("alg_temp", float, "Dream's position temperature: > 0 draws the positions without replacement "
+                   "from softmax(score / ALG_TEMP) (confidence algorithms)", default=0.0, low=0)
 
 #: Every option by name, as the command line and the sweep know it (the first spelling of each name).
 OPTIONS: dict[str, Option] = {o.name: o for o in (_BLOCK, _TEMPERATURE, _REMASKING, _THRESHOLD, _FACTOR, _GAMMA,
-                                                  _CONFIDENCE, _VARIANT, _ETA)}
+                                                  _CONFIDENCE, _VARIANT, _ETA, _ALG, _ALG_TEMP,
+                                                  _SUB_BLOCK)}
 _KEYWORDS = {o.param for o in OPTIONS.values() if o.param}
 
 #: The options a sampler takes beside the two every rule family has (``gamma``, ``confidence``, which
@@ -369,6 +388,27 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (_BLOCK, _TEMPERATURE, replace(_FLOOR, default=0.95)), steps,
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
                     {"remasking": "low-confidence"}),
+        DecoderSpec("dream", Dream, "decoder", "Dream diffusion_generate: N calls on t = linspace(1, 1e-3, N+1); "
+                    "origin reveals each masked position with probability 1 - t_{k+1}/t_k, the confidence "
+                    "algorithms the top floor(m (1 - t_{k+1}/t_k)) by score (the last step the rest)",
+                    (_TEMPERATURE, _ALG, _ALG_TEMP), steps, (_STEPS_KNOB,),
+                    presets=(("", {}), ("entropy", {"alg": "entropy"}))),
+        DecoderSpec("dus", Dus, "decoder", "DUS dilated unmasking: in blocks of B = 2^k, round t reveals the offsets "
+                    "that are multiples of B/2^t, log2 B calls a block", (_BLOCK, _TEMPERATURE), frozenset(), (),
+                    tie_seed=False),
+        DecoderSpec("fast-dllm-v2", FastDllm, "decoder", "Fast-dLLM v2: blocks of 32 in sub-blocks of 8, the threshold "
+                    "rule (tau = 0.9, at least one) inside the current sub-block",
+                    (replace(_BLOCK, default=32, help="block length B (must divide L)"), _SUB_BLOCK, _TEMPERATURE,
+                     replace(_THRESHOLD, default=0.9)), frozenset(),
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),), presets=()),
+        DecoderSpec("sdar", Llada, "decoder", "SDAR low_confidence_dynamic: llada on blocks of 4 with the floored "
+                    "threshold tau = 0.85 (--threshold 1: low_confidence_static, the top count)",
+                    (replace(_BLOCK, default=4, help="block length B (must divide L; N divisible by L/B)"),
+                     _TEMPERATURE, replace(_FLOOR, default=0.85, help="SDAR's dynamic threshold: reveal every drawn "
+                                           "value of probability > TAU if at least the step's count are, else the "
+                                           "top count (1: the static rule)")), steps,
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
+                    {"remasking": "low-confidence"}, presets=()),
     )
 
 

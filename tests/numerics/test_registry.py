@@ -21,6 +21,8 @@ def _valid(s) -> dict:
     out = {o.name: (0.5 if o.type is float else o.choices[0]) for o in s.options if o.required}
     if s.name == "fast-dllm":
         out["threshold"] = 0.9
+    if s.name == "fast-dllm-v2":  # its defaults (blocks of 32, sub-blocks of 8) do not fit L = 4
+        out.update(block_length=4, sub_block=2)
     return out
 
 
