@@ -220,6 +220,17 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
             "calls-floor", key, lambda: _tiny_part(cfg, lang, L)))
         if t is not None:
             tiny.append({"language": lang, **t})
+    structural = []
+    for lang in (lang for lang in cfg.languages if lang not in full):  # full support: SER 0 at one call
+        key = {"v": VERSION, "language": lang, "length": cfg.length}
+        sf = parts.attempt(f"structural floor on {lang}", lambda: cache.get_or_compute(
+            "calls-structural", key, lambda: _structural_part(lang, cfg.length)))
+        if sf is not None and sf["values"] is not None:
+            structural += [{"language": lang, "length": cfg.length, "T": T + 1, "ser_floor": v, "kind": sf["kind"]}
+                           for T, v in enumerate(sf["values"])]
+            out.notes.append(_structural_note(lang, cfg.length, sf))
+    if structural:
+        out.tables["structural_floor"] = structural
     if settings:
         out.tables["settings"] = settings
     if answers:
@@ -241,6 +252,31 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         out.notes.append(_floor_note(tiny))
     parts.record(out)
     return out.finish(started)
+
+
+def _structural_part(lang: str, L: int) -> dict:
+    """The structural SER floor of :mod:`numerics.exact.floors_structural` at ``L`` (any length), budgets
+    ``T = 1..min(L, 8)``; ``values`` is ``None`` for a language with no structural floor."""
+    from numerics.exact.floors_structural import structural_floor
+
+    try:
+        f = structural_floor(eng.load_language(lang), L, min(L, 8), "ser")
+    except ValueError as exc:  # e.g. an interval language whose one interval is beyond the DP
+        return {"values": None, "why": str(exc)}
+    if f is None:
+        return {"values": None, "why": "no structural floor for this kind of language"}
+    return {"values": [float(v) for v in f.values], "kind": f.kind, "how": f.method}
+
+
+def _structural_note(lang: str, L: int, sf: dict) -> str:
+    """One sentence: the fewest calls at which the structural floor reaches SER 0, or its values."""
+    zero = next((T + 1 for T, v in enumerate(sf["values"]) if v == 0.0), None)
+    what = (f"SER 0 is reachable in {zero} call{'s' if zero > 1 else ''} at L = {L}" if zero is not None else
+            "the SER floor at T = 1.." + str(len(sf["values"])) + " calls is "
+            + ", ".join(f"{v:.3g}" for v in sf["values"]))
+    return (f"{lang}: {what} by a plan that uses the language's structure ({sf['how']}; {sf['kind']}), "
+            "for the monotone decoders with marginal draws; the fronts above show what the registered "
+            "decoders need for the same target.")
 
 
 def _fmt_y(metric: str, y: float | None) -> str:
