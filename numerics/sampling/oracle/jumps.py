@@ -351,18 +351,16 @@ def _power_product_dense(vec, P, m, out, tmp):
     :func:`_chain_forward`), with ``tmp`` ``(S,)`` as scratch. The dense jumps' product, both ways."""
     S = out.shape[0]
     M = P.shape[0] // S - 1
-    if m <= M:
-        _vecmat_dense(vec, P, m * S, out)
-        return
-    for t in range(S):
-        tmp[t] = vec[t]
-    while m > M:
-        _vecmat_dense(tmp, P, M * S, out)
+    src = vec
+    while True:  # one inlined site of _vecmat_dense (see its docstring)
+        _vecmat_dense(src, P, min(m, M) * S, out)
+        if m <= M:
+            return
         _normalize_dense(out)
         for t in range(S):
             tmp[t] = out[t]
+        src = tmp
         m -= M
-    _vecmat_dense(tmp, P, m * S, out)
 
 
 @jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind

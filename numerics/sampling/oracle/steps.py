@@ -215,6 +215,11 @@ def _vecmat_dense(vec, M, r0, out):
     as consecutive rows (the same sums). With ``R > 64`` the rows go in consecutive fours,
     skipping the fours that are all zero. The row offset ``r0`` reads a power out of
     :attr:`~numerics.sampling.oracle.jumps.Powers.stacked` without making a view.
+
+    Its callers call it at one place each (four expansions in all: the forward and backward steps,
+    the chained power product in the two jumps): each place inlines it with its helpers at numba's
+    IR level, which costs compile time (nine places took about three times as long to compile;
+    ``docs/performance.md``, "Pass 2026-11-27 (house)"), and inlined it runs faster than a call.
     """
     R = vec.shape[0]
     if R <= 64:
@@ -380,13 +385,13 @@ def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     tokens = ev.tokens
     S = out.shape[0]
     q = p + 1
+    src = nxt
     if observed(ev, q):
         e = ET[tokens[q]]
         for t in range(S):
             tmp[t] = nxt[t] * e[t]
-        _vecmat_dense(tmp, AT, 0, out)  # out = A @ tmp
-    else:
-        _vecmat_dense(nxt, AT, 0, out)
+        src = tmp
+    _vecmat_dense(src, AT, 0, out)  # out = A @ src (one inlined site: see _vecmat_dense)
     _normalize_dense(out)
 
 
