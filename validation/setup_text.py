@@ -16,27 +16,25 @@ __all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_sta
 #: ``whole_s``: the whole ``make report`` timed on an idle machine (None: not timed as a whole yet).
 REPORT_TIMING: dict = {
     "date": "2026-11-27",
-    "machine": "the project's 2-core development machine (Linux x86-64), shared by six engineers: load average 7-16",
-    "what": "mdm-theory report --train --progress on branch newcomer from an empty results cache, numba compilation "
-            "included (a numba cache that an interrupted run had partly filled: each section compiled the kernels it "
-            "was first to need); wall seconds under load (up to 4x an idle machine's), CPU seconds comparable, except "
-            "`cost`, whose two-thread torch timing burns CPU waiting under load; `learned` with the two ARs before "
-            "their cut (below); `calls` measured alone afterwards with its decoders",
-    "sections": {"ter": (65, 274), "ser": (34, 134), "lemmas": (18, 68), "learned": (614, 3007),
-                 "cost": (132, 139), "schedules": (2, 2), "adaptive": (24, 34), "realtext": (56, 160),
-                 "decoders": (3, 6), "calls": (5, 17)},
-    #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s.
-    #: The two ARs were then cut (500 -> 250 and 300 -> 150 steps, each measured alone: 24 and 22 CPU-s), after the
-    #: section's 614 CPU-s above were measured with them at 49 and 44.
+    "machine": "the project's 2-core development machine (Intel Xeon, Linux x86-64, 24 GiB), idle",
+    "what": "make report in a fresh clone of 7dff539: installation (about 75 s), numba compilation from an empty "
+            "cache and mdm-theory report --train --progress from an empty results cache; the progress lines' "
+            "CPU and wall seconds per section",
+    "sections": {"ter": (139, 125), "ser": (23, 17), "lemmas": (15, 14), "learned": (391, 202),
+                 "cost": (33, 18), "schedules": (2, 1), "adaptive": (73, 70), "realtext": (15, 9),
+                 "decoders": (56, 56), "calls": (6, 4), "thresholds": (2, 2)},
+    #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s,
+    #: measured under load on branch newcomer (the ARs alone, after their cut).
     "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (250)": 24,
                        "lee-char-2gram MDM (1000)": 44, "2gram AR (150)": 22, "lee-char-2gram AR (300)": 11},
-    "whole_s": None,
-    "install_s": 70,
-    "previous": "2026-11-25, idle 2-core machine, before the cuts of issue 34: 838 s with warm numba kernels "
-                "(learned section 489 s, real text 137 s); 2026-11-23: 528 s with installation",
+    "whole_s": 594,
+    "install_s": 75,
+    "previous": "the same day at fb5a937, before the dense kernels' shorter compile: 646 s; 2026-11-25, idle "
+                "2-core machine, before the cuts of issue 34: 838 s with warm numba kernels (learned section "
+                "489 s, real text 137 s)",
 }
 
-MAKE_REPORT_MINUTES = 14
+MAKE_REPORT_MINUTES = 10
 """Wall-clock minutes of ``make report`` stated to readers: the last whole run timed on an idle machine
 (``REPORT_TIMING["previous"]``) until ``REPORT_TIMING["whole_s"]`` holds a new one. After timing it, set both,
 then run ``mdm-theory docs`` to refresh README.md, docs/getting-started.md and docs/performance.md."""
@@ -48,8 +46,11 @@ lines' estimate of the time left (:func:`validation.report.run_experiments`); em
 
 def run_time_sentence() -> str:
     """The run time of ``make report`` as one sentence (Markdown; code in backticks)."""
+    t = REPORT_TIMING
+    measured = (f" ({t['whole_s']:.0f} s measured on {t['date']}, installation and numba compilation included)"
+                if t["whole_s"] is not None else "")
     return (f"`make report` (which runs `mdm-theory report --train`) takes about {MAKE_REPORT_MINUTES} minutes "
-            "on an idle 2-core CPU from an empty cache; a re-run reuses every cached point.")
+            f"on an idle 2-core CPU from a fresh clone{measured}; a re-run reuses every cached point.")
 
 
 def quick_start_sentences() -> list[str]:
@@ -59,8 +60,9 @@ def quick_start_sentences() -> list[str]:
         "checks every lemma and bound, trains small MDM and AR models and writes `report/index.html`, printing one "
         "line per section and long step. " + run_time_sentence().replace("`make report` (which runs `mdm-theory "
                                                                           "report --train`) takes", "It takes"),
-        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 8 minutes "
-        "on an idle 2-core CPU once the numba kernels are compiled.",
+        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 9 minutes "
+        "on an idle 2-core CPU from a fresh clone (530 s measured on 2026-11-27: the suite 475 s, numba "
+        "compilation included).",
     ]
 
 
