@@ -45,7 +45,7 @@ import numpy as np
 
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
-from numerics.sampling.decoders import REMDM_VARIANTS, Remdm
+from numerics.sampling.remdm import REMDM_VARIANTS, Remdm
 from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream, Dus
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
