@@ -13,7 +13,7 @@ is not (``threshold`` on ``2gram-pruned`` at ``L = 3``: SER 0.078 at gamma 0.23,
   other does not is refined by ``refine`` bisections;
 * an integer knob (steps, in multiples of the number of blocks where the rule needs it) is
   evaluated at ``1, 2, 4, ...`` up to the first value meeting the target, then bisected between
-  the last miss and that value (:func:`validation.steps_needed.search_steps`): the expected calls
+  the last miss and that value (:func:`validation.step_search.search_steps`): the expected calls
   of a step family grow with its steps, so no larger value is cheaper.
 
 The answer is the setting with the fewest expected calls among those evaluated that meet the
@@ -53,6 +53,7 @@ from typing import Any
 
 from numerics.estimate import Estimate, Unavailable, clopper_pearson
 from numerics.sampling.registry import DECODERS, Knob
+from validation.step_search import Evaluation, search_steps
 from validation.sweep import PointConfig
 
 __all__ = [
@@ -461,8 +462,6 @@ def search_family(fam: Family, base: PointConfig, metric: str, target: float, la
     A family that cannot run at ``base.length`` (its decoder refuses the block length, the options
     or the steps) comes back with ``error`` set and no settings; nothing is allocated for it.
     """
-    from validation.steps_needed import Evaluation, search_steps
-
     if int(grid) != grid or grid < 2:
         raise ValueError(f"a grid needs at least 2 points, got {grid!r}")
     if int(refine) != refine or refine < 0:
