@@ -183,3 +183,12 @@ def test_bench_decoders_times_every_decoder_by_default():
     assert all(row["seconds"][n] > 0 for n in ["random", *names])
     error = refused(["bench", "decoders", "--decoders", "llada,greedy"], r"unknown decoder\(s\) \['greedy'\]")
     assert error["exit_code"] == 2
+
+
+@pytest.mark.parametrize("sampler", ["llada", "llada2", "dream", "sdar", "remdm", "topk"])
+def test_exact_refuses_a_steps_sampler_without_n(sampler):
+    # every sampler whose registry entry needs steps or a schedule (once a hand list of four, so llada2, dream
+    # and sdar ran silently at N = 1 when -N was left out)
+    error = refused(["exact", "--language", "2gram-pruned", "-L", "3", "--sampler", sampler],
+                    rf"-N / --n-steps is required with --sampler {sampler}")
+    assert error["exit_code"] == 2

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from numerics.sampling.registry import DECODERS
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options, parse_values
 from validation.commands._schedule import check_schedule, schedule_option
@@ -165,8 +166,9 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     emit(result, as_json, _human_point(result))
 
 
-#: The samplers that take a number of steps N (the others: a threshold or gamma decides their calls).
-STEPS_SAMPLERS = ("random", "topk", "llada", "remdm")
+#: The samplers that take a number of steps N, from the registry (a schedule or steps among their needs; the
+#: others: a threshold, factor or gamma decides their calls).
+STEPS_SAMPLERS = tuple(name for name, s in DECODERS.items() if s.needs & {"steps", "schedule"})
 
 #: What the method of a point means for its numbers (the text output's first line says which ran).
 _METHOD_WORDS = {"closed-form": "exact", "dp": "exact", "enumerate": "exact",
