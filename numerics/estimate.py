@@ -6,6 +6,11 @@ JSON shows it in one shape (:meth:`Estimate.json_record`, documented in docs/sch
     {"value": 0.9242, "stderr": 0.0081, "ci_low": 0.907, "ci_high": 0.939, "confidence": 0.95,
      "method": "mc (exact support check, Clopper-Pearson)", "samples": 1000, "exact": false}
 
+Numbers are written at their meaningful precision (:func:`meaningful`): an exact value to 13
+significant digits (float64 round-off of a sum is ~1e-15 relative: ``4`` calls, not
+``3.9999999999999982``), a Monte Carlo value and its interval to two digits beyond its standard
+error's leading digit, the standard error to 3 significant digits.
+
 A field that is not a finite number is ``null`` and ``null_reason`` says why. A Monte Carlo
 estimate never reads as exact: when every sample agrees (SER 1.0 from 1000 invalid samples) its
 sample standard error is 0, which is no uncertainty at all, so ``stderr`` is ``null`` with that
@@ -30,6 +35,7 @@ __all__ = [
     "is_estimate_record",
     "Metric",
     "Unavailable",
+    "meaningful",
     "mean_estimate",
     "normal_interval",
     "unavailable_record",
@@ -91,11 +97,21 @@ class Estimate:
         what an infinite value means, and why a Monte Carlo standard error of 0 is not reported.
         """
         lo, hi = self.interval()
-        agree = not self.exact and self.stderr == 0.0  # every Monte Carlo sample gave the same value
-        if agree and not lo < hi:
+        # every Monte Carlo sample gave the same value, or the same up to float64 round-off (a standard
+        # error of 1.7e-18 on a constant is no uncertainty either; mean_estimate's rule, for any estimator)
+        agree = not self.exact and (self.stderr == 0.0 or self.stderr <= AGREE_RTOL * abs(self.value))
+        if agree and (not lo < hi or self.ci_low is None):
             lo = hi = math.nan  # an interval of width 0 (normal, from a 0 stderr) would read as certainty
+        value, stderr = self.value, self.stderr
+        if self.exact:
+            value = lo = hi = meaningful(value)
+        elif agree:
+            value, lo, hi = meaningful(value), meaningful(lo), meaningful(hi)
+        elif math.isfinite(stderr) and stderr > 0:
+            value, lo, hi = (meaningful(x, stderr) for x in (value, lo, hi))
+            stderr = float(f"{stderr:.3g}")
         record: dict[str, Any] = {
-            "value": self.value, "stderr": None if agree else self.stderr, "ci_low": lo, "ci_high": hi,
+            "value": value, "stderr": None if agree else stderr, "ci_low": lo, "ci_high": hi,
             "confidence": None if self.exact else self.confidence, "method": self.method,
             "samples": int(self.samples), "exact": self.exact,
         }
@@ -103,7 +119,8 @@ class Estimate:
         if not math.isfinite(self.value):
             reasons["value"] = f"{_name(self.value)} ({self.method})"
         if agree:
-            reasons["stderr"] = (f"all {self.samples} samples gave the same value: their standard error is 0, which "
+            reasons["stderr"] = (f"all {self.samples} samples gave the same value (up to float64 round-off): their "
+                                 "standard error is 0, which "
                                  "is no uncertainty; the value is an estimate and its interval is the uncertainty")
         elif not math.isfinite(self.stderr):
             reasons["stderr"] = f"{_name(self.stderr)}: " + (
@@ -119,6 +136,23 @@ class Estimate:
         if reasons:
             record["null_reason"] = reasons
         return record
+
+
+EXACT_DIGITS = 13  # significant digits of an exact value: round-off (~1e-15 relative) is below the last one
+
+
+def meaningful(x: float, stderr: float | None = None) -> float:
+    """``x`` at its meaningful precision: :data:`EXACT_DIGITS` significant digits, or with a Monte
+    Carlo ``stderr`` two decimal places beyond the standard error's leading digit (non-finite: as is).
+
+    >>> meaningful(3.9999999999999982), meaningful(0.8999999999999999), meaningful(0.123456789, 0.0034)
+    (4.0, 0.9, 0.12346)
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return x
+    if stderr is None or not math.isfinite(stderr) or stderr <= 0:
+        return float(f"{x:.{EXACT_DIGITS}g}")
+    return round(x, 2 - math.floor(math.log10(stderr)))
 
 
 def _name(x: float) -> str:

@@ -112,9 +112,12 @@ class Space:
     low_open: bool = False
 
     def grid(self, points: int) -> list[float]:
-        """``points`` values evenly spaced over ``[low, high]`` (an open low end moved just inside)."""
+        """``points`` values evenly spaced over ``[low, high]`` (an open low end moved just inside), each at
+        13 significant digits (0.9, not the 0.8999999999999999 of ``0.1 + 0.8``: :func:`~numerics.estimate.meaningful`)."""
+        from numerics.estimate import meaningful
+
         span = self.high - self.low
-        out = [self.low + span * k / (points - 1) for k in range(points)]
+        out = [meaningful(self.low + span * k / (points - 1)) for k in range(points)]
         if self.low_open:
             out[0] = self.low + span * DECODER_PARAMETER_FLOOR
         return out

@@ -37,8 +37,9 @@ def test_a_monte_carlo_estimate_where_every_sample_agrees_is_not_exact():
 
 
 def test_a_monte_carlo_estimate_without_its_own_interval_gets_the_normal_one():
-    r = record(Estimate(3.0, 0.5, "mc", 10))
-    assert (r["ci_low"], r["ci_high"]) == pytest.approx((3.0 - 1.959963984540054 * 0.5, 3.0 + 1.959963984540054 * 0.5))
+    r = record(Estimate(3.0, 0.5, "mc", 10))  # written to 3 decimals: two beyond the standard error's first
+    assert (r["ci_low"], r["ci_high"]) == (2.020, 3.980)
+    assert normal_interval(3.0, 0.5) == pytest.approx((3.0 - 1.959963984540054 * 0.5, 3.0 + 1.959963984540054 * 0.5))
     assert "null_reason" not in r and r["confidence"] == 0.95
     assert all(math.isnan(end) for end in normal_interval(1.0, math.nan))  # no interval without a stderr
 
@@ -52,3 +53,17 @@ def test_an_infinite_value_is_null_with_the_reason():
 def test_unavailable_has_the_same_keys():
     r = unavailable_record("needs the exact law")
     assert set(ESTIMATE_FIELDS) <= set(r) and r["value"] is None and r["null_reason"]["value"] == "needs the exact law"
+
+
+def test_numbers_are_written_at_their_meaningful_precision():
+    """Issue 34: no 3.9999999999999982 calls, no 0.8999999999999999, no stderr of 1.7e-18 on a constant."""
+    assert record(Estimate(3.9999999999999982, 0.0, "dp"))["value"] == 4.0
+    assert record(Estimate(0.8999999999999999, 0.0, "closed-form"))["value"] == 0.9
+    exact = 0.5288838454870124  # 16 digits in, 13 out: within RTOL_EXACT of the value
+    assert record(Estimate(exact, 0.0, "dp"))["value"] == pytest.approx(exact, rel=1e-12)
+    assert record(Estimate(exact, 0.0, "dp"))["value"] == 0.528883845487
+    r = record(Estimate(0.123456789, 0.0034567, "mc", 100))
+    assert (r["value"], r["stderr"]) == (0.12346, 0.00346)
+    r = record(Estimate(2.5, 1.7e-18, "mc", 100))  # a constant up to round-off: no standard error, no interval
+    assert r["value"] == 2.5 and r["stderr"] is None and "round-off" in r["null_reason"]["stderr"]
+    assert r["ci_low"] is None and not r["exact"]
