@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import click
 
-from ._common import emit, json_option
+from ._common import AliasOption, emit, json_option
 
 __all__ = ["BENCH_COMMANDS", "BENCH_SAMPLERS", "RATIO_TARGET", "BenchSampler", "run_benchmark"]
 
@@ -112,7 +112,8 @@ def run_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, s
 @click.command("adaptive")
 @click.option("--language", default="2gram", show_default=True)
 @click.option("--length", "-L", type=int, default=512, show_default=True)
-@click.option("--steps", "-N", type=int, default=64, show_default=True, help="N of the random and topk samplers.")
+@click.option("-N", "--n-steps", "--steps", "steps", cls=AliasOption, hidden_aliases=("--steps",), type=click.IntRange(1),
+              default=64, show_default=True, help="N of the random and topk samplers.")
 @click.option("--samples", type=int, default=1000, show_default=True)
 @click.option("--samplers", default=",".join(s.name for s in BENCH_SAMPLERS), show_default=True,
               help="Comma-separated samplers to time against random (threshold and entropy-sum at gamma 0.5).")

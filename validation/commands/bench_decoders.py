@@ -19,7 +19,7 @@ import time
 
 import click
 
-from ._common import emit, json_option
+from ._common import AliasOption, emit, json_option
 
 __all__ = ["BENCH_COMMANDS", "BENCH_DECODERS", "RATIO_TARGET", "run_decoder_benchmark"]
 
@@ -105,7 +105,8 @@ def run_decoder_benchmark(language: str = "2gram", length: int = 512, steps: int
 @click.command("decoders")
 @click.option("--language", default="2gram", show_default=True)
 @click.option("--length", "-L", type=int, default=512, show_default=True)
-@click.option("--steps", "-N", type=int, default=64, show_default=True, help="N of random, llada and remdm.")
+@click.option("-N", "--n-steps", "--steps", "steps", cls=AliasOption, hidden_aliases=("--steps",), type=click.IntRange(1),
+              default=64, show_default=True, help="N of every sampler that takes steps (random, llada, remdm, ...).")
 @click.option("--samples", type=int, default=1000, show_default=True)
 @click.option("--decoders", "names", default=",".join(BENCH_DECODERS), show_default=True,
               help="Comma-separated, each a preset of the registry's decoders: "
