@@ -192,6 +192,10 @@ class Claim:
         The value of the bound side at or beyond which the claim says nothing (1 for an upper
         bound on a probability, 0 for a lower bound on one); such instances are reported as
         vacuous (:attr:`CheckResult.vacuous`).
+    plot_x : (str, callable) or None
+        ``(label, instance -> float)``: what the docs' check plot puts on its x axis, for a claim whose
+        bound side is a constant (Theorem 4.4's 1/2), where a plot of one side against the other is a
+        vertical line; ``None``: the bound side.
     """
 
     id: str
@@ -213,6 +217,7 @@ class Claim:
     atol: float = 0.0
     counterexamples: tuple[dict, ...] = ()
     vacuous_at: float | None = None
+    plot_x: tuple[str, Callable[[Mapping[str, Any]], float]] | None = None
 
     def __post_init__(self) -> None:
         if self.relation not in ("<=", ">=", "=="):

@@ -199,6 +199,8 @@ t44.statement(
     S.tex(r"\mathrm{SER}(p)"), ">=", sp.Rational(1, 2),
     lambda inst: (oracle_ser(inst["pi"], int(inst["L"]), int(inst.get("l", 5))), 0.5),
     atol=ATOL_CANCEL, steps=("4.4.argument",), free={"pi": "simplex"},
+    plot_x=("N / (C L): steps over the budget", lambda inst: len(inst["pi"]) / (
+        float(inst["C"]) * int(inst["L"]))),
     parameters={"L": Parameter("length (multiple of 5)"), "pi": Parameter("schedule (or -N steps of --schedule)"),
                 **_C_PARAMS, "eps_learning": Parameter("eps_learning of the printed p_e = 1/2 - eps_learning", default=0,
                                                        instance=False)},

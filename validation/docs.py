@@ -167,27 +167,35 @@ def _check_plot(claim: Any, instances: int, out_png: Path, seed: int = 0) -> dic
             r = check(claim, inst)
         except ValueError:
             continue
-        pts.append((float(r.lhs), float(r.rhs), bool(r.holds)))
+        x = claim.plot_x[1](inst) if claim.plot_x else float(r.rhs)
+        pts.append((float(r.lhs), float(r.rhs), bool(r.holds), float(x)))
         bad += not r.holds
-    pts = [p for p in pts if np.isfinite(p[0]) and np.isfinite(p[1])]
+    pts = [p for p in pts if all(np.isfinite(p[k]) for k in (0, 1, 3))]
     if not pts:
         return None
     from validation.experiments._style import new_figure, plt
 
     fig, axes = new_figure(width=4.2, height=3.6)
     ax = axes[0, 0]
-    lhs, rhs, ok = (np.array(v) for v in zip(*pts))
-    ax.scatter(rhs[ok], lhs[ok], s=9, color="#1f77b4", label="holds")
+    lhs, rhs, ok, x = (np.array(v) for v in zip(*pts))
+    ax.scatter(x[ok], lhs[ok], s=9, color="#1f77b4", label="holds")
     if (~ok).any():
-        ax.scatter(rhs[~ok], lhs[~ok], s=14, color="#c62828", marker="x", label="violated")
-    lo, hi = min(lhs.min(), rhs.min()), max(lhs.max(), rhs.max())
-    ax.plot([lo, hi], [lo, hi], color="k", linewidth=0.8, label="lhs = rhs")
-    positive = lo > 0 and hi / lo > 50
+        ax.scatter(x[~ok], lhs[~ok], s=14, color="#c62828", marker="x", label="violated")
+    if claim.plot_x:  # the bound side against the chosen instance quantity
+        order = np.argsort(x)
+        ax.plot(x[order], rhs[order], color="k", linewidth=0.8, label="bound (right side)")
+        ax.set_xlabel(claim.plot_x[0])
+        ax.set_ylabel("left side")
+        positive = False
+    else:
+        lo, hi = min(lhs.min(), rhs.min()), max(lhs.max(), rhs.max())
+        ax.plot([lo, hi], [lo, hi], color="k", linewidth=0.8, label="lhs = rhs")
+        positive = lo > 0 and hi / lo > 50
+        ax.set_xlabel("right side")
+        ax.set_ylabel("left side")
     if positive:
         ax.set_xscale("log")
         ax.set_yscale("log")
-    ax.set_xlabel("right side")
-    ax.set_ylabel("left side")
     ax.set_title(f"{claim.id}: lhs {claim.relation} rhs on {len(pts)} instances", fontsize=9)
     ax.legend(fontsize=7)
     out_png.parent.mkdir(parents=True, exist_ok=True)
