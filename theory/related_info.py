@@ -29,7 +29,7 @@ from .instances import random_ngram
 __all__ = ["MAX_TABLE_LENGTH", "Informations", "informations", "is_markov", "random_language", "random_sizes"]
 
 MAX_TABLE_LENGTH = 6  # subset entropies of a (V,)^L table enumerate 2^L marginals: tiny L only
-MAX_MARKOV_LENGTH = 64  # Markov closed forms: O(L^2) matrix powers per instance, milliseconds
+MAX_MARKOV_LENGTH = 512  # Markov closed forms: O(L^2) matrix powers, 0.08 s at L = 64, 1.3 s at 256 (2gram, 2 cores)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,21 @@
 """Experiment "How many calls, at best": each family's cheapest setting, its Pareto front, and the floor.
 
 For ``2gram``, its pruned variant ``2gram-pruned`` (zeros in the table, so SER > 0) and the
-interval language (Theorem 4.4's, ``interval-l{l}``):
+interval language (Theorem 4.4's, ``interval-l{l}``), at each length of ``lengths`` (64 and 256):
 
-* **Fronts** (``length``): :func:`validation.calibrate.calibrate` for every family of
-  ``families`` twice -- SER <= ``ser_target`` and TER within ``ter_excess`` of the data's ``TER(q)``
-  ("perplexity within 1%"; the decoders of ``ser_decoders``, LLaDA, Fast-dLLM and EB-Sampler, for the
-  SER target only; no SER search on a language of full support, ``2gram``, where every SER is 0)
+* **Fronts**: :func:`validation.calibrate.calibrate` for every family of ``families`` and
+  ``ser_decoders`` (LLaDA, Fast-dLLM, EB-Sampler) for SER <= ``ser_target`` on the languages where SER
+  is not identically 0 (a language of full support, ``2gram``, has SER 0 for every sampler: no SER
+  panel, said in a note), and for every family of ``families`` for TER within ``ter_excess`` of the
+  data's ``TER(q)`` ("perplexity within 1%") on ``ter_languages``
   -- with every setting visited on the axes (expected calls, SER) and
-  (expected calls, ``TER / TER(q) - 1``) and the Pareto front over all families. Each number keeps
+  (expected calls, ``TER / TER(q) - 1``) and the Pareto front over all families.
+* **Documented settings**: every registered decoder (kind ``decoder`` of
+  :data:`numerics.sampling.registry.DECODERS`: the rules the runtimes ship) at each of its presets
+  (the runtimes' documented defaults; ``N = L``, one step per token, where the decoder takes steps),
+  one labelled marker each on the SER panels (Monte Carlo or exact, by
+  :func:`numerics.metrics.point_metrics`); the simplified rules (``random``, ``topk``, ``threshold``,
+  ``entropy-sum``) have no documented setting and are on the fronts. Each number keeps
   its method (exact closed form / DP, Monte Carlo with its interval, or the Jensen upper bound for
   the random order's TER at large ``L``). The cheapest setting meeting each target is the
   sentence per language.
@@ -42,7 +49,7 @@ from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter
 
 NAME = "calls"
 TITLE = "How many calls, at best"
-VERSION = 1
+VERSION = 2
 _PALETTE = ("#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c564b", "#17becf", "#9467bd", "#e377c2",
             "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94")
 COLORS = dict(zip(DECODERS, _PALETTE))  # one colour per family of the sampler registry, in its order
@@ -57,8 +64,13 @@ class Config:
     Attributes
     ----------
     languages : the languages (``interval-l{l}`` is the interval language with ``l = interval``).
-    interval : ``l`` of the interval language (must divide ``length`` and the tiny length).
-    length : ``L`` of the fronts.
+    interval : ``l`` of the interval language (must divide every length and the tiny length).
+    lengths : ``L`` of the fronts, the bounds and the documented settings.
+    ter_languages : the languages of the TER fronts.
+    short_languages : languages whose fronts are searched at the first length only and without the
+        adaptive rules of ``families`` (random and ``ser_decoders`` only): those rules recompute every
+        marginal at each of their up to ``L`` steps, which on the interval language costs 45 CPU-s at
+        ``L = 64`` and minutes at 256 (``full`` searches everything).
     families : the calibrate families searched (:func:`validation.calibrate.family` names).
     ser_decoders : decoder families searched for the SER target too (their TER needs a law no Monte
         Carlo point gives for a decoder whose output mixes reveal orders: SER only).
@@ -73,29 +85,32 @@ class Config:
     seed : seed of every Monte Carlo draw.
     """
 
-    languages: tuple[str, ...] = ("2gram", "2gram-pruned", "interval-l3")
-    interval: int = 3
-    length: int = 24
+    languages: tuple[str, ...] = ("2gram", "2gram-pruned", "interval-l4")
+    interval: int = 4
+    lengths: tuple[int, ...] = (64, 256)
+    ter_languages: tuple[str, ...] = ("2gram",)
+    short_languages: tuple[str, ...] = ("interval-l4",)
     families: tuple[str, ...] = ("random", "topk", "threshold", "entropy-sum")
     ser_decoders: tuple[str, ...] = ("llada", "fast-dllm", "eb")
     samples: int = 200
-    grid: int = 17
+    grid: int = 9
     refine: int = 3
     ser_target: float = 0.1
     ter_excess: float = 0.01
-    tiny_lengths: tuple[int, ...] = (4, 4, 6)
+    tiny_lengths: tuple[int, ...] = (4, 4, 4)
     tiny_gammas: tuple[float, ...] = (0.3, 0.6, 0.9)
     confidence: float = 0.95
     seed: int = 0
 
     @classmethod
     def tiny(cls) -> Config:
-        return cls(length=3, families=("random", "topk", "threshold"), ser_decoders=(), samples=16, grid=5, refine=1,
+        return cls(languages=("2gram", "2gram-pruned", "interval-l3"), interval=3, lengths=(3,),
+                   families=("random", "topk", "threshold"), ser_decoders=(), samples=16, grid=5, refine=1,
                    tiny_lengths=(3, 3, 3), tiny_gammas=(0.5,), ser_target=0.4)
 
     @classmethod
     def full(cls) -> Config:
-        return cls(length=48, samples=1000, grid=65, refine=4)
+        return cls(samples=1000, grid=65, refine=4, short_languages=())
 
 
 def _full_support(lang: str) -> bool:
@@ -113,15 +128,13 @@ def _setting_row(s, lang: str, L: int, metric: str, ter_q: float | None) -> dict
             "y_high": to_axis(hi), "quantity": s.quantity, "method": s.metric.method, "status": s.status}
 
 
-def _front_part(cfg: Config, lang: str, metric: str) -> dict:
-    """Calibrate every family for one (language, metric): settings, front, cheapest."""
+def _front_part(cfg: Config, lang: str, metric: str, L: int, fams: tuple[str, ...]) -> dict:
+    """Calibrate the families ``fams`` for one (language, metric, L): settings, front, cheapest."""
     from numerics.metrics import exact_entropy
     from validation.calibrate import calibrate
 
-    L = cfg.length
     target = cfg.ter_excess if metric == "ter" else cfg.ser_target
-    fams = list(cfg.families) + (list(cfg.ser_decoders) if metric == "ser" else [])
-    c = calibrate(lang, L, metric, target, fams, relative=metric == "ter", samples=cfg.samples,
+    c = calibrate(lang, L, metric, target, list(fams), relative=metric == "ter", samples=cfg.samples,
                   seed=cfg.seed, confidence=cfg.confidence, grid=cfg.grid, refine=cfg.refine)
     ter_q = math.exp(exact_entropy(eng.load_language(lang), L).value / L) if metric == "ter" else None
     settings = [_setting_row(s, lang, L, metric, ter_q) for fs in c.searches for s in fs.settings]
@@ -177,6 +190,28 @@ def _tiny_part(cfg: Config, lang: str, L: int) -> dict:
     return {"length": L, "ser_floor": floors["ser"], "kl_floor": floors["kl"], "points": points}
 
 
+def _documented_part(cfg: Config, lang: str, L: int) -> dict:
+    """Every registered decoder at each documented preset (``N = L`` where it takes steps): SER and calls."""
+    from numerics.metrics import point_metrics
+    from numerics.schedules import make_schedule
+
+    language = eng.load_language(lang)
+    rows, skipped = [], []
+    for name, spec in ((n, s) for n, s in DECODERS.items() if s.kind == "decoder"):  # the rules the runtimes ship
+        for label, options in (spec.preset_names() or {name: {}}).items():
+            try:
+                sampler = spec.build(options, steps=L, schedule=make_schedule("linear", L), length=L)
+            except ValueError as err:  # no default for its knob (threshold, entropy-sum), or blocks that do not fit L
+                skipped.append(f"{label} ({err})")
+                continue
+            m = point_metrics(language, L, sampler, samples=cfg.samples, rng=cfg.seed, only=("ser", "calls"))
+            lo, hi = m.ser.interval()
+            rows.append({"language": lang, "length": L, "family": name, "preset": label, "label": sampler.label,
+                         "calls": m.calls.value, "y": m.ser.value, "y_low": lo, "y_high": hi,
+                         "method": m.ser.method})
+    return {"rows": rows, "skipped": skipped}
+
+
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
@@ -184,36 +219,58 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
     parts = Parts(strict)
     if len(cfg.tiny_lengths) != len(cfg.languages):
         raise ValueError("tiny_lengths needs one length per language")
-    settings, answers, bounds, tiny = [], [], [], []
+    settings, answers, bounds, tiny, documented = [], [], [], [], []
     full = [lang for lang in cfg.languages if _full_support(lang)]
     if full:
-        out.notes.append(f"No SER front on {', '.join(full)}: every sequence is valid there (full support), so every "
+        out.notes.append(f"No SER panel on {', '.join(full)}: every sequence is valid there (full support), so every "
                          "sampler's SER is 0 at any number of calls; its TER front is drawn.")
-    jobs = [(lang, metric) for lang in cfg.languages for metric in ("ser", "ter") if not (metric == "ser" and lang in full)]
-    for lang, metric in progress_iter(jobs, progress, "calls: calibrate"):
+    ser_langs = [lang for lang in cfg.languages if lang not in full]
+    jobs = [(lang, metric, L) for L in cfg.lengths for metric in ("ser", "ter")
+            for lang in (ser_langs if metric == "ser" else cfg.ter_languages)
+            if L == cfg.lengths[0] or lang not in cfg.short_languages]
+    if cfg.short_languages and len(cfg.lengths) > 1:
+        out.notes.append(f"The fronts of {', '.join(cfg.short_languages)} are searched at L = {cfg.lengths[0]} only, "
+                         "for random and the decoders (the adaptive rules take 45 CPU-s there at L = 64 and minutes "
+                         "at 256 on two cores; --full searches everything); the documented settings are drawn at "
+                         "every length.")
+    for lang, metric, L in progress_iter(jobs, progress, "calls: calibrate"):
         fams = cfg.families + (cfg.ser_decoders if metric == "ser" else ())
-        key = {"v": VERSION, "language": lang, "metric": metric, "length": cfg.length, "families": fams,
+        if lang in cfg.short_languages:
+            fams = tuple(f for f in fams if f == "random" or f in cfg.ser_decoders)
+        key = {"v": VERSION, "language": lang, "metric": metric, "length": L, "families": fams,
                "samples": cfg.samples, "grid": (cfg.grid, cfg.refine), "target": (cfg.ser_target, cfg.ter_excess),
                "confidence": cfg.confidence, "seed": cfg.seed}
-        r = parts.attempt(f"calibrate {metric} on {lang}", lambda: cache.get_or_compute(
-            "calls-front", key, lambda: _front_part(cfg, lang, metric)))
+        r = parts.attempt(f"calibrate {metric} on {lang} at L = {L}", lambda: cache.get_or_compute(
+            "calls-front", key, lambda: _front_part(cfg, lang, metric, L, fams)))
         if r is None:
             continue
         settings += r["settings"]
-        answers.append({"language": lang, "metric": metric, "met": r["met"], "target": r["target"],
+        answers.append({"language": lang, "length": L, "metric": metric, "met": r["met"], "target": r["target"],
                         **{f"cheapest_{k}": (r["cheapest"] or {}).get(k) for k in ("label", "calls", "y", "method")},
                         **{f"best_{k}": r["best"][k] for k in ("label", "calls", "y")}})
-    ks = sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48) if k < cfg.length} | {cfg.length - 1})
-    for lang in cfg.languages:
-        key = {"v": VERSION, "language": lang, "length": cfg.length, "ks": ks}
-        b = parts.attempt(f"bounds on {lang}", lambda: cache.get_or_compute(
-            "calls-bounds", key, lambda: _bounds_part(cfg, lang, cfg.length, ks)))
-        if b is None:
+    for lang, L in progress_iter([(lang, L) for L in cfg.lengths for lang in ser_langs], progress,
+                                 "calls: documented settings"):
+        key = {"v": VERSION, "language": lang, "length": L, "decoders": tuple(DECODERS), "samples": cfg.samples,
+               "seed": cfg.seed}
+        d = parts.attempt(f"documented settings on {lang} at L = {L}", lambda: cache.get_or_compute(
+            "calls-documented", key, lambda: _documented_part(cfg, lang, L)))
+        if d is None:
             continue
-        if b["available"]:
-            bounds += [{"language": lang, "length": cfg.length, **row} for row in b["rows"]]
-        else:
-            out.notes.append(f"No information-curve bounds on {lang} at L = {cfg.length}: {b['reason']}.")
+        documented += d["rows"]
+        if d["skipped"]:
+            out.notes.append(f"Not drawn as a documented setting on {lang} at L = {L}: " + "; ".join(d["skipped"]) + ".")
+    for L in cfg.lengths:
+        ks = sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192) if k < L} | {L - 1})
+        for lang in cfg.languages:
+            key = {"v": VERSION, "language": lang, "length": L, "ks": ks}
+            b = parts.attempt(f"bounds on {lang} at L = {L}", lambda: cache.get_or_compute(
+                "calls-bounds", key, lambda: _bounds_part(cfg, lang, L, ks)))
+            if b is None:
+                continue
+            if b["available"]:
+                bounds += [{"language": lang, "length": L, **row} for row in b["rows"]]
+            else:
+                out.notes.append(f"No information-curve bounds on {lang} at L = {L}: {b['reason']}.")
     for lang, L in zip(cfg.languages, cfg.tiny_lengths):
         key = {"v": VERSION, "language": lang, "length": L, "families": cfg.families, "gammas": cfg.tiny_gammas}
         t = parts.attempt(f"optimal decoder on {lang}", lambda: cache.get_or_compute(
@@ -221,18 +278,20 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         if t is not None:
             tiny.append({"language": lang, **t})
     structural = []
-    for lang in (lang for lang in cfg.languages if lang not in full):  # full support: SER 0 at one call
-        key = {"v": VERSION, "language": lang, "length": cfg.length}
-        sf = parts.attempt(f"structural floor on {lang}", lambda: cache.get_or_compute(
-            "calls-structural", key, lambda: _structural_part(lang, cfg.length)))
+    for lang, L in ((lang, L) for L in cfg.lengths for lang in ser_langs):  # full support: SER 0 at one call
+        key = {"v": VERSION, "language": lang, "length": L}
+        sf = parts.attempt(f"structural floor on {lang} at L = {L}", lambda: cache.get_or_compute(
+            "calls-structural", key, lambda: _structural_part(lang, L)))
         if sf is not None and sf["values"] is not None:
-            structural += [{"language": lang, "length": cfg.length, "T": T + 1, "ser_floor": v, "kind": sf["kind"]}
+            structural += [{"language": lang, "length": L, "T": T + 1, "ser_floor": v, "kind": sf["kind"]}
                            for T, v in enumerate(sf["values"])]
-            out.notes.append(_structural_note(lang, cfg.length, sf))
+            out.notes.append(_structural_note(lang, L, sf))
     if structural:
         out.tables["structural_floor"] = structural
     if settings:
         out.tables["settings"] = settings
+    if documented:
+        out.tables["documented"] = documented
     if answers:
         out.tables["cheapest"] = answers
     if bounds:
@@ -287,8 +346,8 @@ def _fmt_y(metric: str, y: float | None) -> str:
 
 def _sentences(cfg: Config, answers: list[dict]) -> list[str]:
     out = []
-    for lang in cfg.languages:
-        by = {a["metric"]: a for a in answers if a["language"] == lang}
+    for lang, L in ((lang, L) for lang in cfg.languages for L in cfg.lengths):
+        by = {a["metric"]: a for a in answers if a["language"] == lang and a["length"] == L}
         parts = []
         for metric, what in (("ser", f"SER <= {cfg.ser_target:g}"), ("ter", f"perplexity within {100 * cfg.ter_excess:g}%")):
             a = by.get(metric)
@@ -301,7 +360,7 @@ def _sentences(cfg: Config, answers: list[dict]) -> list[str]:
                 parts.append(f"no setting tried reaches {what}; the best found is {a['best_label']} "
                              f"({_fmt_y(metric, a['best_y'])} at {a['best_calls']:.3g} calls)")
         if parts:
-            out.append(f"{lang} (L = {cfg.length}): " + "; ".join(parts) + ".")
+            out.append(f"{lang} (L = {L}): " + "; ".join(parts) + ".")
     return out
 
 
@@ -348,28 +407,43 @@ def plot(result: ExperimentResult) -> list[Plot]:
     plots = []
     settings = result.tables.get("settings", [])
     bounds = result.tables.get("bounds", [])
-    langs = list(dict.fromkeys(r["language"] for r in settings))
+    documented = result.tables.get("documented", [])
     for metric, ylabel in (("ser", "SER"), ("ter", "TER / TER(q) - 1")):
         rows = [r for r in settings if r["metric"] == metric]
+        drawn = rows + (documented if metric == "ser" else [])
         if not rows:
             continue
-        mlangs = [lang for lang in langs if any(r["language"] == lang for r in rows)]  # no SER panel at full support
-        fig, axes = new_figure(ncols=len(mlangs), width=3.6, height=3.2)
-        for ax, lang in zip(axes[0], mlangs):
-            pr = [r for r in rows if r["language"] == lang]
+        langs = list(dict.fromkeys(r["language"] for r in drawn))  # no SER panel at full support
+        lengths = sorted({r["length"] for r in drawn})
+        presets = list(dict.fromkeys(d["preset"] for d in documented))  # one marker per documented setting
+        fig, axes = new_figure(ncols=len(langs), nrows=len(lengths), width=4.6, height=3.3)
+        for (i, L), (j, lang) in ((a, b) for a in enumerate(lengths) for b in enumerate(langs)):
+            ax = axes[i, j]
+            pr = [r for r in rows if r["language"] == lang and r["length"] == L]
+            if not any(r["language"] == lang and r["length"] == L for r in drawn):
+                ax.set_axis_off()
+                continue
             for fam in dict.fromkeys(r["family"] for r in pr):
                 pts = sorted((r["calls"], r["y"]) for r in pr if r["family"] == fam and r["y"] is not None)
-                ax.plot(*zip(*pts), marker=MARKERS.get(fam, "o"), markersize=4, linestyle="", color=COLORS.get(fam, "k"),
-                        label=fam, alpha=0.85)
-            front = sorted((r["calls"], r["y"], r["family"], r["value"]) for r in pr if r["front"] and r["y"] is not None)
+                ax.plot(*zip(*pts), marker=MARKERS.get(fam, "o"), markersize=3.5, linestyle="",
+                        color=COLORS.get(fam, "k"), label=f"{fam} (search)", alpha=0.6)
+            if not pr:
+                ax.text(0.5, 0.5, f"no front searched at L = {L}\n(see the notes)", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=7, color="0.4")
+            if metric == "ser":  # each registered decoder at its documented setting: its own labelled marker
+                for d in (d for d in documented if d["language"] == lang and d["length"] == L):
+                    err = [[d["y"] - d["y_low"]], [d["y_high"] - d["y"]]] if d["y_low"] is not None else None
+                    ax.errorbar([d["calls"]], [d["y"]], yerr=err,
+                                marker=_MARKER_CYCLE[presets.index(d["preset"]) % len(_MARKER_CYCLE)],
+                                markersize=7, markerfacecolor="none", markeredgewidth=1.3, linestyle="",
+                                color=COLORS.get(d["family"], "k"), elinewidth=0.8, capsize=2,
+                                label=f"{d['preset']} (documented)")
+            front = sorted((r["calls"], r["y"]) for r in pr if r["front"] and r["y"] is not None)
             if front:
                 ax.step([f[0] for f in front], [f[1] for f in front], where="post", color="k", linewidth=0.8,
                         label="Pareto front")
-                for x, y, fam, value in front:  # each setting on the front says which it is
-                    ax.annotate(f"{fam} {value:.3g}", (x, y), fontsize=5, xytext=(2, 2), textcoords="offset points")
-            br = sorted((b for b in bounds if b["language"] == lang), key=lambda b: b["K"])
+            br = sorted((b for b in bounds if b["language"] == lang and b["length"] == L), key=lambda b: b["K"])
             if br:
-                L = br[0]["length"]
                 if metric == "ser":
                     ax.plot([b["K"] for b in br], [b["ser_certificate_dp"] for b in br], color="#bcbd22",
                             linestyle="--", linewidth=1, label="1-exp(-KL*_K), DP")
@@ -384,13 +458,17 @@ def plot(result: ExperimentResult) -> list[Plot]:
                 ax.set_ylim(bottom=0.0)  # an excess is >= 0
             ax.set_xlabel("expected calls")
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{lang}, L = {pr[0]['length']}")
+            ax.set_title(f"{lang}, L = {L}")
             legend(ax, fontsize=6)
-        plots.append(Plot(f"front_{metric}", fig, f"{ylabel} against expected network calls: every setting each "
-                          "family's search visited (calibrate; exact, Monte Carlo estimates, or for the random order's "
-                          "TER at this L the Jensen upper bound), the Pareto front over all families, and where the "
-                          "information curve is exact the best K-block random-order schedule with K calls (DP), its "
-                          "SER certificate and Zhao-Cai's TC/K with constant 1."))
+        caption = (f"{ylabel} against expected network calls at L = {', '.join(map(str, lengths))}: every setting "
+                   "each family's search visited (small filled markers; calibrate: exact, Monte Carlo estimates, or "
+                   "for the random order's TER the Jensen upper bound), the Pareto front over all families, and where "
+                   "the information curve is exact the best K-block random-order schedule with K calls (DP)")
+        caption += (", its SER certificate; each registered decoder at each documented setting is a large hollow "
+                    "marker of its own (colour: its decoder) with its 95% interval (N = L where it takes steps)."
+                    if metric == "ser" else
+                    " and Zhao-Cai's TC/K with constant 1.")
+        plots.append(Plot(f"front_{metric}", fig, caption))
     floor = result.tables.get("floor", [])
     points = result.tables.get("floor_points", [])
     flangs = list(dict.fromkeys(r["language"] for r in floor))
