@@ -62,7 +62,7 @@ import numpy as np
 
 from numerics.draws import draw_inverse_cdf
 from numerics.sampling.adaptive import on_grid
-from numerics.sampling.block_decoder import BlockDecoder, step_rows, tempered
+from numerics.sampling.block_decoder import BlockDecoder, _BlockCursor, step_rows, tempered
 from numerics.sampling.blocks import check_int, llada_counts, steps_per_block
 from numerics.sampling.denoiser import Denoiser
 from numerics.sampling.samplers import _call
@@ -174,34 +174,23 @@ class HistoryDecoder(BlockDecoder):
         return False  # p(x) along a path needs the history: exact only by numerics.exact.history
 
     def _run(self, denoiser: Denoiser, keys: np.ndarray, L: int, prio: np.ndarray):
-        """One batch of the generic sampler: ``(tokens, reveal call of each position, calls per sequence)``."""
+        """One batch of the generic sampler: ``(tokens, reveal call of each position, calls per sequence)``; the
+        block bookkeeping is the block decoders' (``_BlockCursor``), a stopped sequence's block set past the end."""
         n = keys.size
         B = self.block_of(L)
-        fixed = self.fixed_steps(L)
         tokens = np.zeros((n, L), dtype=np.int64)
         mask = np.ones((n, L), dtype=bool)
         steps = np.zeros((n, L), dtype=np.int64)
         calls = np.zeros(n, dtype=np.int64)
-        block = np.zeros(n, dtype=np.int64)
-        step = np.zeros(n, dtype=np.int64)
-        done = np.zeros(n, dtype=bool)
+        cursor = _BlockCursor(n, L, B, self.fixed_steps(L), self.stops_when_empty)
         history = None
-        while (active := np.flatnonzero(~done)).size:
+        while (active := cursor.active()).size:
             probs = normalized(_call(denoiser, tokens[active], mask[active]))  # (a, L, V)
             a, V = active.size, probs.shape[-1]
-            if history is None:
-                history = self.init_history(n, L, V)
+            history = self.init_history(n, L, V) if history is None else history
             calls[active] += 1
-            cond = None
-            if self.needs_conditional:
-                def cond(i, tok=tokens[active], msk=mask[active]):
-                    t = np.repeat(tok, V, axis=0)
-                    m = np.repeat(msk, V, axis=0)
-                    r = np.arange(a * V)
-                    t[r, np.repeat(i, V)] = np.tile(np.arange(V), a)
-                    m[r, np.repeat(i, V)] = False
-                    return normalized(_call(denoiser, t, m)).reshape(a, V, L, V)
-            view = View(probs, mask[active], block[active] * B, step[active], cond)
+            cond = self._conditional(denoiser, tokens[active], mask[active]) if self.needs_conditional else None
+            view = View(probs, mask[active], cursor.block[active] * B, cursor.step[active], cond)
             plan = self.plan(view, tuple(h[active] for h in history), prio)
             for h, new in zip(history, plan.history):
                 h[active] = new
@@ -213,15 +202,24 @@ class HistoryDecoder(BlockDecoder):
             tokens[seq, j] = drawn[ai, j]
             mask[seq, j] = False
             steps[seq, j] = calls[seq]
-            step[active] += 1
-            cols = block[active][:, None] * B + np.arange(B)[None, :]
-            end = ~mask[active[:, None], cols].any(axis=1) if self.stops_when_empty else np.zeros(a, dtype=bool)
-            if fixed is not None:
-                end |= step[active] >= fixed.size
-            block[active[end]] += 1
-            step[active[end]] = 0
-            done[active] = plan.stop | (block[active] >= L // B)
+            cursor.advance(active, cursor.columns(active), mask)
+            cursor.block[active[plan.stop]] = cursor.n_blocks
         return tokens, steps, calls
+
+    @staticmethod
+    def _conditional(denoiser: Denoiser, tokens: np.ndarray, mask: np.ndarray):
+        """:attr:`View.conditional` by one denoiser call on ``a V`` rows (each state with ``X_i = v``)."""
+        a, L = tokens.shape
+
+        def cond(i: np.ndarray) -> np.ndarray:
+            V = denoiser.vocab_size
+            t, m = np.repeat(tokens, V, axis=0), np.repeat(mask, V, axis=0)
+            r, col = np.arange(a * V), np.repeat(i, V)
+            t[r, col] = np.tile(np.arange(V), a)
+            m[r, col] = False
+            return normalized(_call(denoiser, t, m)).reshape(a, V, L, V)
+
+        return cond
 
     def parameters(self) -> dict:
         return {**super().parameters(), **self._own()}

@@ -11,7 +11,7 @@ and dInfer's hierarchy decoder.
   with both thresholds 1 and ``llada`` with one position a step, ties left to right, at any ``T``.
 * By hand: the information-gain score on two positions is ``I(X_1; X_2) - H(X_i)``; Prophet with
   ``gap = 0`` is one call, every position its marginal's argmax; KLASS has no history at its first call.
-* The generic sampler against the exact law (chi-squared, tests/gof.py budget: 3 assertions).
+* The generic sampler against the exact law (chi-squared, tests/gof.py budget: 4 assertions).
 """
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ def _counts(tokens, V, L):
     ("klass", {"threshold": 0.5, "kl": 0.05, "temperature": 0.5}, 4),
     ("credit", {"threshold": 0.7, "temperature": 1.0}, None),
     ("info-gain", {"block_length": 2, "temperature": 1.0}, 4),
+    ("prophet", {"gap": 1.0, "block_length": 2, "temperature": 0.7}, 4),
 ], ids=lambda x: str(x))
 def test_sampler_follows_the_exact_law(name, options, steps):
     d = _build(name, options, steps=steps)
