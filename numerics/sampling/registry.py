@@ -455,7 +455,8 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     (_BLOCK, _TEMPERATURE, _GAP), steps, (_STEPS_KNOB, Knob("gap", "more", 0.0, None))),
         DecoderSpec("info-gain", InfoGain, "decoder", "information-gain sampler: llada's counts, positions ranked by "
                     "sum_j I(X_i; X_j | x_S) - H(X_i | x_S) over the block (exact under the oracle)",
-                    (_BLOCK, _TEMPERATURE), steps, (_STEPS_KNOB,)),
+                    (_BLOCK, _TEMPERATURE), steps, (_STEPS_KNOB,),
+                    presets=()),  # not in bench decoders' default table: m V conditional queries a step (slow)
     )
 
 
