@@ -279,11 +279,13 @@ class Dinfer(BlockDecoder):
         prev_ok = np.concatenate([np.zeros(s.shape[:-1] + (1,), dtype=bool), valid[..., :-1]], axis=-1)
         prev_pos = np.concatenate([np.full(s.shape[:-1] + (1,), -2), pos[..., :-1]], axis=-1)
         run = np.cumsum(valid & ~(prev_ok & (pos == prev_pos + 1)), axis=-1)  # run id of each candidate
-        same = (run[..., :, None] == run[..., None, :]) & valid[..., :, None] & valid[..., None, :]
-        idx = np.arange(s.shape[-1])
-        better = (s[..., None, :] > s[..., :, None]) | ((s[..., None, :] == s[..., :, None])
-                                                       & (idx[None, :] < idx[:, None]))
-        best = valid & ~np.any(same & better, axis=-1)  # the most confident of its run (leftmost on ties)
+        idx = np.broadcast_to(np.arange(s.shape[-1]), s.shape)
+        order = np.lexsort((idx, -s, run), axis=-1)  # by run, then confidence (highest first), then leftmost
+        r = np.take_along_axis(run, order, axis=-1)
+        first = np.concatenate([np.ones(r.shape[:-1] + (1,), dtype=bool), r[..., 1:] != r[..., :-1]], axis=-1)
+        best = np.zeros_like(valid)
+        np.put_along_axis(best, order, first, axis=-1)
+        best &= valid  # the most confident of its run (leftmost on ties); invalid columns sort last in a run
         chosen = valid & ((best & (s > on_grid(self.run_threshold))) | (s > on_grid(self.threshold)))
         key = np.where(valid, s, -np.inf)
         top = np.argmax(key, axis=-1)  # first maximum: leftmost

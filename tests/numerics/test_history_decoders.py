@@ -11,7 +11,7 @@ and dInfer's hierarchy decoder.
   with both thresholds 1 and ``llada`` with one position a step, ties left to right, at any ``T``.
 * By hand: the information-gain score on two positions is ``I(X_1; X_2) - H(X_i)``; Prophet with
   ``gap = 0`` is one call, every position its marginal's argmax; KLASS has no history at its first call.
-* The generic sampler against the exact law (chi-squared, tests/gof.py budget: 4 assertions).
+* The generic sampler against the exact law (chi-squared and the mean calls, tests/gof.py budget: 6 assertions).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from numerics.sampling.denoiser import OracleDenoiser
 from numerics.sampling.history_decoders import InfoGain, View, normalized
 from numerics.sampling.registry import spec
 from tests.decoder_cases import decoders_at
-from tests.gof import assert_gof
+from tests.gof import assert_gof, within_z
 from tests.tolerances import ATOL_PROB, RTOL_EXACT
 
 PRUNED = NGram(2, [0.6, 0.4], [[0.7, 0.3], [0.0, 1.0]])  # x = 1 0 is impossible: SER > 0 for parallel decoders
@@ -153,3 +153,12 @@ def test_sampler_follows_the_exact_law(name, options, steps):
     run = d.sample(OracleDenoiser(PRUNED, strict=False), 3000, 4, np.random.default_rng(5), batch_size=1000)
     assert_gof(_counts(run.tokens, 2, 4), ex.law.p.ravel(), d.label)
     assert run.path == f"{name}-generic"
+
+
+def test_dinfer_sampler_follows_the_exact_law():
+    d = _build("dinfer", {"run_threshold": 0.5, "threshold": 0.8, "temperature": 1.0})
+    ex = decoder_exact(PRUNED, 4, d, "dp")
+    run = d.sample(OracleDenoiser(PRUNED, strict=False), 3000, 4, np.random.default_rng(9), batch_size=1000)
+    assert_gof(_counts(run.tokens, 2, 4), ex.law.p.ravel(), d.label)
+    se = float(run.calls.std(ddof=1)) / np.sqrt(run.calls.size)
+    assert se > 0 and within_z(float(run.calls.mean()), ex.expected_calls.value, se)
