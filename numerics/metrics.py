@@ -513,6 +513,7 @@ DECODER_METHODS = ("auto", "dp", "enumerate", "mc")
 def choose_decoder_method(method: str, decoder, vocab: int, length: int) -> str:
     """``auto``: ``dp`` within the exact limits of :mod:`numerics.exact.decoders`, else ``mc``; a named one as it is."""
     from numerics.exact import decoders as ex
+    from numerics.exact import history as ex_h
 
     if method not in DECODER_METHODS:
         raise ValueError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
@@ -520,6 +521,8 @@ def choose_decoder_method(method: str, decoder, vocab: int, length: int) -> str:
         return method
     if decoder.name == "remdm":
         return "dp" if (vocab + 1) ** length <= ex.MAX_REMDM_STATES else "mc"
+    if getattr(decoder, "plan", None) is not None:  # a rule with a history (numerics.exact.history)
+        return "dp" if vocab**length * length * length * vocab <= ex_h.MAX_HISTORY_WORK else "mc"
     B = decoder.block_of(length)
     return "dp" if (vocab + 1) ** length * vocab**B <= ex.MAX_DP_WORK else "mc"
 
@@ -542,13 +545,16 @@ def _decoder(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
     }
     if method != "mc":
         from numerics.exact.decoders import decoder_exact
+        from numerics.exact.history import history_exact
+        from numerics.sampling.history_decoders import HistoryDecoder
 
-        r = decoder_exact(point.language, L, decoder, method)
+        exact = history_exact if isinstance(decoder, HistoryDecoder) else decoder_exact  # a history: its own
+        r = exact(point.language, L, decoder, method)
         out.update({f.name: getattr(r.metrics, f.name) for f in fields(r.metrics) if f.name != "kl_jensen_bound"})
         out.update(kl_chain_rule=Unavailable("kl is the exact law's KL"), reverse_kl=r.divergences.reverse_kl,
                    tv=r.divergences.tv, calls=r.expected_calls)
         if not point.same_ser:
-            out["ser"] = decoder_exact(point.ser_language, L, decoder, method).metrics.ser
+            out["ser"] = exact(point.ser_language, L, decoder, method).metrics.ser
         return out, method, None, None
     from numerics.sampling import montecarlo as mc
     from numerics.sampling.batch_oracles import fastest_oracle

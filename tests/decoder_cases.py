@@ -19,7 +19,7 @@ from numerics.schedules import make_schedule
 class Case:
     """One row: ``name`` (the registry's), ``options``, ``steps`` N, the ``schedule`` (``remdm``),
     ``tie_seed`` and ``tags`` (``metrics``: the point-metrics test's subset; ``full``: also on a
-    full-support language at ``L = 3``)."""
+    full-support language at ``L = 3``; ``history``: a rule of numerics.sampling.history_decoders)."""
 
     name: str
     options: dict[str, Any] = field(default_factory=dict)
@@ -43,6 +43,7 @@ class Case:
 
 
 M, F = frozenset({"metrics"}), frozenset({"metrics", "full"})
+H = frozenset({"history"})  # a rule with a history (numerics.exact.history): only where asked for by this tag
 
 CASES = [
     Case("llada", {"block_length": 2}, steps=4),
@@ -89,6 +90,21 @@ CASES = [
     Case("sdar", {"threshold": 0.6}, steps=4),
     Case("sdar", {"threshold": 1.0, "temperature": 0.5}, steps=2),
     Case("sdar", {"block_length": 2, "threshold": 0.7, "temperature": 0}, steps=4),
+    Case("dinfer", {"run_threshold": 0.5, "threshold": 0.8}, tags=M),
+    Case("dinfer", {"block_length": 2, "temperature": 0}),
+    Case("dinfer", {"run_threshold": 0.3, "temperature": 0.5}, tags=F),
+    Case("dinfer", {"block_length": 4, "threshold": 0.6, "run_threshold": 0.6, "temperature": 1.5}),
+    Case("klass", {"threshold": 0.5, "kl": 0.05, "temperature": 0.5}, steps=4, tags=H),
+    Case("klass", {"threshold": 0.6, "block_length": 2, "temperature": 1.0, "kl_steps": 1}, steps=4, tags=H),
+    Case("klass", {"threshold": 0.6, "temperature": 0}, steps=3, tags=H),
+    Case("credit", {"threshold": 0.7, "temperature": 1.0}, tags=H),
+    Case("credit", {"threshold": 0.8, "block_length": 2, "temperature": 0.5, "credit_alpha": 2.0}, tags=H),
+    Case("credit", {"threshold": 0.6}, tags=H),
+    Case("prophet", {"gap": 0.5, "temperature": 1.0}, steps=4, tags=H),
+    Case("prophet", {"gap": 1.0, "block_length": 2, "temperature": 0.7}, steps=4, tags=H),
+    Case("prophet", {"gap": 0.0}, steps=4, tags=H),
+    Case("info-gain", {"temperature": 1.0}, steps=2, tags=H),
+    Case("info-gain", {"block_length": 2, "temperature": 0.5}, steps=4, tags=H),
     Case("remdm", {"eta": 0.3}, steps=3),
     Case("remdm", {"remdm_variant": "rescale", "eta": 0.5, "temperature": 0.8}, steps=3, schedule="cosine"),
     Case("remdm", {"remdm_variant": "rescale", "eta": 0.4}, steps=3, tags=F),
@@ -98,6 +114,8 @@ CASES = [
 
 
 def decoders_at(length: int, tag: str | None = None) -> list:
-    """The decoders of the rows that fit ``length`` (with ``tag``: only the rows so tagged)."""
-    return [c.build(length) for c in CASES if (tag is None or tag in c.tags) and c.fits(length)]
+    """The decoders of the rows that fit ``length`` (with ``tag``: only the rows so tagged; the ``history``
+    rows, whose exact law is not the block decoders' DP, only with that tag)."""
+    return [c.build(length) for c in CASES
+            if (tag in c.tags if tag is not None else "history" not in c.tags) and c.fits(length)]
 

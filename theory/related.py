@@ -7,6 +7,8 @@ Importing this module registers the claims of
 * :mod:`theory.related_step`: Fast-dLLM Theorem 1 (``FastdLLM.1``), EB-Sampler's certificate
   (``EB.1``), the SER certificate (``SER.1``);
 * :mod:`theory.related_adaptive`: Cai-Li's entropy-sum rule (``CaiLi.1``);
+* :mod:`theory.related_runtimes`: DUS's step cost (``DUS.1``), the information-gain score (``IG.1``),
+  Fast-dLLM Theorem 1's tightness (``FastdLLM.1.tight``);
 
 and re-exports the bounds as plain functions (:mod:`theory.related_bounds`) for experiments to
 overlay on exact curves, each returning a :class:`Bound` that says whether it is vacuous.
@@ -14,7 +16,7 @@ overlay on exact curves, each returning a :class:`Bound` that says whether it is
 
 from __future__ import annotations
 
-from . import related_adaptive, related_calls, related_schedules, related_step  # noqa: F401  (fill the registry)
+from . import related_adaptive, related_calls, related_runtimes, related_schedules, related_step  # noqa: F401  (fill the registry)
 from .related_adaptive import AdaptiveLaw, entropy_sum_law
 from .related_bounds import (
     Bound,

@@ -75,6 +75,8 @@ __all__ = [
     "evaluate_setting",
     "family",
     "pareto_front",
+    "aup",
+    "family_aup",
     "search_family",
 ]
 
@@ -345,6 +347,11 @@ class Calibration:
     def met(self) -> bool:
         return self.cheapest is not None
 
+    @property
+    def aup(self) -> dict[str, float | None]:
+        """Per family, the AUP of its own Pareto front (:func:`family_aup`; ``None`` off SER)."""
+        return {fs.family: family_aup(fs.settings, self.length) for fs in self.searches}
+
 
 def _status(e: Estimate, target: float) -> str:
     if e.exact:
@@ -530,6 +537,37 @@ def pareto_front(settings: Sequence[Setting]) -> tuple:
         if not out or s.metric.value < out[-1].metric.value:
             out.append(s)
     return tuple(out)
+
+
+AUP_WINDOW = 5.0  # d3LLM's AUP keeps the points with y >= y_1 - 5 (y in percent)
+
+
+def aup(points: Sequence[tuple[float, float]]) -> float:
+    """Accuracy under parallelism (d3LLM) of points ``(rho, y)``: ``rho`` tokens per call, ``y`` in percent.
+
+    Sorted by ``rho``, the points with ``y >= y_1 - 5`` are kept and
+    ``AUP = rho_1 y_1 + sum_{i>=2} (rho_i - rho_{i-1}) (y_i W(y_i) + y_{i-1} W(y_{i-1})) / 2`` with
+    ``W(y) = min(exp(-3 (1 - y / y_max)), 1)``, ``y_max`` the largest kept ``y`` (0 when every ``y`` is 0).
+    """
+    pts = sorted((float(r), float(y)) for r, y in points)
+    if not pts:
+        raise ValueError("AUP needs at least one point")
+    keep = [p for p in pts if p[1] >= pts[0][1] - AUP_WINDOW]
+    y_max = max(y for _, y in keep)
+    w = (lambda y: min(math.exp(-3.0 * (1.0 - y / y_max)), 1.0)) if y_max > 0 else (lambda y: 0.0)
+    total = keep[0][0] * keep[0][1]
+    for (r0, y0), (r1, y1) in zip(keep, keep[1:]):
+        total += (r1 - r0) * (y1 * w(y1) + y0 * w(y0)) / 2.0
+    return total
+
+
+def family_aup(settings: Sequence[Setting], length: int) -> float | None:
+    """AUP of one family's Pareto front on SER (``rho = L / E[calls]``, ``y = 100 (1 - SER)``); ``None`` when the
+    settings are not SER or there are none. Exact where the calls and SER are (``dp`` / closed forms)."""
+    if not settings or any(s.quantity != "ser" for s in settings):
+        return None
+    front = pareto_front(settings)
+    return aup([(length / s.calls.value, 100.0 * (1.0 - s.metric.value)) for s in front])
 
 
 def check_target(metric: str, target: float, ter_data: float | None) -> None:

@@ -28,6 +28,12 @@ The families, and where two names are one rule with a parameter:
   ``--threshold 1`` is its ``low_confidence_static`` (no confidence exceeds 1: the top count).
 * ``fast-dllm-v2`` is ``fast-dllm --threshold`` with its ``sub_block`` set (blocks 32, sub-blocks 8, tau 0.9):
   with the oracle the rule on blocks of the sub-block's length.
+* ``dinfer`` (dInfer's hierarchy decoder, :class:`~numerics.sampling.runtime_decoders.Dinfer`) on the
+  ``select_rows`` seam; ``credit``, ``klass``, ``prophet``, ``info-gain``
+  (:mod:`numerics.sampling.history_decoders`) read a history or conditional marginals, so they share
+  the richer ``plan`` seam and their exact law is :mod:`numerics.exact.history`; ``credit`` with
+  ``credit_alpha = 0`` at ``T = 0`` is ``fast-dllm --threshold`` at ``T = 0``, ``prophet`` with a
+  gap no state reaches is ``llada`` at ``T = 0``.
 * ``threshold`` is ``fast-dllm --threshold`` at ``T = 0`` (the score of the argmax is the maximum
   probability) and ``entropy-sum`` is ``eb`` without the ``- max H`` term;
   Both kinds select through one seam, ``select_rows``
@@ -45,8 +51,9 @@ import numpy as np
 
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
+from numerics.sampling.history_decoders import Credit, InfoGain, Klass, Prophet
 from numerics.sampling.remdm import REMDM_VARIANTS, Remdm
-from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream, Dus
+from numerics.sampling.runtime_decoders import DREAM_ALGS, Dinfer, Dream, Dus
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
@@ -338,10 +345,27 @@ _ALG = Option("alg", str, "Dream's algorithm: reveal each masked position with p
 _ALG_TEMP = Option("alg_temp", float, "Dream's position temperature: > 0 draws the positions without replacement "
                    "from softmax(score / ALG_TEMP) (confidence algorithms)", default=0.0, low=0)
 
+_RUN_THRESHOLD = Option("run_threshold", float, "dInfer's low threshold: each maximal run of masked positions "
+                       "reveals its most confident one if its confidence is > TAU", default=0.62, low=0, high=1,
+                       low_open=True)
+_KL = Option("kl", float, "KLASS's stability bound: KL between a position's marginals at consecutive calls < KL",
+             default=0.01, low=0, low_open=True)
+_KL_STEPS = Option("kl_steps", int, "KLASS's history h: the KL bound must hold over the last h calls", default=2,
+                   low=1)
+_CREDIT_DECAY = Option("credit_decay", float, "CreditDecoding's beta: the credit decays by this factor each call",
+                       default=0.8, low=0, high=1)
+_CREDIT_POWER = Option("credit_power", float, "CreditDecoding's gamma: each call adds p_top1^GAMMA to the argmax's "
+                       "credit", default=0.2, low=0, low_open=True)
+_CREDIT_ALPHA = Option("credit_alpha", float, "CreditDecoding's alpha: the threshold rule runs on "
+                       "softmax(logits + ALPHA log(1 + credit))", default=0.7, low=0)
+_GAP = Option("gap", float, "Prophet's early-commit gap: commit every masked position to its argmax once the mean "
+              "log p1 - log p2 is >= GAP (revealed share < 1/3), 2 GAP/3 (< 2/3), GAP/3 (later)", default=7.5, low=0)
+
 #: Every option by name, as the command line and the sweep know it (the first spelling of each name).
 OPTIONS: dict[str, Option] = {o.name: o for o in (_BLOCK, _TEMPERATURE, _REMASKING, _THRESHOLD, _FACTOR, _GAMMA,
                                                   _CONFIDENCE, _VARIANT, _ETA, _ALG, _ALG_TEMP,
-                                                  _SUB_BLOCK)}
+                                                  _SUB_BLOCK, _RUN_THRESHOLD, _KL, _KL_STEPS, _CREDIT_DECAY,
+                                                  _CREDIT_POWER, _CREDIT_ALPHA, _GAP)}
 _KEYWORDS = {o.param for o in OPTIONS.values() if o.param}
 
 #: The options a sampler takes beside the two every rule family has (``gamma``, ``confidence``, which
@@ -409,6 +433,30 @@ def _specs() -> tuple[DecoderSpec, ...]:
                                            "top count (1: the static rule)")), steps,
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
                     {"remasking": "low-confidence"}, presets=()),
+        DecoderSpec("dinfer", Dinfer, "decoder", "dInfer's hierarchy decoder: in the block, each run of masked "
+                    "positions reveals its most confident one above the low threshold, every position above the "
+                    "high one, and always the top one",
+                    (_BLOCK, _TEMPERATURE, replace(_THRESHOLD, default=0.92, help="dInfer's high threshold: reveal "
+                                                   "every drawn value of probability > TAU"), _RUN_THRESHOLD),
+                    frozenset(), (Knob("threshold", "more", 0.0, 1.0, low_open=True),), tie_seed=False),
+        DecoderSpec("credit", Credit, "decoder", "CreditDecoding: the threshold rule on softmax(logits + alpha "
+                    "log(1 + credit)), a per-block credit of each argmax that decays by beta each call",
+                    (_BLOCK, replace(_TEMPERATURE, default=0.0), replace(_THRESHOLD, default=0.9, help="reveal "
+                     "every position whose enhanced law's largest probability is >= TAU, at least one"),
+                     _CREDIT_DECAY, _CREDIT_POWER, _CREDIT_ALPHA), frozenset(),
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),)),
+        DecoderSpec("klass", Klass, "decoder", "KLASS: reveal every position of the block with confidence > tau whose "
+                    "marginal moved by KL < kl over the last h calls, else llada's scheduled top count",
+                    (_BLOCK, _TEMPERATURE, replace(_THRESHOLD, default=0.9, help="KLASS's confidence threshold: a "
+                     "ready position has largest probability > TAU"), _KL, _KL_STEPS), steps,
+                    (_STEPS_KNOB, Knob("threshold", "more", 0.0, 1.0, low_open=True))),
+        DecoderSpec("prophet", Prophet, "decoder", "Prophet: llada's top counts by confidence, committing every masked "
+                    "position to its argmax once the mean top-2 log gap clears the scheduled bound",
+                    (_BLOCK, _TEMPERATURE, _GAP), steps, (_STEPS_KNOB, Knob("gap", "more", 0.0, None))),
+        DecoderSpec("info-gain", InfoGain, "decoder", "information-gain sampler: llada's counts, positions ranked by "
+                    "sum_j I(X_i; X_j | x_S) - H(X_i | x_S) over the block (exact under the oracle)",
+                    (_BLOCK, _TEMPERATURE), steps, (_STEPS_KNOB,),
+                    presets=()),  # not in bench decoders' default table: m V conditional queries a step (slow)
     )
 
 

@@ -44,7 +44,7 @@ from numerics.sampling.adaptive import GRID_SCALE, on_grid
 from numerics.sampling.block_decoder import BlockDecoder, StepRows
 from numerics.sampling.blocks import check_int
 
-__all__ = ["DREAM_ALGS", "DREAM_EPS", "Dream", "Dus", "dilated_rounds", "dream_counts", "dream_fractions",
+__all__ = ["DREAM_ALGS", "DREAM_EPS", "Dinfer", "Dream", "Dus", "dilated_rounds", "dream_counts", "dream_fractions",
            "dream_times"]
 
 DREAM_ALGS = ("origin", "maskgit-plus", "margin", "entropy")
@@ -234,3 +234,64 @@ class Dus(BlockDecoder):
 
     def count(self, sorted_scores, step, block_steps):
         return block_steps[step]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dinfer(BlockDecoder):
+    """dInfer's hierarchy decoder: in the block, each maximal run of masked positions reveals its most
+    confident one if its confidence is ``> run_threshold`` (0.62); every position ``> threshold`` (0.92) is
+    revealed too, and always the block's most confident one.
+
+    The confidence is the probability of the drawn value (``low-confidence``; at ``T = 0`` the
+    largest marginal probability). Ties go left to right: the priority is the position itself
+    (:meth:`priority`), which is also how :meth:`select_rows` finds the runs (candidates sorted by
+    position; a run breaks where the next candidate's position is not the next integer), so the rule
+    reads the same on the generic path (a block's columns with ``valid``) and in the exact DP (the
+    masked candidates only).
+    """
+
+    threshold: float = 0.92
+    run_threshold: float = 0.62
+    tie_seed: int | None = None
+    name: ClassVar[str] = "dinfer"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for what, v in (("threshold", self.threshold), ("run_threshold", self.run_threshold)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1):
+                raise ValueError(f"the dinfer {what} must be in (0, 1], got {v!r}")
+        if self.tie_seed is not None:
+            raise ValueError("dinfer breaks ties left to right (its runs read positions): leave tie_seed unset")
+
+    @property
+    def draw_dependent(self) -> bool:
+        return self.temperature > 0
+
+    def compiled(self, length: int) -> bool:
+        return False
+
+    def priority(self, length: int) -> np.ndarray:
+        return np.arange(length, dtype=np.int64)
+
+    def select_rows(self, rows, drawn, u_score, priority, valid, step, block_steps):
+        s = np.where(valid, self.scores(rows, drawn).astype(np.float64), -np.inf)  # (n, m) on the grid
+        pos = np.broadcast_to(priority, s.shape)
+        prev_ok = np.concatenate([np.zeros(s.shape[:-1] + (1,), dtype=bool), valid[..., :-1]], axis=-1)
+        prev_pos = np.concatenate([np.full(s.shape[:-1] + (1,), -2), pos[..., :-1]], axis=-1)
+        run = np.cumsum(valid & ~(prev_ok & (pos == prev_pos + 1)), axis=-1)  # run id of each candidate
+        idx = np.broadcast_to(np.arange(s.shape[-1]), s.shape)
+        order = np.lexsort((idx, -s, run), axis=-1)  # by run, then confidence (highest first), then leftmost
+        r = np.take_along_axis(run, order, axis=-1)
+        first = np.concatenate([np.ones(r.shape[:-1] + (1,), dtype=bool), r[..., 1:] != r[..., :-1]], axis=-1)
+        best = np.zeros_like(valid)
+        np.put_along_axis(best, order, first, axis=-1)
+        best &= valid  # the most confident of its run (leftmost on ties); invalid columns sort last in a run
+        chosen = valid & ((best & (s > on_grid(self.run_threshold))) | (s > on_grid(self.threshold)))
+        key = np.where(valid, s, -np.inf)
+        top = np.argmax(key, axis=-1)  # first maximum: leftmost
+        any_valid = valid.any(axis=-1)
+        chosen[np.flatnonzero(any_valid), top[any_valid]] = True
+        return chosen
+
+    def parameters(self) -> dict:
+        return {**super().parameters(), "threshold": float(self.threshold), "run_threshold": float(self.run_threshold)}

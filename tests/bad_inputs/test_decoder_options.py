@@ -28,6 +28,13 @@ CASES = [
     ("eta", ["--sampler", "remdm", "--eta", "2"], r"eta must be in \[0, 1\]", ("exact", "sweep", "steps-needed")),
     ("option of another sampler", ["--sampler", "random", "--remasking", "random"], r"--remasking apply to the decoders",
      ("exact", "sweep", "steps-needed")),
+    ("klass threshold", ["--sampler", "klass", "--threshold", "0"], r"threshold", ("exact", "sweep")),
+    ("klass history", ["--sampler", "klass", "--kl-steps", "0"], r"kl.steps", ("exact", "sweep")),
+    ("credit decay", ["--sampler", "credit", "--credit-decay", "1.5"], r"credit.decay", ("exact", "sweep")),
+    ("credit power", ["--sampler", "credit", "--credit-power", "0"], r"credit.power", ("exact", "sweep")),
+    ("prophet gap", ["--sampler", "prophet", "--gap", "-1"], r"gap", ("exact", "sweep", "steps-needed")),
+    ("dinfer run threshold", ["--sampler", "dinfer", "--run-threshold", "1.5"], r"run.threshold", ("exact", "sweep")),
+    ("option of another decoder", ["--sampler", "dinfer", "--gap", "1"], r"gap", ("exact", "sweep")),
 ]
 
 BASE = {

@@ -46,6 +46,7 @@ def calibration_record(c) -> dict:
         "best": _setting(c.best), "may_meet": _setting(c.may_meet), "confidence": c.confidence,
         "front": [_setting(s) for s in c.front],
         "families": [search_record(fs) for fs in c.searches],
+        "aup": c.aup,
     }
 
 
@@ -161,6 +162,10 @@ def _human(result: dict, c) -> str:
     lines.append("  Pareto front (calls, metric):")
     lines += [f"    {s.calls.value:8.4g}  {s.quantity} {format_estimate(_rec(s.metric))}  [{s.label}; {s.status}]"
               for s in c.front]
+    aups = {k: v for k, v in c.aup.items() if v is not None}
+    if aups:
+        lines.append("  AUP (rho = L / calls, y = 100 (1 - SER), each family's front): "
+                     + ", ".join(f"{k} {v:.4g}" for k, v in aups.items()))
     if c.may_meet is not None and not (c.met and c.may_meet.calls.value >= c.cheapest.calls.value):
         lines.append(f"  may meet (estimate only): {c.may_meet.label}, {c.may_meet.calls.value:.4g} calls")
     lines.append(f"  {sum(len(fs.settings) for fs in c.searches)} settings evaluated, {result['elapsed_s']:.2f} s")
