@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 
 from numerics.inference.forward_backward import log_likelihood
 from numerics.languages.hmm import HMM, NGram
@@ -41,6 +42,8 @@ __all__ = [
     "prefix_conditionals_reference",
 ]
 
+#: A transition with at most this share of non-zeros is multiplied as a sparse (CSR) matrix.
+SPARSE_TRANSITION_DENSITY = 0.05
 #: Most hidden states the prefix oracle holds dense (a filter step costs ``S^2`` per sequence).
 MAX_ORACLE_STATES = 4096
 
@@ -74,7 +77,7 @@ class PrefixOracle:
     Attributes
     ----------
     initial : (S,) float64
-    transition : (S, S) float64
+    transition : (S, S) float64, dense or ``scipy.sparse.csr_array`` (:data:`SPARSE_TRANSITION_DENSITY`)
     emission : (S, V) float64
     """
 
@@ -92,7 +95,10 @@ class PrefixOracle:
             raise OracleError(f"the prefix oracle holds at most {MAX_ORACLE_STATES} hidden states dense; this "
                               f"language has {S}")
         h = hmm_form.to_hmm()
-        return cls(h.initial, h.transition, h.emission)
+        A = h.transition
+        if np.count_nonzero(A) <= SPARSE_TRANSITION_DENSITY * A.size:  # the interval language: ~1% non-zeros
+            A = scipy.sparse.csr_array(A)
+        return cls(h.initial, A, h.emission)
 
     @property
     def vocab_size(self) -> int:
