@@ -8,7 +8,8 @@ conditional read from the brute-force joint table (:func:`numerics.exact.joint_t
 * :func:`self_spec_law`: the one path of the greedy rule;
 * :func:`autospec_law`: the decoder is a function of its uniforms ``u``; it depends on ``u_j`` only
   through the cell of ``u_j`` among the breakpoints of every law it may invert at position ``j``
-  (the CDFs of ``q(x_j)`` and of ``q(x_j | a)`` for every prefix ``a``), so running the decoder once per
+  (the CDFs of ``q(x_j | a)`` for every prefix ``a`` with some positions masked, the empty one
+  included), so running the decoder once per
   product of cells, at the cell's midpoint, weighted by the cells' lengths, is its exact law;
 * :func:`spiffy_law`: the reveal sets and values of every drafted step, the accept / reject of each
   drafted step, and the residual's values.
@@ -169,8 +170,8 @@ def autospec_law(language, length: int) -> LosslessLaw:
     V, L = t.V, length
     edges = []
     for j in range(L):
-        laws = [t.cond(t.prefix(()), j), np.full(V, 1.0 / V)]  # uniform: past an impossible speculation
-        for a in itertools.product(range(V), repeat=j):
+        laws = []  # given any prefix with some positions masked (past an impossible speculated token)
+        for a in itertools.product(range(V + 1), repeat=j):
             if t.mass(t.prefix(a)) > 0:
                 laws.append(t.cond(t.prefix(a), j))
         cuts = np.unique(np.concatenate([np.cumsum(w)[:-1] / w.sum() for w in laws] + [[0.0, 1.0]]))

@@ -115,8 +115,10 @@ class PrefixOracle:
     def advance(self, f: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The filter after committing ``tokens`` ``(B,)`` at position ``p``, and ``ok`` ``(B,)``.
 
-        ``ok[b]`` is False where ``q(x_p = tokens[b] | x_<p) = 0`` (an impossible token); that row of
-        the returned filter is then the old one (never NaN: the caller discards it).
+        ``ok[b]`` is False where ``q(x_p = tokens[b] | x_<p) = 0`` (an impossible token); that row moves
+        on as if position ``p`` were masked (``f @ transition``: the law given the prefix with ``p``
+        unobserved), never NaN. A speculation past an impossible token so keeps predicting from what
+        is known; the conditional given the impossible prefix itself is undefined.
         """
         w = f * self.emission[:, tokens].T
         c = w.sum(axis=1)

@@ -26,7 +26,8 @@ The decoders, with the order of generation left to right (the committed position
   ``q(x_j)`` (one pass of ``L`` queries); each round queries, in parallel, the conditional of every
   uncommitted position given the committed prefix and the speculation before it, redraws
   ``z'_j = F^{-1}(u_j)`` from it, commits the longest prefix on which ``z'`` agrees with ``z`` plus the
-  first disagreeing ``z'_j`` (its conditioning is then exact), and speculates ``z'`` for the rest.
+  first disagreeing ``z'_j`` (its conditioning is then exact), and speculates ``z'`` for the rest
+  (past a speculated token of conditional probability 0 the conditionals are taken with it masked).
   The output is the sequential inverse-CDF sampler at ``u``: exactly ``q``. Calls: the conditionals
   queried (``L - p`` a round). This is the autospeculation principle of Anari et al. (arXiv
   2511.07869: the speculation is built from the same oracle and accepted at the sequence level); the
@@ -255,8 +256,7 @@ class Autospec:
             inside = idx < L
             idx = np.minimum(idx, L - 1)
             spec = np.take_along_axis(z[rows], idx, axis=1)
-            cond, ok = oracle.along(f, spec)
-            cond[~ok] = 1.0  # past an impossible speculated token: not a law, and never committed (below)
+            cond, _ = oracle.along(f, spec)  # past an impossible speculated token: as if it were masked
             new = inverse_cdf_vec(cond, np.take_along_axis(u[rows], idx, axis=1))
             r = _first_false((new == spec) | ~inside)
             width = L - p
