@@ -25,6 +25,7 @@ HMM form within :data:`MAX_ORACLE_STATES` is an :class:`OracleError` (the interv
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +105,11 @@ class PrefixOracle:
     def vocab_size(self) -> int:
         return self.emission.shape[1]
 
+    @functools.cached_property
+    def _emission_rows(self) -> np.ndarray:
+        """``emission.T`` contiguous: row ``v`` is the evidence ``emission[:, v]`` of token ``v``."""
+        return np.ascontiguousarray(self.emission.T)
+
     def start(self, batch: int) -> np.ndarray:
         """The filter of the empty prefix for ``batch`` sequences: ``(B, S)`` copies of ``initial``."""
         return np.tile(self.initial, (batch, 1))
@@ -120,11 +126,14 @@ class PrefixOracle:
         unobserved), never NaN. A speculation past an impossible token so keeps predicting from what
         is known; the conditional given the impossible prefix itself is undefined.
         """
-        w = f * self.emission[:, tokens].T
+        w = f * self._emission_rows[tokens]
         c = w.sum(axis=1)
         ok = c > 0
-        out = np.where(ok[:, None], w / np.where(ok, c, 1.0)[:, None], f) @ self.transition
-        return out, ok
+        if ok.all():
+            w /= c[:, None]
+        else:
+            w = np.where(ok[:, None], w / np.where(ok, c, 1.0)[:, None], f)
+        return w @ self.transition, ok
 
     def ahead(self, f: np.ndarray, width: int) -> np.ndarray:
         """``q(x_{p+m} = v | x_<p)`` for ``m = 0 .. width-1``: ``(B, width, V)`` (the marginals of a draft)."""
@@ -135,24 +144,30 @@ class PrefixOracle:
             g = g @ self.transition
         return out
 
-    def along(self, f: np.ndarray, drafted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def along(self, f: np.ndarray, drafted: np.ndarray, filters: bool = False) -> tuple[np.ndarray, ...]:
         """Causal verification: ``q(x_{p+m} = v | x_<p, y_p .. y_{p+m-1})`` along drafts ``y`` ``(B, w)``.
 
         Returns the conditionals ``(B, w, V)`` and ``ok`` ``(B, w)``: ``ok[b, m]`` False once a drafted
         token before ``p + m`` had probability 0 (those rows are not a conditional law; a verifier
-        has rejected before reaching them).
+        has rejected before reaching them). With ``filters``, also the filter at each position,
+        ``(w, B, S)`` (``[m]``: given ``x_<p, y_p .. y_{p+m-1}``), from which a verifier commits.
         """
         B, w = drafted.shape
-        out = np.empty((B, w, self.vocab_size))
-        ok = np.ones((B, w), dtype=np.bool_)
+        out = np.empty((w, B, self.vocab_size))
+        ok = np.ones((w, B), dtype=np.bool_)
+        kept = np.empty((w, *f.shape)) if filters else None
         g, alive = f, np.ones(B, dtype=np.bool_)
         for m in range(w):
-            out[:, m] = g @ self.emission
-            ok[:, m] = alive
+            if filters:
+                kept[m] = g
+            np.matmul(g, self.emission, out=out[m])
+            ok[m] = alive
             if m + 1 < w:
                 g, step_ok = self.advance(g, drafted[:, m])
-                alive = alive & step_ok
-        return out, ok
+                alive &= step_ok
+        if filters:
+            return out.transpose(1, 0, 2), ok.T, kept
+        return out.transpose(1, 0, 2), ok.T
 
 
 def prefix_conditionals(language, tokens: np.ndarray) -> np.ndarray:

@@ -256,22 +256,19 @@ class Autospec:
             inside = idx < L
             idx = np.minimum(idx, L - 1)
             spec = np.take_along_axis(z[rows], idx, axis=1)
-            cond, _ = oracle.along(f, spec)  # past an impossible speculated token: as if it were masked
+            cond, _, kept = oracle.along(f, spec, filters=True)  # past an impossible token: as if masked
             new = inverse_cdf_vec(cond, np.take_along_axis(u[rows], idx, axis=1))
             r = _first_false((new == spec) | ~inside)
             width = L - p
             count = np.where(r < width, r + 1, width)
             rounds[rows] += 1
             calls[rows] += width
-            for m in range(int(count.max())):
-                sel = m < count
-                g, _ = oracle.advance(f, new[:, m])
-                f = np.where(sel[:, None], g, f)
+            go = np.flatnonzero(count < width)  # the rows that go on: commit through the first disagreement
+            f, _ = oracle.advance(kept[r[go], go], new[go, r[go]])
             rr, cc = np.nonzero(inside)  # (idx is clipped at L - 1 outside: write the inside entries only)
             z[rows[rr], idx[rr, cc]] = new[rr, cc]
             pos[rows] += count
-            alive = pos[rows] < L
-            rows, f = rows[alive], f[alive]
+            rows = rows[go]
         return LosslessSample(z, rounds, calls)
 
 
