@@ -149,15 +149,16 @@ def lossless_settings(language: str, length: int, metric: str, target: float, na
     sequence: SER = 0, KL and TER not finite), the calls by Monte Carlo. spiffy (whose law is its base
     sampler's) is refused here: its metric is its base's at ``N``.
     """
+    from numerics.sampling.lossless import LosslessError
     from validation.calibrate import Setting, _status, data_entropy
 
     out = []
     for name in names:
         if name == "spiffy":
-            raise ValueError("spiffy's output law is its base sampler's (random at N): calibrate the base sampler "
+            raise LosslessError("spiffy's output law is its base sampler's (random at N): calibrate the base sampler "
                              "and read spiffy's calls from `mdm-theory lossless --decoder spiffy`")
         if name == "self-spec" and metric != "ser":
-            raise ValueError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
+            raise LosslessError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
         point = lossless_point(language, length, name, options if name != "autospec" else None,
                                samples=samples, seed=seed)
         if metric == "ter":

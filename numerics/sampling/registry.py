@@ -45,7 +45,7 @@ import numpy as np
 
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
-from numerics.sampling.lossless import SPIFFY_BASES, Assd, Autospec, SelfSpec, Spiffy
+from numerics.sampling.lossless import SPIFFY_BASES, Assd, Autospec, LosslessError, SelfSpec, Spiffy
 from numerics.sampling.remdm import REMDM_VARIANTS, Remdm
 from numerics.sampling.runtime_decoders import DREAM_ALGS, Dream, Dus
 from numerics.sampling.samplers import RandomOrder, Sampler
@@ -463,11 +463,11 @@ LOSSLESS: dict[str, DecoderSpec] = {s.name: s for s in (
 
 
 def lossless_spec(name: str) -> DecoderSpec:
-    """The lossless decoder called ``name``; an unknown name is a ``ValueError`` listing them."""
+    """The lossless decoder called ``name``; an unknown name is a :class:`LosslessError` listing them."""
     try:
         return LOSSLESS[name]
     except KeyError:
-        raise ValueError(f"unknown lossless decoder {name!r}; choose one of {tuple(LOSSLESS)}") from None
+        raise LosslessError(f"unknown lossless decoder {name!r}; choose one of {tuple(LOSSLESS)}") from None
 
 
 def build_sampler(name: str, options: Mapping[str, Any] | None = None, **kw: Any) -> Sampler:

@@ -111,6 +111,10 @@ def calibrate_command(language, length, metric, target, relative, samplers, loss
     except NoFamilyError as exc:
         raise click.UsageError(str(exc)) from None
     except ValueError as exc:
+        from numerics.sampling.lossless import LosslessError
+
+        if isinstance(exc, LosslessError):
+            raise click.BadParameter(str(exc), param_hint="--lossless") from None
         if "sampler family" in str(exc) or "do not fix it" in str(exc):
             raise click.BadParameter(str(exc), param_hint="--sampler") from None
         raise
