@@ -12,7 +12,7 @@
   expected rounds fitted by Monte Carlo over ``L = 8 .. 64`` on a random 2-gram, the lower end of
   its 95% interval against 1/2 (a polylog factor adds about ``1 / ln L`` to a fitted exponent, so
   a lower end above 1/2 is a finding to examine, not a disproof). Found false *for the engine's rule*
-  on a slowly mixing chain (pinned): the rule is not the paper's algorithm. Step ``AN.exact`` ([D]): the
+  on a slowly mixing chain (pinned): the rule is not the paper's algorithm. Step ``AN.sqrt.exact`` ([D]): the
   rule's output law is ``q`` (enumeration of its uniforms' cells, :func:`numerics.exact.lossless.autospec_law`).
 """
 
@@ -114,7 +114,7 @@ register(Claim(
     id="AN.sqrt", paper="Anari et al. 2511.07869, parallel sampling via autospeculation [R], on the engine's rule [D]",
     title="expected parallel rounds O~(L^(1/2)) with an any-order oracle (the fitted exponent's lower 95% end)",
     lhs=S.fn(r"\underline{b}")(S.tex("L")), rhs=sp.Rational(1, 2), relation="<=", evaluate=_sqrt,
-    domain=_fit_domain, generate=_fit_gen, steps=("AN.exact",),
+    domain=_fit_domain, generate=_fit_gen, steps=("AN.sqrt.exact",),
     doc="Left: lower end of the 95% interval of the exponent b in E[rounds] ~ L^b of the engine's autospec rule "
     f"(Monte Carlo, {_FIT_SAMPLES} samples at L = {', '.join(map(str, _FIT_LENGTHS))}). Assumptions of the paper: "
     "exact conditional marginals given any subset (the oracle here), oracle calls in parallel, expectation over the "
@@ -125,7 +125,7 @@ register(Claim(
     counterexamples=({"language": _ALTERNATING, "seed": 0},),
 ))
 register(Claim(
-    id="AN.exact", paper="the engine's autospec rule samples q exactly [D]",
+    id="AN.sqrt.exact", paper="the engine's autospec rule samples q exactly [D]",
     title="autospec's output law is q: TV(p, q) = 0", lhs=S.fn("TV")(S.tex("p"), S.tex("q")), rhs=sp.Integer(0),
     relation="<=", evaluate=lambda inst: (_tv(autospec_law(inst["language"], int(inst["L"]))), 0.0),
     domain=_tiny_domain, generate=_tiny_gen, atol=ATOL_CANCEL,

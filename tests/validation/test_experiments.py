@@ -31,6 +31,7 @@ TINY_STATUS = {
     "decoders": "ok",     # every decoder computed; the answers are sentences, no bound checked
     "calls": "ok",        # every front, bound and floor computed; no step family below the SER floor
     "thresholds": "ok",   # every threshold point computed (exact); the rises are notes, no claim checked
+    "lossless": "ok",     # every lossless point at SER = 0; two lengths fit no interval, so no sqrt(L) check
 }
 
 
