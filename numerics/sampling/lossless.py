@@ -122,6 +122,10 @@ class _LeftToRight:
     draft_length: int
     kind: ClassVar[str] = "lossless"
 
+    @property
+    def label(self) -> str:
+        return f"{self.name}, k={self.draft_length}"
+
     def check_length(self, length: int) -> None:
         _check_width(self.draft_length, length, self.name)
 
@@ -160,10 +164,6 @@ class Assd(_LeftToRight):
 
     name: ClassVar[str] = "assd"
 
-    @property
-    def label(self) -> str:
-        return f"assd, k={self.draft_length}"
-
     def _round(self, oracle, f, width, rng):
         K = int(width.max())
         marg = oracle.ahead(f, K)
@@ -188,10 +188,6 @@ class SelfSpec(_LeftToRight):
     """``LinearSpec`` self-speculation (module docstring); lossless w.r.t. greedy left-to-right decoding."""
 
     name: ClassVar[str] = "self-spec"
-
-    @property
-    def label(self) -> str:
-        return f"self-spec, k={self.draft_length}"
 
     def _round(self, oracle, f, width, rng):
         K = int(width.max())
