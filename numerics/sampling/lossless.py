@@ -51,12 +51,14 @@ from typing import ClassVar
 
 import numpy as np
 
+from numerics._jit import jit
+from numerics.draws import inverse_cdf
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.inference.queries import PrefixOracle, _kernel_hmm
 from numerics.schedules import Schedule
 
 __all__ = ["SPIFFY_BASES", "Assd", "Autospec", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
-           "inverse_cdf_vec"]
+           "inverse_cdf_numpy", "inverse_cdf_vec"]
 
 #: The base samplers Spiffy is lossless over (the registry's names).
 SPIFFY_BASES = ("random",)
@@ -84,12 +86,29 @@ class LosslessSample:
     calls: np.ndarray
 
 
+@jit
+def _inverse_cdf_all(weights, uniforms, out):
+    """``out[r] = inverse_cdf(weights[r], uniforms[r])`` for every row of ``weights`` ``(n, V)``."""
+    for r in range(weights.shape[0]):
+        out[r] = inverse_cdf(weights[r], uniforms[r])
+
+
 def inverse_cdf_vec(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """:func:`numerics.draws.inverse_cdf` of every row of ``probs`` ``(..., V)`` at ``u`` ``(...)``, vectorized.
+    """:func:`numerics.draws.inverse_cdf` of every row of ``probs`` ``(..., V)`` at ``u`` ``(...)``: ``(...)`` int64.
 
     The index ``v`` with ``c_{v-1} <= u c_{V-1} < c_v`` (cumulative sums left to right); should
     ``u c_{V-1}`` round up to the total, the last index of positive weight. Rows need a positive sum.
+    The engine's compiled inverse CDF over the flattened rows; :func:`inverse_cdf_numpy` is its twin.
     """
+    V = probs.shape[-1]
+    flat = np.ascontiguousarray(probs, dtype=np.float64).reshape(-1, V)
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    _inverse_cdf_all(flat, np.ascontiguousarray(u, dtype=np.float64).reshape(-1), out)
+    return out.reshape(probs.shape[:-1])
+
+
+def inverse_cdf_numpy(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The plain NumPy twin of :func:`inverse_cdf_vec` (cumulative sums and one comparison per index)."""
     c = np.cumsum(probs, axis=-1)
     idx = (c <= (u * c[..., -1])[..., None]).sum(axis=-1)
     V = probs.shape[-1]

@@ -27,6 +27,7 @@ from numerics.sampling.lossless import (
     SelfSpec,
     Spiffy,
     greedy_left_to_right,
+    inverse_cdf_numpy,
     inverse_cdf_vec,
 )
 from numerics.schedules import make_schedule
@@ -130,6 +131,8 @@ def test_vectorized_inverse_cdf_is_the_engines():
     u = rng.random(500)
     u[:5] = np.nextafter(1.0, 0.0)
     np.testing.assert_array_equal(inverse_cdf_vec(w, u), inverse_cdf_rows(w, u))
+    np.testing.assert_array_equal(inverse_cdf_numpy(w, u), inverse_cdf_rows(w, u))  # the NumPy twin
+    np.testing.assert_array_equal(inverse_cdf_vec(w.reshape(50, 10, 5), u.reshape(50, 10)), inverse_cdf_rows(w, u).reshape(50, 10))
 
 
 @pytest.mark.parametrize("make, words", [
