@@ -15,8 +15,9 @@ fixed SER target on the interval language. What it does not cover: a decoder tha
 with the joint density (or left-to-right conditionals) and redraws, whose output law is exactly ``q``
 (SER = 0) and whose rounds are random; the barrier is about error at a fixed number of independent
 reveal steps, not about the rounds of a sampler that checks its draft. The optimal monotone decoder's
-floor (:mod:`numerics.exact.optimal_decoder`) is computable only at ``(V+1)^L`` tiny sizes and is not
-drawn at these lengths.
+floor (:mod:`numerics.exact.optimal_decoder`) is computable only at ``(V+1)^L`` tiny sizes: it is given
+at ``L = floor_length`` (the fewest calls meeting each target, beside the lossless decoders' calls there),
+not drawn at the plot's lengths.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Config:
     samples: int = 50
     targets: tuple[float, ...] = (0.1,)  # SER <= 0.01 on the interval language needs N ~ 100 L: the full scale
     seed: int = 32
+    floor_length: int = 4  # the optimal monotone decoder's exact DP: (V+1)^L states (L = 4 at V = 16)
 
     @classmethod
     def tiny(cls) -> Config:
@@ -128,6 +130,23 @@ def _random_steps(cfg: Config, lang: str, L: int, validity) -> list[dict]:
         n = steps_needed_range(pts, t)
         out.append({"target": t, "steps": n.steps, "lo": n.lo, "hi": n.hi,
                     "method": f"mc ({cfg.samples} samples a point, grid N = 1, 2, 4, ..., 16 L)"})
+    return out
+
+
+def _floor(cfg: Config, lang: str) -> list[dict]:
+    """At ``L = floor_length``: the fewest calls of the optimal monotone decoder (exact DP,
+    :func:`numerics.exact.optimal_decoder.optimal_decoder`) meeting each SER target, beside each lossless
+    decoder's expected calls at SER = 0 (Monte Carlo)."""
+    from numerics.exact.optimal_decoder import optimal_decoder
+
+    L = cfg.floor_length
+    values = optimal_decoder(eng.load_language(lang), L, L, "ser").values
+    calls = {n: _point(cfg, lang, L, n)["calls"] for n in cfg.decoders}
+    out = []
+    for t in cfg.targets:
+        T = next((i + 1 for i, v in enumerate(values) if v <= t), None)
+        out.append({"language": lang, "length": L, "target": t, "optimal_calls": T,
+                    **{f"{n}_calls": c for n, c in calls.items()}})
     return out
 
 
@@ -201,6 +220,20 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                 fits.append({"language": lang, "decoder": f"random (SER <= {t:g})", "of": "steps", **f})
     if fits:
         out.tables["exponents"] = fits
+    floors = []
+    for lang in cfg.languages:
+        key = {"v": VERSION, "language": lang, "length": cfg.floor_length, "targets": list(cfg.targets),
+               "samples": cfg.samples, "seed": cfg.seed, "decoders": list(cfg.decoders), "k": cfg.draft_length}
+        f = parts.attempt(f"optimal decoder floor on {lang}", lambda lang=lang, key=key: cache.get_or_compute(
+            "lossless-floor", key, lambda: _floor(cfg, lang)))
+        floors += f or []
+    if floors:
+        out.tables["floor"] = floors
+        for r in floors:
+            out.notes.append(f"{r['language']}, L = {r['length']} (where the optimal monotone decoder is exact): SER <= "
+                             f"{r['target']:g} needs {r['optimal_calls']} calls of the optimal monotone decoder "
+                             "(exact DP); at SER = 0 the lossless decoders use " + ", ".join(
+                                 f"{n} {r[n + '_calls']:.3g}" for n in cfg.decoders) + " calls on average (MC)")
     _notes(cfg, out, rows, fits)
     parts.record(out)
     return out.finish(started)
@@ -226,7 +259,7 @@ def _notes(cfg: Config, out: ExperimentResult, rows: list[dict], fits: list[dict
         "linearly in L. It does not cover lossless decoders, which check a draft against the joint density or the "
         "left-to-right conditionals and redraw: their SER is 0 and their rounds are random. It says nothing about "
         "rounds that are not independent reveal steps; the optimal monotone decoder's floor is computable only at "
-        "tiny L (not drawn here).")
+        "tiny L (the floor table, not the plot).")
 
 
 def plot(result: ExperimentResult) -> list[Plot]:
