@@ -16,7 +16,7 @@ overlay on exact curves, each returning a :class:`Bound` that says whether it is
 
 from __future__ import annotations
 
-from . import related_adaptive, related_calls, related_runtimes, related_schedules, related_step  # noqa: F401  (fill the registry)
+from . import related_adaptive, related_calls, related_lossless, related_runtimes, related_schedules, related_step  # noqa: F401  (fill the registry)
 from .related_adaptive import AdaptiveLaw, entropy_sum_law
 from .related_bounds import (
     Bound,

@@ -591,7 +591,8 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
               relative: bool = False, schedule: str = "linear", method: str = "auto", samples: int = 1000,
               seed: int = 0, confidence: float = 0.95, max_steps: int = 1 << 12,
               on_setting: Callable[[Setting], None] | None = None, options: Mapping[str, Any] | None = None,
-              tie_seed: int = 0, grid: int = GRID_POINTS, refine: int = REFINE_BISECTIONS) -> Calibration:
+              tie_seed: int = 0, grid: int = GRID_POINTS, refine: int = REFINE_BISECTIONS,
+              lossless: Sequence[str] = ()) -> Calibration:
     """The cheapest setting of any of ``samplers`` with ``metric <= target`` (module docstring).
 
     ``samplers`` are family names (:func:`family`); ``options`` the decoder options every family
@@ -599,13 +600,15 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     ``relative`` (TER only): the target is the relative excess over the data's ``TER(q)``, i.e.
     ``TER <= (1 + target) TER(q)`` ("perplexity within 1%" is ``target = 0.01``). A family that
     cannot run at ``L`` is reported with its reason; when none can, :class:`NoFamilyError`.
+    ``lossless``: lossless decoders (:data:`numerics.sampling.registry.LOSSLESS`) put on the front as
+    ``(E[calls], metric)`` (:func:`validation.lossless.lossless_settings`), each a family of one setting.
     """
     from numerics.languages.presets import load_language
 
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
     names = list(samplers)
-    if not names:
+    if not names and not lossless:
         raise ValueError("no sampler family given: name at least one of " + ", ".join(KNOBS))
     fams = [family(n, options) for n in names]
     lang = load_language(language)
@@ -626,6 +629,12 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     base = PointConfig(language, length, 1, schedule, method, samples, seed, tie_seed=tie_seed)
     searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting, grid=grid,
                                    refine=refine) for f in fams)
+    if lossless:
+        from validation.lossless import lossless_settings
+
+        searches += tuple(FamilySearch(s.family, s.parameter, (s,), s if s.meets else None, {"kind": "lossless"})
+                          for s in lossless_settings(language, length, metric, target, lossless, samples=samples,
+                                                     seed=seed))
     every = [s for fs in searches for s in fs.settings]
     if not every:
         raise NoFamilyError("no family can run at L = {}: {}".format(

@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "steps-needed": "validation.commands.steps_needed:steps_needed_cmd",
     "calibrate": "validation.commands.calibrate:calibrate_command",
     "optimal-decoder": "validation.commands.optimal_decoder:optimal_decoder_cmd",
+    "lossless": "validation.commands.lossless:lossless_command",
     "sweep": "validation.commands.exact:sweep_command",
     "plot": "validation.commands.plot:plot_cmd",
     "bounds": "validation.commands.theory:bounds_cmd",
@@ -53,6 +54,7 @@ LAZY_BENCH_COMMANDS: dict[str, str] = {
     "sparse-ngram": "validation.commands.bench_fb:bench_sparse_ngram",
     "calibrate": "validation.commands.calibrate:bench_calibrate_command",
     "decoders": "validation.commands.bench_decoders:bench_decoders_command",
+    "lossless": "validation.commands.lossless:bench_lossless_command",
 }
 
 

@@ -32,6 +32,7 @@ TINY_STATUS = {
     "calls": "ok",        # every front, bound and floor computed; no step family below the SER floor
     "thresholds": "ok",   # every threshold point computed (exact); the rises are notes, no claim checked
     "runtimes": "ok",     # every runtime default computed; ParallelBench's closed forms are equalities
+    "lossless": "ok",     # every lossless point at SER = 0; two lengths fit no interval, so no sqrt(L) check
 }
 
 

@@ -64,12 +64,15 @@ def calibration_record(c) -> dict:
                    "llada-bB is llada --block-length B, fast-dllm-factor is fast-dllm:factor. The decoder options "
                    "below (--block-length, --temperature, ...) apply to every family; one that does not take an "
                    "option or cannot run at L is reported as inapplicable, with the reason.")
+@click.option("--lossless", default="", metavar="NAMES",
+              help="Comma-separated lossless decoders (assd, autospec, self-spec) put on the front at (E[calls] by "
+                   "Monte Carlo, metric exact from their output law q: SER = KL = 0); says when one is the cheapest.")
 @schedule_option
 @search_options
 @progress_option
 @json_option
-def calibrate_command(language, length, metric, target, relative, samplers, schedule, method, samples, confidence,
-                      max_steps, seed, tie_seed, grid, refine, decoder_opts, progress, as_json):
+def calibrate_command(language, length, metric, target, relative, samplers, lossless, schedule, method, samples,
+                      confidence, max_steps, seed, tie_seed, grid, refine, decoder_opts, progress, as_json):
     """The cheapest setting (fewest expected denoiser calls) of each sampler family that meets a target.
 
     A real knob (threshold, factor, gamma) is evaluated on a uniform grid over its range (--grid
@@ -102,12 +105,17 @@ def calibrate_command(language, length, metric, target, relative, samplers, sche
         c = calibrate(language, length, metric, target, names, relative=relative, schedule=schedule, method=method,
                       samples=samples, seed=seed, confidence=confidence, max_steps=max_steps, on_setting=log,
                       options=decoder_opts.fields(), tie_seed=tie_seed,
-                      grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine)
+                      grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine,
+                      lossless=[n.strip() for n in lossless.split(",") if n.strip()])
     except TargetError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
     except NoFamilyError as exc:
         raise click.UsageError(str(exc)) from None
     except ValueError as exc:
+        from numerics.sampling.lossless import LosslessError
+
+        if isinstance(exc, LosslessError):
+            raise click.BadParameter(str(exc), param_hint="--lossless") from None
         if "sampler family" in str(exc) or "do not fix it" in str(exc):
             raise click.BadParameter(str(exc), param_hint="--sampler") from None
         raise
@@ -131,6 +139,8 @@ def grid_text(fs) -> str:
     where = f"{fs.family}" + (f" ({opts})" if opts else "")
     if fs.error is not None and not fs.settings:
         return f"{where}: inapplicable: {fs.error}"
+    if g.get("kind") == "lossless":
+        return f"{where}: lossless decoder, one setting (SER = 0 on the support; calls by Monte Carlo)"
     if g["kind"] == "uniform":
         how = (f"{fs.parameter} on {g['points']} points of [{g['low']:g}, {g['high']:g}], "
                f"{len(g['straddles'])} straddling pair(s) refined by {g['refine']} bisections")
@@ -152,7 +162,10 @@ def _human(result: dict, c) -> str:
         b = c.best
         head = (f"{c.language}, L = {c.length}: not met: no setting evaluated gives {what}; best found {b.label}, "
                 f"{b.quantity} {format_estimate(_rec(b.metric))}")
-    lines = [head, "  Families:"]
+    lines = [head]
+    if c.met and any(fs.cheapest is c.cheapest and fs.grid.get("kind") == "lossless" for fs in c.searches):
+        lines.append(f"  a lossless decoder ({c.cheapest.family}) is the cheapest way to meet the target")
+    lines.append("  Families:")
     for fs in c.searches:
         lines.append(f"    {grid_text(fs)}")
         if fs.settings:

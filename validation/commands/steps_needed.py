@@ -73,11 +73,15 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
 @click.option("--checkpoint", type=click.Path(exists=True), default=None,
               help="A trained MDM checkpoint: search the steps of the learned model (SER only).")
 @click.option("--device", default=None, help="With --checkpoint: cpu, cuda, ... (default: CUDA when available).")
+@click.option("--lossless", default="", metavar="NAMES",
+              help="Comma-separated lossless decoders (assd, autospec, self-spec) reported beside the answer: "
+                   "the metric exact from their output law (SER = 0), no steps, their E[calls] and E[rounds] by "
+                   "Monte Carlo (--samples, --seed).")
 @progress_option
 @json_option
 def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, method, samples, confidence,
-                     max_steps, seed, tie_seed, grid, refine, decoder_opts, batch_size, checkpoint, device, progress,
-                     as_json):
+                     max_steps, seed, tie_seed, grid, refine, decoder_opts, batch_size, checkpoint, device, lossless,
+                     progress, as_json):
     """The smallest number of steps N at which the sampler's SER, TER or KL is at most TARGET.
 
     Steps are evaluated at N = 1, 2, 4, ... (topk and llada with blocks: multiples of L/B) up to the
@@ -168,7 +172,20 @@ def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, 
         result["null_reason"] = {"n_steps": f"no N <= {max_steps} meets {metric} <= {target}"}
     elif found.at_n_minus_1 is None:
         result["null_reason"] = {"at_n_minus_1": "N = 1 is the smallest number of steps"}
-    emit(result, as_json, _human(result, found))
+    human = _human(result, found)
+    names = [n.strip() for n in lossless.split(",") if n.strip()]
+    if names:
+        from validation.lossless import lossless_settings
+
+        try:
+            rows = lossless_settings(language, length, metric, target, names, samples=samples, seed=seed)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--lossless") from None
+        result["lossless"] = [{"decoder": r.family, "label": r.label, "metric": r.metric, "calls": r.calls,
+                               "status": r.status} for r in rows]
+        human += "".join(f"\n  {r.label} (lossless, no steps): {metric} {format_estimate(_record(r.metric))}, "
+                         f"{r.calls.value:.4g} calls on average -> {r.status}" for r in rows)
+    emit(result, as_json, human)
 
 
 def _family_steps(cfg, name, opts, metric, target, language, confidence, max_steps, grid, refine, verbose, t0,

@@ -21,6 +21,8 @@
             line per block length (the SER rises at some steps; why calibrate searches a grid)
 ``runtimes`` what the runtimes ship: their default decoders' error vs calls, ParallelBench's closed forms
             against the engine, AUP per family
+``lossless`` escaping the linear barrier: lossless decoders' expected rounds and calls at SER = 0 vs L beside
+            the factorized sampler's steps for SER targets; fitted exponents; Anari et al.'s sqrt(L) claim
 ==========  ================================================================================
 """
 
@@ -28,14 +30,28 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import adaptive, calls, cost, decoders, learned, lemmas, realtext, runtimes, schedules, ser, ter, thresholds
+from . import (
+    adaptive,
+    calls,
+    cost,
+    decoders,
+    learned,
+    lemmas,
+    lossless,
+    realtext,
+    runtimes,
+    schedules,
+    ser,
+    ter,
+    thresholds,
+)
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
 EXPERIMENTS: dict[str, ModuleType] = {
     m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls, thresholds,
-                        runtimes)
+                        runtimes, lossless)
 }
 SCALES = ("tiny", "default", "full")
 

@@ -1,0 +1,406 @@
+"""Lossless decoders with the oracle: exact output law, a random number of rounds and calls (class D).
+
+DECODERS.md section 11, ``docs/methods/lossless.md``. Each decoder reads the oracle through the
+queries of :mod:`numerics.inference.queries` (the left-to-right predictive filter; the masked
+forward-backward for Spiffy's canvases) and reports per sequence
+
+* ``rounds``: sequential network passes (a pass that evaluates many positions or a batch of states
+  at once counts one round), and
+* ``calls``: network evaluations, a verification counted as the method counts it (below).
+
+The decoders, with the order of generation left to right (the committed positions are a prefix ``x_<p``):
+
+* :class:`Assd` (any-subset speculative decoding, Guo & Ermon, arXiv 2504.20456): draft the next
+  ``w = min(k, L - p)`` positions independently from their marginals ``q(x_j | x_<p)`` (one pass),
+  verify with the joint density in one causal pass (``q(x_j | x_<p, y_<j)`` for every drafted ``j``),
+  accept ``y_j`` with probability ``min(1, q/p)`` in order, and at the first rejection draw from the
+  residual ``(q - p)_+``. Output law exactly ``q``. Calls: 2 per round (1 when ``w = 1``, whose draft is
+  exact); since the first drafted token is always accepted (its draft law is its conditional), a round
+  of 2 calls yields at least 2 tokens and calls never exceed ``L``.
+* :class:`SelfSpec` (``LinearSpec``): draft the argmax of each of the next ``w`` marginals (one pass),
+  verify with the causal left-to-right argmax ``argmax q(x_j | x_<p, y_<j)`` (one pass); keep the
+  longest agreeing prefix and the verifier's token at the first disagreement. Output: exactly greedy
+  left-to-right decoding (a point mass). Calls 2 per round (1 when ``w = 1``).
+* :class:`Autospec` (sequence-level self-speculation with shared randomness): one uniform ``u_j`` per
+  position is drawn up front; the speculation ``z`` starts as the inverse-CDF draws of the marginals
+  ``q(x_j)`` (one pass of ``L`` queries); each round queries, in parallel, the conditional of every
+  uncommitted position given the committed prefix and the speculation before it, redraws
+  ``z'_j = F^{-1}(u_j)`` from it, commits the longest prefix on which ``z'`` agrees with ``z`` plus the
+  first disagreeing ``z'_j`` (its conditioning is then exact), and speculates ``z'`` for the rest
+  (past a speculated token of conditional probability 0 the conditionals are taken with it masked).
+  The output is the sequential inverse-CDF sampler at ``u``: exactly ``q``. Calls: the conditionals
+  queried (``L - p`` a round). This is the autospeculation principle of Anari et al. (arXiv
+  2511.07869: the speculation is built from the same oracle and accepted at the sequence level); the
+  paper's own pseudo-code was not available when this was written, so the rule above is this
+  engine's, and its rounds are *measured* against the paper's ``O~(sqrt(L))`` claim, not assumed.
+* :class:`Spiffy` (Agrawal et al., arXiv 2509.18085), lossless with respect to a base sampler of the
+  registry (``random``: the i.i.d. schedule sampler over ``N`` steps): from a canvas whose marginals
+  are known, draft ``D`` base steps with those (stale) marginals, evaluate the ``D`` drafted canvases in
+  one batched pass, accept step ``j`` with ``min(1, P/Q)`` (the base step's value law with fresh
+  marginals over the stale ones; the reveal sets have the same law in both), and at the first
+  rejection redraw the step's values from the residual ``(P - Q)_+`` (exactly, by rejection from
+  ``P``). A chain of drafts (a draft graph of one path). Output law exactly the base sampler's.
+  Rounds: sequential passes (one per round, plus one to evaluate a redrawn canvas); calls: canvases
+  evaluated (``D`` per round).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from numerics._jit import jit
+from numerics.draws import inverse_cdf
+from numerics.inference.forward_backward import masked_forward_backward
+from numerics.inference.queries import PrefixOracle, _kernel_hmm
+from numerics.schedules import Schedule
+
+__all__ = ["SPIFFY_BASES", "Assd", "Autospec", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
+           "inverse_cdf_numpy", "inverse_cdf_vec"]
+
+#: The base samplers Spiffy is lossless over (the registry's names).
+SPIFFY_BASES = ("random",)
+
+
+class LosslessError(ValueError):
+    """A lossless decoder's parameter does not fit (named cause)."""
+
+
+@dataclass(frozen=True)
+class LosslessSample:
+    """``n`` sequences of a lossless decoder and what each cost.
+
+    Attributes
+    ----------
+    tokens : (n, L) int64
+    rounds : (n,) int64
+        Sequential network passes.
+    calls : (n,) int64
+        Network evaluations (a verification counted as the method counts it; module docstring).
+    """
+
+    tokens: np.ndarray
+    rounds: np.ndarray
+    calls: np.ndarray
+
+
+@jit
+def _inverse_cdf_all(weights, uniforms, out):
+    """``out[r] = inverse_cdf(weights[r], uniforms[r])`` for every row of ``weights`` ``(n, V)``."""
+    for r in range(weights.shape[0]):
+        out[r] = inverse_cdf(weights[r], uniforms[r])
+
+
+def inverse_cdf_vec(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`numerics.draws.inverse_cdf` of every row of ``probs`` ``(..., V)`` at ``u`` ``(...)``: ``(...)`` int64.
+
+    The index ``v`` with ``c_{v-1} <= u c_{V-1} < c_v`` (cumulative sums left to right); should
+    ``u c_{V-1}`` round up to the total, the last index of positive weight. Rows need a positive sum.
+    The engine's compiled inverse CDF over the flattened rows; :func:`inverse_cdf_numpy` is its twin.
+    """
+    V = probs.shape[-1]
+    flat = np.ascontiguousarray(probs, dtype=np.float64).reshape(-1, V)
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    _inverse_cdf_all(flat, np.ascontiguousarray(u, dtype=np.float64).reshape(-1), out)
+    return out.reshape(probs.shape[:-1])
+
+
+def inverse_cdf_numpy(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The plain NumPy twin of :func:`inverse_cdf_vec` (cumulative sums and one comparison per index)."""
+    c = np.cumsum(probs, axis=-1)
+    idx = (c <= (u * c[..., -1])[..., None]).sum(axis=-1)
+    V = probs.shape[-1]
+    over = idx >= V
+    if np.any(over):
+        last = V - 1 - np.argmax((probs[over] > 0)[..., ::-1], axis=-1)
+        idx[over] = last
+    return idx
+
+
+def _check_width(k: int, length: int, name: str) -> None:
+    if int(k) != k or not 1 <= k <= length:
+        raise LosslessError(f"{name}: draft length {k!r} must be an integer in 1..L = {length}")
+
+
+def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``a[b, m, idx[b, m]]`` of ``a`` ``(B, K, V)``."""
+    return np.take_along_axis(a, idx[..., None], axis=-1)[..., 0]
+
+
+def _first_false(ok: np.ndarray) -> np.ndarray:
+    """Index of the first False of each row of ``ok`` ``(B, K)`` (``K`` when none)."""
+    return np.where(ok.all(axis=1), ok.shape[1], np.argmin(ok, axis=1))
+
+
+@dataclass(frozen=True)
+class _LeftToRight:
+    """The loop shared by the prefix decoders: per round a window of ``w = min(k, L - p)`` positions."""
+
+    draft_length: int
+    kind: ClassVar[str] = "lossless"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}, k={self.draft_length}"
+
+    def check_length(self, length: int) -> None:
+        _check_width(self.draft_length, length, self.name)
+
+    def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        """``n`` sequences of ``length`` tokens (``rng``: every draw)."""
+        self.check_length(length)
+        oracle = PrefixOracle.of(language)
+        tokens = np.zeros((n, length), dtype=np.int64)
+        rounds = np.zeros(n, dtype=np.int64)
+        calls = np.zeros(n, dtype=np.int64)
+        pos = np.zeros(n, dtype=np.int64)
+        f = oracle.start(n)
+        rows = np.arange(n)
+        while rows.size:
+            width = np.minimum(self.draft_length, length - pos[rows])
+            new, count, cost = self._round(oracle, f, width, rng)
+            for m in range(int(count.max())):
+                sel = m < count
+                tokens[rows[sel], pos[rows[sel]] + m] = new[sel, m]
+                g, _ = oracle.advance(f, new[:, m])
+                f = np.where(sel[:, None], g, f)
+            pos[rows] += count
+            rounds[rows] += cost
+            calls[rows] += cost
+            alive = pos[rows] < length
+            rows, f = rows[alive], f[alive]
+        return LosslessSample(tokens, rounds, calls)
+
+    def _round(self, oracle, f, width, rng):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Assd(_LeftToRight):
+    """Any-subset speculative decoding, left to right (module docstring); ``draft_length`` = ``k``."""
+
+    name: ClassVar[str] = "assd"
+
+    def _round(self, oracle, f, width, rng):
+        K = int(width.max())
+        marg = oracle.ahead(f, K)
+        y = inverse_cdf_vec(marg, rng.random(marg.shape[:2]))
+        cond, ok = oracle.along(f, y)
+        py, cy = _take(marg, y), _take(cond, y)
+        ratio = np.where(ok, cy / py, 0.0)
+        inside = np.arange(K)[None, :] < width[:, None]
+        accept = (rng.random(ratio.shape) < ratio) | ~inside
+        r = _first_false(accept)
+        rejected = r < width
+        count = np.where(rejected, r + 1, width)
+        if np.any(rejected):
+            b = np.flatnonzero(rejected)
+            resid = np.maximum(cond[b, r[b]] - marg[b, r[b]], 0.0)
+            y[b, r[b]] = inverse_cdf_vec(resid, rng.random(b.size))
+        return y, count, np.where(width == 1, 1, 2)
+
+
+@dataclass(frozen=True)
+class SelfSpec(_LeftToRight):
+    """``LinearSpec`` self-speculation (module docstring); lossless w.r.t. greedy left-to-right decoding."""
+
+    name: ClassVar[str] = "self-spec"
+
+    def _round(self, oracle, f, width, rng):
+        K = int(width.max())
+        y = np.argmax(oracle.ahead(f, K), axis=-1)
+        cond, _ = oracle.along(f, y)
+        yh = np.argmax(cond, axis=-1)
+        inside = np.arange(K)[None, :] < width[:, None]
+        r = _first_false((y == yh) | ~inside)
+        disagree = r < width
+        count = np.where(disagree, r + 1, width)
+        b = np.flatnonzero(disagree)
+        y[b, r[b]] = yh[b, r[b]]
+        return y, count, np.where(width == 1, 1, 2)
+
+
+def greedy_left_to_right(language, length: int) -> np.ndarray:
+    """The greedy left-to-right sequence ``x_i = argmax_v q(v | x_<i)`` (lowest index on ties): ``(L,)``."""
+    oracle = PrefixOracle.of(language)
+    f = oracle.start(1)
+    out = np.empty(length, dtype=np.int64)
+    for i in range(length):
+        out[i] = int(np.argmax(oracle.law(f)[0]))
+        f, _ = oracle.advance(f, out[i:i + 1])
+    return out
+
+
+@dataclass(frozen=True)
+class Autospec:
+    """Sequence-level self-speculation with shared uniforms (module docstring)."""
+
+    kind: ClassVar[str] = "lossless"
+    name: ClassVar[str] = "autospec"
+
+    @property
+    def label(self) -> str:
+        return "autospec"
+
+    def check_length(self, length: int) -> None:
+        if int(length) != length or length < 1:
+            raise LosslessError(f"autospec: length must be a positive integer, got {length!r}")
+
+    def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        self.check_length(length)
+        oracle = PrefixOracle.of(language)
+        u = rng.random((n, length))
+        return self.run(oracle, u)
+
+    @staticmethod
+    def run(oracle: PrefixOracle, u: np.ndarray) -> LosslessSample:
+        """The decoder at the uniforms ``u`` ``(n, L)`` (deterministic given ``u``)."""
+        n, L = u.shape
+        z = inverse_cdf_vec(oracle.ahead(oracle.start(n), L), u)  # the first speculation: the marginals
+        rounds = np.ones(n, dtype=np.int64)
+        calls = np.full(n, L, dtype=np.int64)
+        pos = np.zeros(n, dtype=np.int64)
+        f = oracle.start(n)
+        rows = np.arange(n)
+        while rows.size:
+            p = pos[rows]
+            W = L - int(p.min())
+            idx = p[:, None] + np.arange(W)[None, :]
+            inside = idx < L
+            idx = np.minimum(idx, L - 1)
+            spec = np.take_along_axis(z[rows], idx, axis=1)
+            cond, _, kept = oracle.along(f, spec, filters=True)  # past an impossible token: as if masked
+            new = inverse_cdf_vec(cond, np.take_along_axis(u[rows], idx, axis=1))
+            r = _first_false((new == spec) | ~inside)
+            width = L - p
+            count = np.where(r < width, r + 1, width)
+            rounds[rows] += 1
+            calls[rows] += width
+            go = np.flatnonzero(count < width)  # the rows that go on: commit through the first disagreement
+            f, _ = oracle.advance(kept[r[go], go], new[go, r[go]])
+            rr, cc = np.nonzero(inside)  # (idx is clipped at L - 1 outside: write the inside entries only)
+            z[rows[rr], idx[rr, cc]] = new[rr, cc]
+            pos[rows] += count
+            rows = rows[go]
+        return LosslessSample(z, rounds, calls)
+
+
+@dataclass(frozen=True)
+class Spiffy:
+    """Spiffy over a base sampler (module docstring): ``base`` (``random``), its ``schedule`` of ``N`` steps
+    and the draft length ``D`` (base steps drafted per round)."""
+
+    schedule: Schedule
+    draft_length: int = 4
+    base: str = "random"
+    kind: ClassVar[str] = "lossless"
+    name: ClassVar[str] = "spiffy"
+
+    def __post_init__(self) -> None:
+        if self.base not in SPIFFY_BASES:
+            raise LosslessError(f"spiffy: unknown base sampler {self.base!r}; spiffy is lossless over {SPIFFY_BASES}")
+
+    @property
+    def label(self) -> str:
+        return f"spiffy, base {self.base} {self.schedule.name} N={self.schedule.n_steps}, D={self.draft_length}"
+
+    def check_length(self, length: int) -> None:
+        _check_width(self.draft_length, self.schedule.n_steps, "spiffy (D against the base's N steps)")
+        if int(length) != length or length < 1:
+            raise LosslessError(f"spiffy: length must be a positive integer, got {length!r}")
+
+    def reveal_probs(self) -> np.ndarray:
+        """``r_k``: the probability that a still-masked position is revealed at step ``k = 1..N``: ``(N,)``."""
+        u = self.schedule.u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(u[:-1] < 1.0, np.diff(u) / (1.0 - u[:-1]), 1.0)
+        return np.clip(r, 0.0, 1.0)
+
+    def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        self.check_length(length)
+        lang = _kernel_hmm(language)
+        r = self.reveal_probs()
+        N, D = r.size, self.draft_length
+        rounds = np.ones(n, dtype=np.int64)  # the first pass: the all-masked canvas
+        calls = np.ones(n, dtype=np.int64)
+        out = np.empty((n, length), dtype=np.int64)
+        for b in range(n):  # one chain per sequence: the canvases differ in their masks
+            x = np.zeros(length, dtype=np.int64)
+            masked = np.ones(length, dtype=np.bool_)
+            marg = _marginals(lang, x[None], masked[None])[0]
+            k = 0
+            while k < N:
+                d = min(D, N - k)
+                xs, ms, sets = [], [], []
+                cx, cm = x, masked
+                for j in range(d):
+                    S = cm & (rng.random(length) < r[k + j])
+                    cx = cx.copy()
+                    cx[S] = inverse_cdf_vec(marg[S], rng.random(int(S.sum())))
+                    cm = cm & ~S
+                    xs.append(cx)
+                    ms.append(cm)
+                    sets.append(S)
+                e = d - 1 + (k + d < N)  # the drafts whose marginals a later step needs
+                if e:
+                    fresh = _marginals(lang, np.array(xs[:e]), np.array(ms[:e]))  # one batched pass
+                    rounds[b] += 1
+                    calls[b] += e
+                j = _first_rejection(fresh if e else None, marg, xs, sets, rng)
+                if j == d:
+                    x, masked = xs[d - 1], ms[d - 1]
+                    k += d
+                    if k < N:
+                        marg = fresh[d - 1]
+                else:
+                    x = xs[j - 1].copy()
+                    x[sets[j]] = _residual_draw(fresh[j - 1][sets[j]], marg[sets[j]], rng)
+                    masked = ms[j]
+                    k += j + 1
+                    if k < N:  # the redrawn canvas has not been evaluated: one more pass
+                        marg = _marginals(lang, x[None], masked[None])[0]
+                        rounds[b] += 1
+                        calls[b] += 1
+            out[b] = x
+        return LosslessSample(out, rounds, calls)
+
+
+def _marginals(lang, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``q(x_j = v | x_obs)`` of each canvas (the oracle's one pass): ``(B, L, V)``.
+
+    A canvas the base sampler made impossible (``q(x_obs) = 0``, NaN rows) gets the uniform law at
+    every position: the samplers' ``"uniform"`` convention (:mod:`numerics.exact.output_law`), so the
+    base law Spiffy keeps is ``random``'s under that convention.
+    """
+    m = masked_forward_backward(lang, tokens, mask).marginals
+    return np.where(np.isnan(m), 1.0 / m.shape[-1], m)
+
+
+def _log_prod(P: np.ndarray, v: np.ndarray) -> float:
+    """``log prod_i P[i, v_i]`` (``-inf`` when a factor is 0)."""
+    with np.errstate(divide="ignore"):  # a value of probability 0 under P: log 0 = -inf, as meant
+        return float(np.sum(np.log(P[np.arange(v.size), v])))
+
+
+def _first_rejection(fresh, marg, xs, sets, rng) -> int:
+    """The first drafted step ``j >= 1`` rejected (``len(xs)`` when none): step ``j`` is accepted with
+    probability ``min(1, P(v) / Q(v))``, ``P`` the fresh marginals at draft ``j - 1``, ``Q`` the stale ones."""
+    for j in range(1, len(xs)):
+        S = sets[j]
+        v = xs[j][S]
+        logratio = _log_prod(fresh[j - 1][S], v) - _log_prod(marg[S], v)
+        if not rng.random() < np.exp(min(0.0, logratio)):
+            return j
+    return len(xs)
+
+
+def _residual_draw(P: np.ndarray, Q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw of the values of a step's revealed set from ``(prod P - prod Q)_+``, normalized, exactly:
+    propose ``v ~ prod P`` and accept with probability ``1 - min(1, prod Q(v) / prod P(v))``."""
+    k = P.shape[0]
+    while True:
+        v = inverse_cdf_vec(P, rng.random(k))
+        if rng.random() < 1.0 - np.exp(min(0.0, _log_prod(Q, v) - _log_prod(P, v))):
+            return v

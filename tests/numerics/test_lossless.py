@@ -1,0 +1,147 @@
+"""Lossless decoders (numerics.sampling.lossless) against their exact laws (numerics.exact.lossless).
+
+* exactness: the output law of assd and autospec is ``q`` (the brute-force table), that of spiffy the
+  base ``random`` sampler's exact law (numerics.exact.enumerate), that of self-spec the greedy
+  left-to-right point mass, also as the engine's exact law of ``llada`` with one position a block at
+  T = 0 (numerics.exact.decoders);
+* Monte Carlo: one chi-squared goodness of fit per decoder of the joint law of (output, rounds,
+  calls) (tests/gof.py budget);
+* invariants: ASSD's calls never exceed L (Guo & Ermon's guarantee), spiffy with D = 1 is its base
+  (N calls), autospec's rounds at most L + 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numerics.draws import inverse_cdf_rows
+from numerics.exact.enumerate import enumerate_output_law
+from numerics.exact.lossless import assd_law, autospec_law, self_spec_law, spiffy_law
+from numerics.languages.hmm import HMM, NGram
+from numerics.languages.interval import IntervalLanguage
+from numerics.sampling.lossless import (
+    Assd,
+    Autospec,
+    LosslessError,
+    SelfSpec,
+    Spiffy,
+    greedy_left_to_right,
+    inverse_cdf_numpy,
+    inverse_cdf_vec,
+)
+from numerics.schedules import make_schedule
+from tests.gof import assert_gof
+from tests.tolerances import ATOL_PROB, RTOL_EXACT
+
+L = 4
+
+
+def _rows(rng, a, b, floor=0.05):
+    w = rng.random((a, b)) + floor
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _languages():
+    rng = np.random.default_rng(7)
+    hmm = HMM(_rows(rng, 1, 3)[0], _rows(rng, 3, 3), _rows(rng, 3, 2))
+    cond = _rows(rng, 4, 2)
+    cond[1] = [1.0, 0.0]  # structural zeros: a support smaller than V^L
+    ngram = NGram(3, _rows(rng, 1, 4)[0], cond)
+    return {"hmm": hmm, "3gram-zeros": ngram, "interval-l2": IntervalLanguage(2)}
+
+
+LANGS = _languages()
+
+
+@pytest.mark.parametrize("name", list(LANGS))
+@pytest.mark.parametrize("k", [2, 3])
+def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k):
+    law = assd_law(LANGS[name], L, k)
+    np.testing.assert_allclose(law.p, law.q, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    assert max(c for _, c in law.cost) <= L
+    assert sum(law.cost.values()) == pytest.approx(1.0, rel=RTOL_EXACT)
+
+
+@pytest.mark.parametrize("name", list(LANGS))
+def test_autospec_output_law_is_q(name):
+    law = autospec_law(LANGS[name], L)
+    np.testing.assert_allclose(law.p, law.q, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    assert max(r for r, _ in law.cost) <= L + 1
+
+
+def test_self_spec_is_greedy_left_to_right_as_the_engine_computes_it():
+    """The point mass of self-spec is the greedy left-to-right sequence: from the table, from the
+    prefix oracle, and as the engine's exact law of llada with blocks of one at T = 0."""
+    from numerics.exact.decoders import decoder_exact
+    from numerics.sampling.decoders import make_decoder
+
+    lang = LANGS["hmm"]
+    law = self_spec_law(lang, L, 3)
+    (x, r, c), = law.joint
+    assert tuple(greedy_left_to_right(lang, L)) == x
+    llada = decoder_exact(lang, L, make_decoder("llada", steps=L, block_length=1, temperature=0))
+    np.testing.assert_allclose(law.p, llada.law.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    run = SelfSpec(3).sample(lang, L, 5, np.random.default_rng(0))
+    assert np.all(run.tokens == np.array(x)) and np.all(run.calls == c) and np.all(run.rounds == r)
+
+
+@pytest.mark.parametrize("name", ["hmm", "3gram-zeros"])
+@pytest.mark.parametrize("D", [1, 2, 3])
+def test_spiffy_output_law_is_its_base_samplers(name, D):
+    lang, schedule = LANGS[name], make_schedule("linear", 3)
+    law = spiffy_law(lang, 3, Spiffy(schedule, D))
+    base = enumerate_output_law(lang, 3, schedule, undefined="uniform").law
+    np.testing.assert_allclose(law.p, base.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    if D == 1:  # no speculation: the base sampler, one call per step
+        assert law.cost == pytest.approx({(3, 3): 1.0})
+
+
+def _joint_counts(run, law):
+    keys = list(law.joint)
+    index = {k: i for i, k in enumerate(keys)}
+    counts = np.zeros(len(keys))
+    for x, r, c in zip(map(tuple, run.tokens), run.rounds, run.calls):
+        k = (x, int(r), int(c))
+        assert k in index, f"a sample outside the exact law's support: {k}"
+        counts[index[k]] += 1
+    return counts, np.array([law.joint[k] for k in keys])
+
+
+@pytest.mark.parametrize("decoder, law_of", [
+    (Assd(2), lambda lang: assd_law(lang, L, 2)),
+    (Autospec(), lambda lang: autospec_law(lang, L)),
+])
+def test_monte_carlo_fits_the_exact_joint_law_of_output_rounds_and_calls(decoder, law_of):
+    lang = LANGS["3gram-zeros"]
+    run = decoder.sample(lang, L, 4000, np.random.default_rng(11))
+    assert_gof(*_joint_counts(run, law_of(lang)), what=decoder.label)
+
+
+def test_spiffy_monte_carlo_fits_its_exact_joint_law():
+    lang, dec = LANGS["hmm"], Spiffy(make_schedule("linear", 3), 2)
+    run = dec.sample(lang, 3, 1500, np.random.default_rng(12))
+    assert_gof(*_joint_counts(run, spiffy_law(lang, 3, dec)), what=dec.label)
+
+
+def test_vectorized_inverse_cdf_is_the_engines():
+    rng = np.random.default_rng(0)
+    w = rng.random((500, 5)) * (rng.random((500, 5)) > 0.3)
+    w[:, 2] += 0.1
+    u = rng.random(500)
+    u[:5] = np.nextafter(1.0, 0.0)
+    np.testing.assert_array_equal(inverse_cdf_vec(w, u), inverse_cdf_rows(w, u))
+    np.testing.assert_array_equal(inverse_cdf_numpy(w, u), inverse_cdf_rows(w, u))  # the NumPy twin
+    np.testing.assert_array_equal(inverse_cdf_vec(w.reshape(50, 10, 5), u.reshape(50, 10)), inverse_cdf_rows(w, u).reshape(50, 10))
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: Assd(0).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 0"),
+    (lambda: SelfSpec(L + 1).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 5"),
+    (lambda: Spiffy(make_schedule("linear", 3), 2, base="llada"), "unknown base sampler 'llada'"),
+    (lambda: Spiffy(make_schedule("linear", 3), 4).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)),
+     "draft length 4"),
+])
+def test_bad_parameters_are_named(make, words):
+    with pytest.raises(LosslessError, match=words):
+        make()

@@ -1,0 +1,57 @@
+"""The lossless decoders on the command line: `lossless` (MC and exact), `bench lossless`, and the lossless
+points of `calibrate --lossless` and `steps-needed --lossless`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from validation.cli import main
+
+
+def _run(args):
+    r = CliRunner().invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_lossless_exact_on_a_tiny_case_is_lossless():
+    out = _run(["lossless", "--language", "2gram-pruned", "-L", "3", "--decoder", "assd", "-k", "2",
+                "--method", "exact"])
+    assert out["max_abs_p_minus_q"] < 1e-15
+    assert sum(c["probability"] for c in out["cost_law"]) == pytest.approx(1.0, rel=1e-12)
+    assert max(c["calls"] for c in out["cost_law"]) <= 3  # ASSD's calls never exceed L
+
+
+def test_lossless_monte_carlo_point_has_errors_and_counts():
+    out = _run(["lossless", "--language", "2gram-pruned", "-L", "16", "--decoder", "autospec", "--samples", "20"])
+    assert out["rounds"]["samples"] == 20 and out["rounds"]["stderr"] > 0
+    assert out["ser"]["value"] == 0.0 and 1 <= out["rounds_quantiles"]["min"] <= out["rounds_quantiles"]["max"] <= 17
+
+
+def test_calibrate_says_when_a_lossless_decoder_is_cheapest():
+    """On the interval language at L = 10 the factorized sampler needs many steps for SER <= 0.1 (exact; with
+    the cache its calls approach L = 10); ASSD meets it (SER = 0) with about 7.6 calls: the cheapest way, and
+    the calibrate output says so. The front ends with it (cheaper random settings miss the target)."""
+    r = CliRunner().invoke(main, ["calibrate", "--language", "interval", "-L", "10", "--metric", "ser", "--target",
+                                  "0.1", "--lossless", "assd", "--samples", "50"])
+    assert r.exit_code == 0, r.output
+    assert "a lossless decoder (assd) is the cheapest way to meet the target" in r.output
+    out = _run(["calibrate", "--language", "interval", "-L", "10", "--metric", "ser", "--target", "0.1",
+                "--lossless", "assd", "--samples", "50"])
+    assert out["setting"]["family"] == "assd" and out["front"][-1]["family"] == "assd"
+    assert out["setting"]["calls"]["value"] < 10
+
+
+def test_steps_needed_reports_the_lossless_points_beside_the_answer():
+    out = _run(["steps-needed", "--language", "interval", "-L", "10", "--metric", "ser", "--target", "0.1",
+                "--lossless", "assd,autospec", "--samples", "20"])
+    assert [r["decoder"] for r in out["lossless"]] == ["assd", "autospec"]
+    assert all(r["metric"]["value"] == 0.0 and r["status"] == "meets" for r in out["lossless"])
+
+
+def test_bench_lossless_measures_random_and_each_decoder_in_one_run():
+    out = _run(["bench", "lossless", "-L", "16", "--samples", "8", "-N", "4", "--decoders", "assd"])
+    assert set(out["seconds"]) == {"random", "assd"} and out["target_ratio"] == 5.0

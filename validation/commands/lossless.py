@@ -1,0 +1,138 @@
+"""``mdm-theory lossless`` and ``mdm-theory bench lossless``: a lossless decoder's rounds and calls at SER = 0.
+
+Thin CLI over :mod:`validation.lossless` (the point, Monte Carlo or exact on a tiny case) and the
+benchmark of issue 32: a lossless decoder's Monte Carlo point against the random sampler's at
+``N = 64`` (default ``2gram``, ``L = 512``, 1000 samples), measured in the same run, target
+``<= 5x``. Bad input (a draft length of 0 or above ``L``, an unknown base sampler for spiffy, a
+language whose joint density the oracle cannot evaluate) is a usage error (exit 2), nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from validation.commands._common import emit, format_estimate, json_option
+
+__all__ = ["BENCH_COMMANDS", "bench_lossless_command", "lossless_command"]
+
+_NAMES = ("assd", "self-spec", "autospec", "spiffy")  # numerics.sampling.registry.LOSSLESS, in its order
+
+
+def _options(draft_length, base) -> dict:
+    return {k: v for k, v in {"draft_length": draft_length, "base": base}.items() if v is not None}
+
+
+@click.command("lossless")
+@click.option("--language", required=True, metavar="NAME|FILE.npz", help="Preset name or .npz language file.")
+@click.option("--length", "-L", type=int, required=True, help="Sequence length L.")
+@click.option("--decoder", type=click.Choice(_NAMES), required=True,
+              help="assd: any-subset speculative decoding; self-spec: LinearSpec (greedy); autospec: sequence-level "
+                   "self-speculation; spiffy: lossless over its --base sampler (docs/methods/lossless.md).")
+@click.option("--draft-length", "-k", type=int, default=None,
+              help="Positions (assd, self-spec) or base steps (spiffy) drafted a round: 1..L (spiffy 1..N) [default: 4].")
+@click.option("--base", default=None, help="spiffy's base sampler [default: random].")
+@click.option("--steps", "-N", type=int, default=None, help="spiffy: the base sampler's steps N.")
+@click.option("--schedule", default="linear", show_default=True, help="spiffy: the base sampler's schedule.")
+@click.option("--method", type=click.Choice(["mc", "exact"]), default="mc", show_default=True,
+              help="mc: Monte Carlo; exact: the law of (rounds, calls) by enumeration (tiny V^L only).")
+@click.option("--samples", type=int, default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+def lossless_command(language, length, decoder, draft_length, base, steps, schedule, method, samples, seed, as_json):
+    """A lossless decoder's expected rounds and calls (SER = 0 on the support) with the oracle."""
+    from validation.lossless import lossless_exact, lossless_point
+
+    if decoder != "spiffy" and base is not None:
+        raise click.BadParameter(f"{decoder} has no base sampler (only spiffy)", param_hint="--base")
+    opts = _options(draft_length, base)
+    try:
+        if method == "exact":
+            result = lossless_exact(language, length, decoder, opts, steps=steps, schedule=schedule)
+            human = (f"{result['label']} on {language}, L = {length}: E[rounds] = {result['rounds'].value:.6g}, "
+                     f"E[calls] = {result['calls'].value:.6g} (exact, enumeration); max |p - q| = "
+                     f"{result['max_abs_p_minus_q']:.3g}")
+        else:
+            p = lossless_point(language, length, decoder, opts, samples=samples, seed=seed, steps=steps,
+                               schedule=schedule)
+            result = {"language": p.language, "length": p.length, "decoder": p.decoder, "label": p.label,
+                      "rounds": p.rounds, "calls": p.calls, "rounds_quantiles": p.rounds_quantiles,
+                      "calls_quantiles": p.calls_quantiles, "ser": p.ser, "seconds": p.seconds}
+            from numerics.provenance import to_jsonable
+
+            human = (f"{p.label} on {language}, L = {length}: rounds {format_estimate(to_jsonable(p.rounds))} "
+                     f"(median {p.rounds_quantiles['median']:g}, 95% {p.rounds_quantiles['p95']:g}), calls "
+                     f"{format_estimate(to_jsonable(p.calls))}; SER of the samples {p.ser.value:g}")
+    except ValueError as exc:  # LosslessError, OracleError, an unknown preset: named, exit 2
+        raise click.UsageError(str(exc)) from None
+    emit(result, as_json, human)
+
+
+def run_lossless_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, samples: int = 1000,
+                           names: tuple[str, ...] = ("assd", "autospec"), draft_length: int = 4) -> dict:
+    """Seconds of the random point (:func:`validation.sweep.evaluate_point`, ``method="mc"``) and of each
+    lossless decoder's point, measured back to back after a warm-up of each, and their ratios."""
+    from validation.lossless import BENCH_RATIO_TARGET, lossless_point
+    from validation.sweep import PointConfig, evaluate_point
+
+    def opts(n):
+        return {"draft_length": draft_length} if n in ("assd", "self-spec", "spiffy") else None
+
+    def point(name: str, L: int, n: int) -> tuple[float, float, dict]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        extra: dict = {}
+        if name == "random":
+            evaluate_point(PointConfig(language, L, steps, method="mc", samples=n))
+        else:
+            p = lossless_point(language, L, name, opts(name), samples=n, steps=steps if name == "spiffy" else None)
+            extra = {"rounds": p.rounds, "calls": p.calls}
+        return time.perf_counter() - t0, time.process_time() - c0, extra
+
+    every = ("random", *names)
+    for name in every:
+        point(name, min(length, 16), 4)
+    load = os.getloadavg()
+    wall, cpu, points = {}, {}, {}
+    for name in every:
+        wall[name], cpu[name], points[name] = point(name, length, samples)
+    ratio = {n: wall[n] / wall["random"] for n in names}
+    return {"language": language, "length": length, "steps": steps, "samples": samples, "seconds": wall,
+            "cpu_seconds": cpu, "ratio_to_random": ratio,
+            "cpu_ratio_to_random": {n: cpu[n] / cpu["random"] for n in names},
+            "points": {n: points[n] for n in names}, "target_ratio": BENCH_RATIO_TARGET,
+            "within_target": {n: r <= BENCH_RATIO_TARGET for n, r in ratio.items()},
+            "cpu_count": os.cpu_count(), "loadavg_before": load, "loadavg_after": os.getloadavg()}
+
+
+@click.command("lossless")
+@click.option("--language", default="2gram", show_default=True)
+@click.option("--length", "-L", type=int, default=512, show_default=True)
+@click.option("--steps", "-N", type=int, default=64, show_default=True, help="N of the random sampler (and spiffy).")
+@click.option("--samples", type=int, default=1000, show_default=True)
+@click.option("--decoders", "names", default="assd,autospec", show_default=True,
+              help="Comma-separated lossless decoders: " + ", ".join(_NAMES) + ".")
+@click.option("--draft-length", "-k", type=int, default=4, show_default=True)
+@json_option
+def bench_lossless_command(language, length, steps, samples, names, draft_length, as_json):
+    """Lossless decoders vs random sampler Monte Carlo point, same run (target: <= 5x random at N = 64)."""
+    chosen = tuple(s.strip() for s in names.split(",") if s.strip())
+    unknown = [n for n in chosen if n not in _NAMES]
+    if unknown or not chosen:
+        raise click.BadParameter(f"unknown lossless decoder(s) {unknown or chosen}; choose from {_NAMES}",
+                                 param_hint="--decoders")
+    try:
+        r = run_lossless_benchmark(language, length, steps, samples, chosen, draft_length)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    lines = [f"random (N = {steps}): {r['seconds']['random']:.2f} s ({r['cpu_seconds']['random']:.2f} s CPU)"]
+    lines += [f"{n}: {r['seconds'][n]:.2f} s, {r['ratio_to_random'][n]:.2f}x random "
+              f"({'within' if r['within_target'][n] else 'ABOVE'} the {r['target_ratio']:g}x target); CPU "
+              f"{r['cpu_ratio_to_random'][n]:.2f}x; E[rounds] {r['points'][n]['rounds'].value:.4g}, "
+              f"E[calls] {r['points'][n]['calls'].value:.4g}" for n in chosen]
+    lines.append(f"load {r['loadavg_before'][0]:.1f} -> {r['loadavg_after'][0]:.1f} on {r['cpu_count']} CPUs")
+    emit(r, as_json, "\n".join(lines))
+
+
+BENCH_COMMANDS = (bench_lossless_command,)
