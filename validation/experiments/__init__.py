@@ -19,6 +19,8 @@
             SER and TER targets, the exact optimal decoder's floor, and the bounds on the same axes
 ``thresholds`` a threshold is not a dial: the threshold rule's exact SER and calls vs its threshold, one
             line per block length (the SER rises at some steps; why calibrate searches a grid)
+``noise``   beyond masking: masked vs uniform-noise factorized sampling with the oracle (exact SER on the
+            interval language, Monte Carlo SER and per-token KL bounds on the n-grams, exact KL at tiny L)
 ==========  ================================================================================
 """
 
@@ -26,13 +28,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import adaptive, calls, cost, decoders, learned, lemmas, realtext, schedules, ser, ter, thresholds
+from . import adaptive, calls, cost, decoders, learned, lemmas, noise, realtext, schedules, ser, ter, thresholds
 from ._base import ExperimentResult, MissingInput, Plot
 
 __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingInput", "Plot"]
 
 EXPERIMENTS: dict[str, ModuleType] = {
-    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls, thresholds)
+    m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls, thresholds,
+                         noise)
 }
 SCALES = ("tiny", "default", "full")
 
