@@ -33,19 +33,24 @@ floor_j``, since the rows of ``E`` sum to 1):
 The message steps (predict ``p A``, pull ``A m``, state evidence, state-to-token sum) are written once
 per language kind (:class:`_DenseMessages`, :class:`_NGramMessages`, the n-gram's ``V`` successors per
 state instead of a dense ``S x S`` product) and vectorized over the batch with NumPy / BLAS (BLAS at one thread, the batch split in chunks
-run on :func:`~numerics._threads.kernel_threads` threads). An
+run on :func:`~numerics._threads.kernel_threads` threads): the reference, and the path of n-grams. A
+dense HMM runs the compiled twin :func:`_dense_kernel` (blocks of sequences per ``prange`` iteration,
+the same steps), tested against it. An
 impossible evidence (some ``c_j = 0``) has ``loglik = -inf`` and NaN marginals; its cavity is still
 defined at every position whose *other* evidence is possible (NaN elsewhere). No epsilon anywhere.
 """
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numba import prange
 
+from numerics._jit import jit
 from numerics._threads import blas_single_thread, kernel_threads
 from numerics.inference.posterior import check_observations
 from numerics.languages.hmm import HMM, NGram
@@ -54,6 +59,7 @@ __all__ = ["TokenEvidence", "SoftPosterior", "masked_evidence", "uniform_noise_e
            "uniform_noise_posterior", "leave_one_out", "check_canvas", "check_alpha"]
 
 _CHUNK_FLOATS = 2**23  # stored predictions of a batch chunk (L * rows * S float64): 64 MiB
+_BLOCK_ROWS = 64  # sequences per block of the compiled kernel: dgemm wants a few dozen rows
 
 
 class TokenEvidence(NamedTuple):
@@ -266,7 +272,117 @@ def _chunk(msg, ev: TokenEvidence, loglik, marginals, cavity) -> None:
                                  "the scaled recursion underflowed (an extremely peaked model)")
 
 
-def evidence_forward_backward(language, evidence: TokenEvidence) -> SoftPosterior:
+class _KernelInputs(NamedTuple):
+    """What :func:`_dense_kernel` reads: the HMM (``A``, its transpose, ``E``, its transpose) and the evidence."""
+
+    initial: np.ndarray
+    A: np.ndarray
+    AT: np.ndarray
+    E: np.ndarray
+    ET: np.ndarray
+    canvas: np.ndarray
+    weight: np.ndarray
+    floor: np.ndarray
+
+
+class _KernelOutputs(NamedTuple):
+    """What :func:`_dense_kernel` writes (:class:`SoftPosterior`'s arrays and a flag per sequence set when
+    a possible sequence's normalizer came out 0: round-off broke the recursion)."""
+
+    loglik: np.ndarray
+    marginals: np.ndarray
+    cavity: np.ndarray
+    unstable: np.ndarray
+
+
+@jit(parallel=True)
+def _dense_kernel(inp, block, out):
+    """The recursion of :func:`_chunk` for a dense HMM, compiled: blocks of ``block`` sequences per ``prange``
+    iteration, each step one BLAS product ``(nb, S) @ (S, S)`` (``np.dot``; BLAS held at one thread by the
+    caller) and loops for the rest, in the same roles as the NumPy twin (module docstring).
+    """
+    initial, A, AT, E, ET, y, a, f = inp
+    loglik, marginals, cavity, unstable = out
+    B, L = y.shape
+    S, V = E.shape
+    nblocks = (B + block - 1) // block
+    for k in prange(nblocks):
+        b0 = k * block
+        nb = min(B, b0 + block) - b0
+        pred = np.empty((L, nb, S))
+        alpha = np.empty((nb, S))
+        logc = np.zeros(nb)
+        dead = np.zeros(nb, dtype=np.bool_)
+        for j in range(L):
+            if j == 0:
+                for i in range(nb):
+                    for t in range(S):
+                        pred[0, i, t] = initial[t]
+            else:
+                pred[j] = np.dot(alpha, A)
+            for i in range(nb):
+                yj, aj, fj = y[b0 + i, j], a[b0 + i, j], f[b0 + i, j]
+                tot = 0.0
+                for s in range(S):
+                    v = pred[j, i, s] * (aj * ET[yj, s] + fj)
+                    alpha[i, s] = v
+                    tot += v
+                if tot > 0.0:
+                    inv = 1.0 / tot
+                    for s in range(S):
+                        alpha[i, s] *= inv
+                    logc[i] += math.log(tot)
+                else:
+                    dead[i] = True  # alpha is all 0 and stays 0
+        beta = np.ones((nb, S))
+        m = np.empty((nb, S))
+        g = np.empty((nb, S))
+        bad = np.zeros(nb, dtype=np.bool_)
+        for j in range(L - 1, -1, -1):
+            if j < L - 1:
+                for i in range(nb):
+                    y1, a1, f1 = y[b0 + i, j + 1], a[b0 + i, j + 1], f[b0 + i, j + 1]
+                    for t in range(S):
+                        m[i, t] = (a1 * ET[y1, t] + f1) * beta[i, t]
+                beta = np.dot(m, AT)
+                for i in range(nb):
+                    tot = 0.0
+                    for s in range(S):
+                        tot += beta[i, s]
+                    inv = 1.0 / tot if tot > 0.0 else 0.0  # an impossible suffix stays 0
+                    for s in range(S):
+                        beta[i, s] *= inv
+            for i in range(nb):
+                for s in range(S):
+                    g[i, s] = pred[j, i, s] * beta[i, s]
+            cav = np.dot(g, E)
+            for i in range(nb):
+                b = b0 + i
+                tot = 0.0
+                for v in range(V):
+                    tot += cav[i, v]
+                mt = 0.0
+                for v in range(V):
+                    c = cav[i, v] / tot if tot > 0.0 else np.nan
+                    cavity[b, j, v] = c
+                    w = c * (a[b, j] * (1.0 if v == y[b, j] else 0.0) + f[b, j])
+                    marginals[b, j, v] = w
+                    mt += w
+                for v in range(V):
+                    marginals[b, j, v] = marginals[b, j, v] / mt if mt > 0.0 else np.nan
+                bad[i] |= not mt > 0.0
+        for i in range(nb):
+            b = b0 + i
+            loglik[b] = -np.inf if dead[i] else logc[i]
+            if dead[i]:
+                for j in range(L):
+                    for v in range(V):
+                        marginals[b, j, v] = np.nan
+            elif bad[i]:
+                unstable[b] = True
+
+
+def evidence_forward_backward(language, evidence: TokenEvidence, *, backend: str = "auto") -> SoftPosterior:
     """``loglik``, marginals and cavity marginals of ``language`` under token ``evidence`` (module docstring).
 
     Parameters
@@ -275,7 +391,13 @@ def evidence_forward_backward(language, evidence: TokenEvidence) -> SoftPosterio
         Read through ``language.kernel_language()`` (an n-gram by its successors, anything else dense).
     evidence : TokenEvidence
         From :func:`masked_evidence` or :func:`uniform_noise_evidence` (or any ``weight, floor >= 0``).
+    backend : {"auto", "numpy"}
+        ``"auto"``: the compiled kernel :func:`_dense_kernel` for a dense HMM (and the interval
+        language's HMM form), the NumPy recursion for an n-gram; ``"numpy"``: the NumPy recursion
+        (:func:`_chunk`, the twin the kernel is tested against) for every language.
     """
+    if backend not in ("auto", "numpy"):
+        raise ValueError(f"unknown backend {backend!r}; choose 'auto' or 'numpy'")
     msg = _messages(language)
     y = np.ascontiguousarray(evidence.canvas, dtype=np.int64)
     B, L = y.shape
@@ -284,6 +406,18 @@ def evidence_forward_backward(language, evidence: TokenEvidence) -> SoftPosterio
     loglik = np.empty(B)
     marginals = np.empty((B, L, msg.V))
     cavity = np.empty((B, L, msg.V))
+    if backend == "auto" and isinstance(msg, _DenseMessages):
+        unstable = np.zeros(B, dtype=np.bool_)
+        threads = kernel_threads()
+        block = max(1, min(_BLOCK_ROWS, -(-B // threads), _CHUNK_FLOATS // (L * msg.S)))
+        with blas_single_thread():
+            _dense_kernel(_KernelInputs(np.ascontiguousarray(msg.initial), msg.A, msg.AT, msg.E, msg.ET, y, a, f), block,
+                          _KernelOutputs(loglik, marginals, cavity, unstable))
+        if unstable.any():
+            b = int(np.flatnonzero(unstable)[0])
+            raise FloatingPointError(f"sequence {b} has log-likelihood {loglik[b]!r} but undefined posterior marginals: "
+                                     "the scaled recursion underflowed (an extremely peaked model)")
+        return SoftPosterior(loglik, marginals, cavity)
     threads = min(kernel_threads(), B)
     pieces = max(threads, -(-B * L * msg.S // _CHUNK_FLOATS))
     bounds = np.linspace(0, B, pieces + 1).astype(np.int64)

@@ -26,7 +26,7 @@ from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from tests.oracles import all_masks, hmm_law, ngram_law
 from tests.strategies import small_hmms, small_ngrams
-from tests.tolerances import ATOL_LOG, ATOL_PROB, RTOL_EXACT
+from tests.tolerances import ATOL_LOG, ATOL_PROB, RTOL_EXACT, RTOL_TWIN
 
 HMM3 = HMM(np.array([0.6, 0.3, 0.1]), np.array([[0.7, 0.3, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0]]),
            np.array([[0.9, 0.1, 0.0], [0.0, 0.5, 0.5], [0.0, 1.0, 0.0]]))  # zeros: some sequences impossible
@@ -182,3 +182,21 @@ def test_random_languages_against_brute_force(lang, seed):
 def test_bad_input_is_named(canvas, alpha, match):
     with pytest.raises(ValueError, match=match):
         uniform_noise_posterior(HMM3, np.array(canvas), alpha)
+
+
+@pytest.mark.parametrize("lang", [HMM3, IntervalLanguage(3)], ids=["hmm3", "interval"])
+def test_compiled_kernel_against_its_numpy_twin(lang):
+    """The dense kernel and the NumPy recursion, on noisy canvases and on masked observations (possible
+    and impossible ones), at a length where the scaling matters."""
+    rng = np.random.default_rng(3)
+    B, L, V = 24, 60, lang.vocab_size
+    tokens = rng.integers(0, V, size=(B, L))
+    for ev in (uniform_noise_evidence(lang, tokens, rng.random((B, L))),
+               masked_evidence(lang, tokens, rng.random((B, L)) < 0.8)):
+        fast = evidence_forward_backward(lang, ev)
+        twin = evidence_forward_backward(lang, ev, backend="numpy")
+        np.testing.assert_array_equal(np.isfinite(fast.loglik), np.isfinite(twin.loglik))
+        np.testing.assert_allclose(fast.loglik, twin.loglik, rtol=RTOL_TWIN)
+        np.testing.assert_allclose(fast.marginals, twin.marginals, rtol=RTOL_TWIN, atol=ATOL_PROB)
+        np.testing.assert_allclose(fast.cavity, twin.cavity, rtol=RTOL_TWIN, atol=ATOL_PROB)
+    assert np.isinf(fast.loglik).any() and np.isfinite(fast.loglik).any()
