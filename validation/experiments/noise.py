@@ -15,8 +15,13 @@ re-draws every position at every step from the oracle's posterior given the nois
   upper bound on ``KL(q || p) / L = log TER(p) - log TER(q)``) beside the masked sampler's Jensen bound
   (its counterpart, also an upper bound).
 
-The revising decoders (LLaDA2.1 editing, WINO) and DiffusionGemma's renoise sampler are not in this
-section yet.
+* **revisers** (tiny, exact): LLaDA2.1's joint threshold (``llada21``) and WINO (``wino``) at a few
+  thresholds (:mod:`numerics.sampling.revisers`, the exact chain over canvases), LLaDA 1.x low-confidence
+  at ``N = 1 .. L`` (``T = 1``), against two floors at each decoder's expected calls: the monotone
+  optimal decoder's (marginal class) and the draw-then-select class's, both for *monotone* decoders only
+  (a reviser may go below them; whether it does is what the table says).
+
+DiffusionGemma's renoise sampler is not in this section.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ class Config:
     """
 
     interval_l: int = 3
-    interval_lengths: tuple[int, ...] = (3, 30, 300)
+    interval_lengths: tuple[int, ...] = (3, 30, 120)
     interval_steps: tuple[int, ...] = (4, 16, 64, 256)
     ser_language: str = "2gram-pruned"
     ter_language: str = "2gram"
@@ -62,17 +67,20 @@ class Config:
     samples: int = 200
     exact_lengths: tuple[int, ...] = (2, 3)
     exact_steps: tuple[int, ...] = (1, 4, 16)
+    reviser_language: str = "2gram-pruned"
+    reviser_length: int = 3
+    reviser_thresholds: tuple[float, ...] = (0.6, 0.9)
     schedule: str = "linear"
     seed: int = 0
 
     @classmethod
     def tiny(cls) -> Config:
         return cls(interval_lengths=(3, 30), interval_steps=(4, 16), lengths=(16,), steps=(4,), samples=40,
-                   exact_lengths=(2,), exact_steps=(1, 4))
+                   exact_lengths=(2,), exact_steps=(1, 4), reviser_length=2, reviser_thresholds=(0.6,))
 
     @classmethod
     def full(cls) -> Config:
-        return cls(interval_l=4, interval_lengths=(4, 64, 512), interval_steps=(4, 16, 64, 256), lengths=(64, 256, 1024),
+        return cls(interval_l=4, interval_lengths=(4, 64, 512), reviser_thresholds=(0.3, 0.6, 0.9), interval_steps=(4, 16, 64, 256), lengths=(64, 256, 1024),
                    steps=(4, 16, 64), samples=1000, exact_lengths=(2, 3), exact_steps=(1, 4, 16, 64))
 
 
@@ -176,6 +184,45 @@ def _exact_point(cfg: Config, L: int, N: int) -> dict:
             "masked_jensen_per_token": _per_token(eng.jensen_bound_exact(lang, s, L), L)["value"]}
 
 
+FLOOR_COSTS = (0.0, 1e-3, 3e-3, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 1.0)  # call costs of the floors' convex hull
+
+
+def _reviser_rows(cfg: Config) -> list[dict]:
+    """Exact SER and expected calls of llada21, wino and LLaDA low-confidence, with both floors at their calls."""
+    from numerics.exact.decoders import decoder_exact
+    from numerics.exact.floors import MARGINAL, DecoderClass, class_floor, expected_calls_floor
+    from numerics.exact.revisers import reviser_exact
+    from numerics.sampling.registry import spec
+    from numerics.sampling.revisers import Reviser
+
+    lang, L = eng.load_language(cfg.reviser_language), cfg.reviser_length
+    marginal = [class_floor(lang, L, L, MARGINAL, "ser", lam) for lam in FLOOR_COSTS]
+    dts = [class_floor(lang, L, L, DecoderClass("draw-then-select", 1.0), "ser", lam) for lam in FLOOR_COSTS]
+    rows = []
+    for th in cfg.reviser_thresholds:
+        for rv in (Reviser("llada21", threshold=th, edit_threshold=th, edit_cap=16),
+                   Reviser("wino", threshold=th, remask_threshold=0.9)):
+            ex = reviser_exact(rv, lang, L)
+            rows.append({"decoder": rv.name, "setting": f"threshold {th:g}" + (
+                f", edit threshold {th:g}, cap 16" if rv.name == "llada21" else ", remask below 0.9"),
+                "ser": ex.ser, "calls": ex.expected_calls.value, "max_calls": int(np.flatnonzero(ex.calls)[-1])})
+    for N in range(1, L + 1):
+        d = spec("llada").build({"remasking": "low-confidence", "temperature": 1.0}, steps=N,
+                                schedule=eng.schedule_for("linear", N), length=L)
+        ex = decoder_exact(lang, L, d)
+        rows.append({"decoder": "llada", "setting": f"low-confidence, T = 1, N = {N}", "ser": ex.metrics.ser.value,
+                     "calls": ex.expected_calls.value, "max_calls": N})
+    for r in rows:
+        r["marginal_floor"] = expected_calls_floor(marginal, r["calls"])
+        r["draw_then_select_floor"] = expected_calls_floor(dts, r["calls"])
+    return rows
+
+
+def _below(value: float, floor: float) -> bool:
+    """``value`` below ``floor`` beyond round-off (both exact; equal values reached by two sums are not "below")."""
+    return value < floor - 1e-12 * max(1.0, floor)
+
+
 def _steps_for_half(l: int, L: int, schedule: str, noise: str) -> int:
     """The fewest steps with exact SER <= 1/2 on the interval language (bisection; SER falls with N)."""
     from numerics.exact.interval import interval_ser
@@ -249,8 +296,22 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                          + "; ".join(f"L={r['L']} N={r['N']}: {r['uniform_kl_per_token']:.4g} "
                                      f"(path bound {r['uniform_path_kl_per_token']:.4g}, masked Jensen bound "
                                      f"{r['masked_jensen_per_token']:.4g})" for r in ex_rows) + ".")
-    out.notes.append("Not in this section: the revising decoders (LLaDA2.1 editing, WINO) and DiffusionGemma's "
-                     "renoise sampler (not built yet).")
+    key = {**base, "language": cfg.reviser_language, "L": cfg.reviser_length, "th": list(cfg.reviser_thresholds),
+           "costs": list(FLOOR_COSTS)}
+    rrows = parts.attempt("revisers", lambda: cache.get_or_compute("noise-revisers", key, lambda: _reviser_rows(cfg)))
+    if rrows:
+        out.tables["revisers"] = rrows
+        below = [r for r in rrows if _below(r["ser"], r["marginal_floor"])]
+        below_dts = [r for r in rrows if _below(r["ser"], r["draw_then_select_floor"])]
+        out.notes.append(
+            f"revisers on {cfg.reviser_language}, L = {cfg.reviser_length} (exact): "
+            + ("; ".join(f"{r['decoder']} ({r['setting']}) SER {r['ser']:.4g} at {r['calls']:.3g} calls is below the "
+                         f"monotone optimal-decoder floor {r['marginal_floor']:.4g}" for r in below)
+               or "no decoder goes below the monotone optimal-decoder floor at its expected calls")
+            + "; " + (f"{len(below_dts)} below the draw-then-select floor" if below_dts
+                      else "none below the draw-then-select floor")
+            + ". Both floors are for monotone decoders only.")
+    out.notes.append("Not in this section: DiffusionGemma's renoise sampler (not built yet).")
     parts.record(out)
     return out.finish(started)
 
@@ -298,4 +359,24 @@ def plot(result: ExperimentResult) -> list[Plot]:
                           "oracle: exact SER on the interval language, Monte Carlo SER on the pruned n-gram, and the "
                           "per-token KL upper bounds (uniform: path KL; masked: Jensen bound) on the unpruned n-gram. "
                           "The floor drawn is none: both samplers are the factorized oracle sampler."))
+    rrows = result.tables.get("revisers", [])
+    if rrows:
+        fig, ax = new_figure(ncols=1, width=4.6, height=3.4)
+        ax = np.ravel(ax)[0]
+        for name, marker in (("llada21", "o"), ("wino", "s"), ("llada", "x")):
+            pts = [r for r in rrows if r["decoder"] == name]
+            ax.plot([r["calls"] for r in pts], [r["ser"] for r in pts], marker=marker, linestyle="none", label=name)
+        cs = sorted(r["calls"] for r in rrows)
+        ax.plot(cs, [next(r["marginal_floor"] for r in rrows if r["calls"] == c) for c in cs], color="k",
+                linewidth=1, label="monotone optimal-decoder floor")
+        ax.plot(cs, [next(r["draw_then_select_floor"] for r in rrows if r["calls"] == c) for c in cs], color="grey",
+                linewidth=1, linestyle=":", label="draw-then-select floor")
+        ax.set_xlabel("expected calls (exact)")
+        ax.set_ylabel("SER (exact)")
+        ax.set_title(f"{result.config['reviser_language']}, L = {result.config['reviser_length']}", fontsize=9)
+        legend(ax, fontsize=6)
+        plots.append(Plot("revisers", fig, "Revising decoders (llada21, wino) against LLaDA low-confidence: exact SER "
+                          "vs expected calls, with the floors of two classes of monotone decoders at equal expected "
+                          "calls (the monotone optimal decoder's and the draw-then-select class's); a reviser is in "
+                          "neither class, so either floor may be crossed."))
     return plots
