@@ -242,20 +242,27 @@ def _steps_for_half(l: int, L: int, schedule: str, noise: str) -> int:
     return lo
 
 
+def _grid(parts: Parts, cache: ResultCache, progress: bool, part: str, lengths, steps, key, compute) -> list[dict]:
+    """``{"L", "N", **compute(L, N)}`` over ``lengths x steps``, each point cached under ``key(L, N)``."""
+    rows = []
+    for L in progress_iter(lengths, progress, f"noise: {part}"):
+        for N in steps:
+            r = parts.attempt(f"{part} L={L} N={N}", lambda L=L, N=N: cache.get_or_compute(
+                f"noise-{part}", key(L, N), lambda: compute(L, N)))
+            if r is not None:
+                rows.append({"L": L, "N": N, **r})
+    return rows
+
+
 def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, strict: bool = False) -> ExperimentResult:
     started = time.perf_counter()
     cache = point_cache(cache)
     out = ExperimentResult(NAME, TITLE, config=cfg.__dict__.copy())
     parts = Parts(strict)
     base = {"v": VERSION, "schedule": cfg.schedule}
-    rows = []
-    for L in progress_iter(cfg.interval_lengths, progress, "noise: interval"):
-        for N in cfg.interval_steps:
-            key = {**base, "l": cfg.interval_l, "L": L, "N": N}
-            r = parts.attempt(f"interval L={L} N={N}", lambda L=L, N=N, key=key: cache.get_or_compute(
-                "noise-interval", key, lambda: _interval_point(cfg.interval_l, L, N, cfg.schedule)))
-            if r is not None:
-                rows.append({"L": L, "N": N, **r})
+    rows = _grid(parts, cache, progress, "interval", cfg.interval_lengths, cfg.interval_steps,
+                 lambda L, N: {**base, "l": cfg.interval_l, "L": L, "N": N},
+                 lambda L, N: _interval_point(cfg.interval_l, L, N, cfg.schedule))
     if rows:
         out.tables["interval"] = rows
     need = []
@@ -271,25 +278,14 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
         out.notes.append(f"interval (l = {cfg.interval_l}), {cfg.schedule} schedule, exact: the fewest steps with SER <= 1/2 "
                          + "; ".join(f"L = {r['L']}: {r['uniform']} uniform-noise, {r['masked']} masked" for r in need)
                          + ". Linear in L under both noises: Theorem 4.4's barrier is not an artefact of masking.")
-    mc_rows = []
-    for L in progress_iter(cfg.lengths, progress, "noise: n-gram"):
-        for N in cfg.steps:
-            key = {**base, "ser": cfg.ser_language, "ter": cfg.ter_language, "L": L, "N": N, "samples": cfg.samples,
-                   "seed": cfg.seed}
-            r = parts.attempt(f"n-gram L={L} N={N}", lambda L=L, N=N, key=key: cache.get_or_compute(
-                "noise-ngram", key, lambda: _mc_point(cfg, L, N)))
-            if r is not None:
-                mc_rows.append({"L": L, "N": N, **r})
+    mc_rows = _grid(parts, cache, progress, "ngram", cfg.lengths, cfg.steps,
+                    lambda L, N: {**base, "ser": cfg.ser_language, "ter": cfg.ter_language, "L": L, "N": N,
+                                  "samples": cfg.samples, "seed": cfg.seed},
+                    lambda L, N: _mc_point(cfg, L, N))
     if mc_rows:
         out.tables["ngram"] = mc_rows
-    ex_rows = []
-    for L in cfg.exact_lengths:
-        for N in cfg.exact_steps:
-            key = {**base, "ter": cfg.ter_language, "L": L, "N": N}
-            r = parts.attempt(f"exact L={L} N={N}", lambda L=L, N=N, key=key: cache.get_or_compute(
-                "noise-exact", key, lambda: _exact_point(cfg, L, N)))
-            if r is not None:
-                ex_rows.append({"L": L, "N": N, **r})
+    ex_rows = _grid(parts, cache, progress, "exact", cfg.exact_lengths, cfg.exact_steps,
+                    lambda L, N: {**base, "ter": cfg.ter_language, "L": L, "N": N}, lambda L, N: _exact_point(cfg, L, N))
     if ex_rows:
         out.tables["exact_ter"] = ex_rows
         out.notes.append("exact per-token KL of uniform-noise sampling on " + cfg.ter_language + ": "
