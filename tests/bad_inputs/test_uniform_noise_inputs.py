@@ -24,6 +24,8 @@ CASES = [
     ("enumeration beyond its canvases", ["exact", "--language", "2gram", "-L", "5", "-N", "2", "--noise", "uniform",
                                          "--method", "enumerate"], r"needs V\^L <= 4096 canvases, got 8\^5"),
     ("a gamma under uniform noise", [*EXACT, "--noise", "uniform", "--gamma", "0.5"], r"takes no --gamma"),
+    ("uniform noise beyond memory", ["exact", "--language", "2gram", "-L", "100000000", "-N", "2", "--noise", "uniform",
+                                     "--samples", "100000"], r"--noise uniform \(100000 samples, L = 100000000.*needs about"),
     ("uniform noise without steps", ["exact", "--language", "2gram", "-L", "3", "--noise", "uniform"],
      r"-N / --n-steps is required with --noise uniform"),
 ]

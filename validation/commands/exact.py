@@ -192,6 +192,16 @@ def _uniform_point(language, ser_language, length, steps, schedule, method, samp
         raise click.UsageError("--noise uniform needs -L >= 1, -N >= 1 and --samples >= 2")
     check_schedule(schedule, [language], [length])
     check_same_vocabulary([(language, ser_language)], "--ser-language")
+    from numerics.languages.presets import load_language
+    from numerics.machine import check_memory
+
+    try:
+        lang = load_language(language)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    S, V = lang.kernel_language().n_states, lang.vocab_size  # sizes checked before anything is allocated
+    check_memory(8.0 * (4 * samples * length * V + 2 * 64 * length * S), f"--noise uniform ({samples} samples, "
+                 f"L = {length}, {S} states)", "use fewer --samples or a smaller -L")
     try:
         result = uniform_point(language, length, steps, schedule, method, samples, seed, ser_language)
     except ValueError as exc:
