@@ -63,6 +63,7 @@ def run_benchmark(
     repeats: int = 5,
     reference_batch: int | None = None,
     progress: bool = True,
+    noise: str = "mask",
 ) -> dict:
     """Time ours and hmmlearn on the same data; returns the figures as a dict (see module docstring)."""
     from threadpoolctl import threadpool_limits
@@ -91,7 +92,7 @@ def run_benchmark(
         reference_batch = int(min(batch, max(8, 1e10 // (4.0 * S * S * length))))
     n_ref = min(batch, reference_batch)
 
-    steps = ["ours", "gemm", "reference"] + (["dense"] if lang.kind == "ngram" else [])
+    steps = ["ours", "gemm", "reference"] + (["dense"] if lang.kind == "ngram" else []) + (["uniform"] if noise == "uniform" else [])
     bar = tqdm(steps, desc="bench forward-backward", disable=None if progress else True, leave=False)
     result: dict = {
         "language": language,
@@ -135,6 +136,14 @@ def run_benchmark(
             result["reference_seq_per_s"] = n_ref / min(ref_times)
             result["max_abs_diff_loglik"] = float(np.max(np.abs(post.loglik[:n_ref] - ref.loglik)))
             result["max_abs_diff_marginals"] = float(np.max(np.abs(post.marginals[:n_ref] - ref.marginals)))
+        elif step == "uniform":  # the soft-evidence forward-backward on the same tokens as a noisy canvas
+            from numerics.inference.soft_evidence import uniform_noise_posterior
+
+            alpha = 1.0 - mask_rate
+            utimes, _ = _time(lambda: uniform_noise_posterior(lang, tokens, alpha), repeats)
+            result["uniform_seconds_best"] = min(utimes)
+            result["uniform_seq_per_s"] = batch / min(utimes)
+            result["uniform_vs_mask"] = min(utimes) / result["ours_seconds_best"]
         elif step == "dense":
             dtimes, dpost = _time(lambda: _dense.forward_backward_dense(dense, check_observations(dense, tokens, mask)), max(1, min(repeats, 3)))
             result["dense_seconds_best"] = min(dtimes)
@@ -165,14 +174,18 @@ def run_benchmark(
 @click.option("--language", default="hmm", show_default=True, help="hmm (random dense, --states) or 2gram/3gram/4gram (random n-gram over --vocab)")
 @click.option("--repeats", type=click.IntRange(1), default=5, show_default=True)
 @click.option("--reference-batch", type=click.IntRange(1), default=None, help="sequences for hmmlearn (default: ~1e10 flops' worth, >= 8)")
+@click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
+              help="uniform: also time the soft-evidence (uniform-noise) forward-backward on the same tokens as a "
+                   "canvas at alpha = 1 - R, and its time over the masked one's")
 @json_option
-def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch, as_json):
+def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch, noise,
+                           as_json):
     """Time the masked forward-backward against hmmlearn (1 thread) on the same data."""
     from validation.guards import check_hmm_inference
 
     S = states if language == "hmm" else vocab ** max(int(language[:-4]) - 1, 1) if language[:-4].isdigit() else 1
     check_hmm_inference(S, length, batch, "bench forward-backward", "use fewer --states, a smaller --batch or --length")
-    r = run_benchmark(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch)
+    r = run_benchmark(states, length, batch, mask_rate, vocab, seed, language, repeats, reference_batch, noise=noise)
     human = (
         f"{r['language']} S={r['states']} V={r['vocab']} L={r['length']} B={r['batch']} R={r['mask_rate']} "
         f"threads={r['threads']}\n"
@@ -181,6 +194,9 @@ def bench_forward_backward(states, length, batch, mask_rate, vocab, seed, langua
         f"  speedup   {r['speedup']:.1f}x   gemm_fraction {r['gemm_fraction']:.2f} "
         f"(of peak {r['gemm_fraction_of_peak']:.2f})\n"
     )
+    if "uniform_vs_mask" in r:
+        human += (f"  uniform noise {r['uniform_seq_per_s']:.1f} seq/s: {r['uniform_vs_mask']:.2f}x the masked "
+                  "forward-backward's time\n")
     if "sparse_vs_dense_speedup" in r:
         human += f"  sparse n-gram vs dense {r['states']}-state kernel: {r['sparse_vs_dense_speedup']:.1f}x\n"
     human += f"  max |ours - reference| {max(r['max_abs_diff_loglik'], r['max_abs_diff_marginals']):.2e} " + (

@@ -133,10 +133,13 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
 @_batch
 @functools.partial(_sampler_options, decoders=True)
 @decoder_options
+@click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
+              help="mask: masked (absorbing) diffusion; uniform: uniform-noise diffusion, the factorized reverse "
+                   "process with the oracle (--sampler random only; docs/methods/uniform-noise.md).")
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_opts, progress, as_json):
+                  confidence, tie_seed, decoder_opts, noise, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle sampler (random order,
     an adaptive rule, or a decoder: llada, fast-dllm, eb, remdm).
 
@@ -149,6 +152,12 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     """
     from validation.sweep import PointConfig, evaluate_point
 
+    if noise == "uniform":
+        if gamma is not None or decoder_opts.given():
+            raise click.UsageError("--noise uniform takes no --gamma or decoder option (its sampler is the "
+                                   "factorized reverse process)")
+        _uniform_point(language, ser_language, length, steps, schedule, method, samples, seed, sampler, as_json)
+        return
     check_schedule(schedule, [language], [length])
     check_decoder_method(sampler, method)
     if steps is None and sampler in STEPS_SAMPLERS:
@@ -163,6 +172,40 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     if show_progress(progress):
         click.echo(f"computing {language} L={length} N={steps} ({method}) ...", err=True)
     result = evaluate_point(cfg)
+    emit(result, as_json, _human_point(result))
+
+
+def _uniform_point(language, ser_language, length, steps, schedule, method, samples, seed, sampler, as_json) -> None:
+    """``exact --noise uniform``: the factorized uniform-noise sampler (validation.experiments.noise.uniform_point)."""
+    from validation.experiments.noise import NOISE_METHODS, uniform_point
+
+    if sampler != "random":
+        raise click.UsageError(f"--noise uniform supports --sampler random only (the factorized reverse process), "
+                               f"not {sampler!r}")
+    if method not in NOISE_METHODS:
+        raise click.UsageError(f"--noise uniform supports --method {', '.join(NOISE_METHODS)}, not {method!r}")
+    if steps is None:
+        raise click.UsageError("-N / --n-steps is required with --noise uniform")
+    if schedule == "optimal":
+        raise click.UsageError("--noise uniform does not support --schedule optimal (it is optimal for masking)")
+    if length < 1 or steps < 1 or samples < 2:
+        raise click.UsageError("--noise uniform needs -L >= 1, -N >= 1 and --samples >= 2")
+    check_schedule(schedule, [language], [length])
+    check_same_vocabulary([(language, ser_language)], "--ser-language")
+    from numerics.languages.presets import load_language
+    from numerics.machine import check_memory
+
+    try:
+        lang = load_language(language)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    S, V = lang.kernel_language().n_states, lang.vocab_size  # sizes checked before anything is allocated
+    check_memory(8.0 * (4 * samples * length * V + 2 * 64 * length * S), f"--noise uniform ({samples} samples, "
+                 f"L = {length}, {S} states)", "use fewer --samples or a smaller -L")
+    try:
+        result = uniform_point(language, length, steps, schedule, method, samples, seed, ser_language)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     emit(result, as_json, _human_point(result))
 
 

@@ -32,7 +32,7 @@ same and shows the traceback).
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Cache folder of computed points  [default: OUT/cache].")
 @click.option("--only", multiple=True, type=click.Choice(["ter", "ser", "lemmas", "learned", "cost", "schedules", "adaptive", "realtext", "decoders", "calls",
-                                                          "thresholds", "runtimes", "lossless"]),
+                                                          "thresholds", "runtimes", "lossless", "noise"]),
               help="Run only this experiment (repeatable).")
 @click.option("--checkpoint", "checkpoints", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A trained model checkpoint to evaluate against the oracle (repeatable).")

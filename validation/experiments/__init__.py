@@ -23,6 +23,8 @@
             against the engine, AUP per family
 ``lossless`` escaping the linear barrier: lossless decoders' expected rounds and calls at SER = 0 vs L beside
             the factorized sampler's steps for SER targets; fitted exponents; Anari et al.'s sqrt(L) claim
+``noise``   beyond masking: masked vs uniform-noise factorized sampling with the oracle (exact SER on the
+            interval language, Monte Carlo SER and per-token KL bounds on the n-grams, exact KL at tiny L)
 ==========  ================================================================================
 """
 
@@ -38,6 +40,7 @@ from . import (
     learned,
     lemmas,
     lossless,
+    noise,
     realtext,
     runtimes,
     schedules,
@@ -51,7 +54,7 @@ __all__ = ["EXPERIMENTS", "SCALES", "config_for", "ExperimentResult", "MissingIn
 
 EXPERIMENTS: dict[str, ModuleType] = {
     m.NAME: m for m in (ter, ser, lemmas, learned, cost, schedules, adaptive, realtext, decoders, calls, thresholds,
-                        runtimes, lossless)
+                        runtimes, lossless, noise)
 }
 SCALES = ("tiny", "default", "full")
 

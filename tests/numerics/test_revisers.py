@@ -1,0 +1,113 @@
+"""The revising decoders (llada21, wino) with the oracle: exact chain over canvases, Monte Carlo, and the floor.
+
+Independent checks: the chain with the oracle's laws read off the joint table (no forward-backward)
+against the chain with the soft-evidence forward-backward; the Monte Carlo sampler against the exact
+output law and the exact law of the calls (chi-squared).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numerics.exact.floors import MARGINAL, DecoderClass, class_floor, expected_calls_floor
+from numerics.exact.joint_table import joint_table, masked_marginal_table
+from numerics.exact.revisers import reviser_exact
+from numerics.languages.hmm import NGram
+from numerics.sampling.revisers import Reviser, sample_reviser
+from tests.gof import assert_gof, law_bins
+from tests.tolerances import ATOL_PROB, RTOL_EXACT
+
+NG = NGram(2, np.array([0.5, 0.5]), np.array([[0.8, 0.2], [0.0, 1.0]]))  # "1 0" impossible
+L = 4
+SETTINGS = [Reviser("llada21", threshold=0.5, edit_threshold=0.5, edit_cap=2),
+            Reviser("llada21", threshold=0.9, edit_threshold=0.6, edit_cap=1, block_length=2, temperature=0.7),
+            Reviser("wino", threshold=0.5, remask_threshold=0.5),
+            Reviser("wino", threshold=0.6, remask_threshold=0.9, block_length=2)]
+
+
+def _table_laws(lang, length):
+    """``cond`` from the masked marginal table: ``q(x_j | x_{S \\ j})`` at every position."""
+    V = lang.vocab_size
+    Q = masked_marginal_table(joint_table(lang, length))
+
+    def laws(state):
+        n = state.tokens.shape[0]
+        out = np.empty((n, length, V))
+        for b in range(n):
+            idx = np.where(state.masked[b], V, state.tokens[b])
+            for j in range(length):
+                rows = []
+                for v in range(V):
+                    k = idx.copy()
+                    k[j] = v
+                    rows.append(Q[tuple(k)])
+                rows = np.array(rows)
+                out[b, j] = rows / rows.sum() if rows.sum() > 0 else 1.0 / V
+        return out
+
+    return laws
+
+
+@pytest.mark.parametrize("rv", SETTINGS, ids=lambda r: f"{r.name}-{r.threshold}-{r.block_length}")
+def test_chain_against_table_oracle(rv):
+    fb = reviser_exact(rv, NG, L)
+    tab = reviser_exact(rv, NG, L, laws=_table_laws(NG, L))
+    np.testing.assert_allclose(fb.law.p, tab.law.p, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    np.testing.assert_allclose(fb.calls, tab.calls, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    assert fb.law.p.sum() == pytest.approx(1.0, rel=RTOL_EXACT) and fb.calls.sum() == pytest.approx(1.0, rel=RTOL_EXACT)
+
+
+@pytest.mark.parametrize("rv", [SETTINGS[0], SETTINGS[3]], ids=["llada21", "wino"])
+def test_monte_carlo_against_the_chain(rv):
+    ex = reviser_exact(rv, NG, L)
+    out = sample_reviser(rv, NG, 6000, L, np.random.default_rng(5))
+    counts, probs = law_bins(out.tokens, ex.law.q, ex.law.p, 0.0)
+    assert_gof(counts, probs, f"{rv.name} outputs")
+    calls = np.bincount(out.calls, minlength=len(ex.calls))
+    assert_gof(calls, ex.calls, f"{rv.name} calls")
+
+
+def test_llada21_editing_cap_and_thresholds():
+    """No editing possible (edit threshold 1) and cap 0: every call reveals, so at most L calls and at
+    least L / B; editing steps after a full block add calls, at most the cap per block."""
+    plain = reviser_exact(Reviser("llada21", threshold=0.7, edit_threshold=1.0, edit_cap=0), NG, L)
+    capped = reviser_exact(Reviser("llada21", threshold=0.7, edit_threshold=1.0, edit_cap=3), NG, L)
+    assert plain.calls[L + 1:].sum() == 0 and plain.calls[0] == 0
+    # an editing step that changes nothing ends the block: exactly one more call, the same outputs
+    np.testing.assert_allclose(capped.calls[1:], plain.calls, rtol=RTOL_EXACT, atol=ATOL_PROB)
+    np.testing.assert_allclose(capped.law.p, plain.law.p, rtol=RTOL_EXACT)
+
+
+def test_finding_revisers_and_the_monotone_floor():
+    """FINDING (tiny 2-gram, L = 4). Both revisers go below the monotone optimal-decoder floor (the
+    marginal class: sets chosen from the revealed values, values drawn from the marginals) at their own
+    expected calls -- but so do the same rules with revision switched off, and by the same amount or more:
+    their selection reads the drawn values (draw-then-select), a class whose SER floor is 0 here. Revision
+    itself never lowered the SER in these settings: editing (llada21) and remasking (wino) raised it."""
+    lams = [0.0, 1e-3, 3e-3, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 1.0]
+    marginal = [class_floor(NG, L, L, MARGINAL, "ser", lam) for lam in lams]
+    dts = [class_floor(NG, L, L, DecoderClass("draw-then-select", 1.0), "ser", lam) for lam in lams]
+    pairs = [(Reviser("llada21", threshold=0.5, edit_threshold=0.5, edit_cap=0),
+              Reviser("llada21", threshold=0.5, edit_threshold=1.0, edit_cap=0)),
+             (Reviser("wino", threshold=0.5, remask_threshold=0.5), Reviser("wino", threshold=0.5, remask_threshold=0.0))]
+    for revising, monotone in pairs:
+        r, m = reviser_exact(revising, NG, L), reviser_exact(monotone, NG, L)
+        floor_r = expected_calls_floor(marginal, r.expected_calls.value)
+        assert r.ser < floor_r  # below the optimal-decoder floor at equal expected calls
+        assert m.ser < expected_calls_floor(marginal, m.expected_calls.value)  # so is the non-revising twin
+        assert r.ser > m.ser and r.expected_calls.value >= m.expected_calls.value  # revision: worse, not cheaper
+        assert expected_calls_floor(dts, r.expected_calls.value) == 0.0  # the draw-then-select floor: vacuous here
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"name": "llada21", "threshold": 1.5}, "threshold must be in \\[0, 1\\]"),
+    ({"name": "llada21", "edit_threshold": -0.1}, "edit-threshold must be in \\[0, 1\\]"),
+    ({"name": "wino", "remask_threshold": 2.0}, "remask-threshold must be in \\[0, 1\\]"),
+    ({"name": "llada21", "edit_cap": -1}, "editing cap must be an integer >= 0"),
+    ({"name": "wino", "step_cap": 0}, "step cap must be an integer >= 1"),
+    ({"name": "remdm2"}, "unknown reviser"),
+])
+def test_bad_parameters_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Reviser(**kwargs)
