@@ -89,8 +89,11 @@ class Estimate:
             return float(self.ci_low), float(self.ci_high)
         return normal_interval(self.value, self.stderr, self.confidence)
 
-    def json_record(self) -> dict[str, Any]:
+    def json_record(self, meaningful_digits: bool = True) -> dict[str, Any]:
         """The estimate in the engine's one JSON shape (:data:`ESTIMATE_FIELDS`, docs/schema.md).
+
+        Numbers at their meaningful precision (module docstring); ``meaningful_digits=False`` keeps
+        every computed bit (the report's internal records, which later steps compute with).
 
         Non-finite fields are left as floats here; :func:`numerics.provenance.to_jsonable` writes
         them as ``null``. The ``null_reason`` entries written here say more than "not a number":
@@ -103,7 +106,9 @@ class Estimate:
         if agree and (not lo < hi or self.ci_low is None):
             lo = hi = math.nan  # an interval of width 0 (normal, from a 0 stderr) would read as certainty
         value, stderr = self.value, self.stderr
-        if self.exact:
+        if not meaningful_digits:
+            pass
+        elif self.exact:
             value = lo = hi = meaningful(value)
         elif agree:
             value, lo, hi = meaningful(value), meaningful(lo), meaningful(hi)

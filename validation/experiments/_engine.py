@@ -60,7 +60,7 @@ def estimate_json(est: Any) -> dict:
     record (:meth:`~numerics.estimate.Estimate.json_record`): ``value``, ``stderr`` (0 where every
     Monte Carlo sample agrees), ``method``, ``samples``, and ``lower``/``upper`` where the estimator
     gave its own interval (Clopper-Pearson, delta method)."""
-    record = est.json_record()
+    record = est.json_record(meaningful_digits=False)  # later steps compute with it: every bit kept
     out = {"value": None if record["value"] is None else float(record["value"]),
            "stderr": 0.0 if record["stderr"] is None else float(record["stderr"]),
            "method": str(record["method"]), "samples": int(record["samples"])}
