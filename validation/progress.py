@@ -9,8 +9,9 @@ instead::
 A line is printed when at least :data:`LINE_EVERY_S` seconds have passed since the previous one,
 and once at the end of a loop that took that long, so quick loops stay silent and a long loop
 says where it is at least every :data:`LINE_EVERY_S` seconds (between its steps: a step itself
-is not interrupted). The estimate of the time left is the mean time per step so far times the
-steps left.
+is not interrupted). The estimate of the time left is the mean time per step after the first
+times the steps left (the first step pays numba's compilation: 54 s for one TER point of
+seconds, which made a first estimate of "about 129 min left"); none before the second step.
 """
 
 from __future__ import annotations
@@ -51,20 +52,23 @@ def progress_lines(items: Iterable, desc: str, total: int | None = None, stream:
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
     started = last = time.perf_counter()
+    first = started  # the end of the first step (compilation): the estimate's clock starts there
     done = said = 0
 
     def say(now: float) -> None:
         out = stream if stream is not None else sys.stderr
         elapsed = now - started
         of = f"/{total}" if total else ""
-        left = (f", about {seconds(elapsed / done * (total - done))} left"
-                if total and 0 < done < total else "")
+        left = (f", about {seconds((now - first) / (done - 1) * (total - done))} left"
+                if total and 1 < done < total else "")
         print(f"{prefix} {desc} {done}{of}, {seconds(elapsed)} elapsed{left}", file=out, flush=True)
 
     for item in items:
         yield item
         done += 1
         now = time.perf_counter()
+        if done == 1:
+            first = now
         if now - last >= every_s:
             say(now)
             last, said = now, done

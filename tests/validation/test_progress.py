@@ -11,13 +11,14 @@ def _clock(monkeypatch, ticks):
 
 
 def test_one_line_per_long_step_with_done_total_elapsed_and_estimate(monkeypatch):
-    # start, then after each of 3 items: 10 s, 11 s (too soon for a line), 30 s; the end reads 30 s again
-    _clock(monkeypatch, [0.0, 10.0, 11.0, 30.0, 30.0])
+    # start, then after each of 4 items: 10 s, 11 s (too soon for a line), 30 s, 40 s; the end reads 40 s again
+    _clock(monkeypatch, [0.0, 10.0, 11.0, 30.0, 40.0, 40.0])
     out = io.StringIO()
-    assert list(progress_lines(["a", "b", "c"], "learned: training", stream=out)) == ["a", "b", "c"]
+    assert list(progress_lines(["a", "b", "c", "d"], "learned: training", stream=out)) == ["a", "b", "c", "d"]
     assert out.getvalue().splitlines() == [
-        "[report] learned: training 1/3, 10 s elapsed, about 20 s left",
-        "[report] learned: training 3/3, 30 s elapsed",
+        "[report] learned: training 1/4, 10 s elapsed",  # one step (it compiled): no estimate yet
+        "[report] learned: training 3/4, 30 s elapsed, about 10 s left",  # (30 - 10) / 2 steps after the first
+        "[report] learned: training 4/4, 40 s elapsed",
     ]
 
 
