@@ -22,8 +22,9 @@ from numerics._jit import jit
 from numerics._threads import CHUNKS_PER_THREAD, kernel_threads
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
 from numerics.inference.posterior import Observations, Posterior
-from numerics.languages.arrays import by_kind, kernel_arrays, sparse_entry
+from numerics.languages.arrays import kernel_arrays, sparse_entry
 from numerics.languages.hmm import NGram
+from numerics.messages.dispatch import by_kind
 
 __all__ = ["forward_backward_ngram", "loglik_ngram"]
 

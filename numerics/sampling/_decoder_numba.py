@@ -76,8 +76,8 @@ from numerics.sampling._adaptive_paths import (
     path_arrays,
     selected_rows,
 )
-from numerics.sampling.oracle.steps import apply_evidence
-from numerics.sampling.oracle.steps import normalize as _normalize
+from numerics.messages.steps import apply_evidence
+from numerics.messages.steps import normalize as _normalize
 
 __all__ = ["COUNT_CODES", "SCORE_CODES", "DecoderRule", "RemdmRule", "decoder_run", "remdm_run", "stream_u"]
 
