@@ -8,6 +8,8 @@ adaptive and decoder kernels, :mod:`numerics.inference`) reads a language throug
   that chooses a step's version by the kind, at compile time;
 * :mod:`~numerics.messages.steps`: the single-position forward and backward steps, the transition
   products they are made of, the token marginal, evidence and normalization, once per kind;
+* :mod:`~numerics.messages.powers`: the precomputed powers of the transition matrix, one cache and one
+  memory cap for them;
 * :mod:`~numerics.messages.jumps`: crossing a run of masked positions by one matrix-power product;
 * :mod:`~numerics.messages.store`: the per-position message store and its queries.
 

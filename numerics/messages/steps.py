@@ -1,4 +1,4 @@
-"""Single-position message steps of the oracle posterior, dense and n-gram (numba).
+"""Single-position message steps, dense and n-gram (numba): the steps every kernel family takes.
 
 The oracle's posterior at a masked position ``p`` given the observed positions is
 ``q(x_p = v | obs) ∝ sum_s alpha_p(s) beta_p(s) P(v | s)`` with the forward message ``alpha_p``
@@ -6,10 +6,14 @@ The oracle's posterior at a masked position ``p`` given the observed positions i
 ``docs/methods/inference.md``. This module holds one step of each recursion and what is read off
 the two messages:
 
+* :func:`propagate` ``alpha P`` and :func:`pull` ``P (e_v * beta)``: the transition products, without
+  normalization (what the adaptive and decoder kernels and the closed-form chain sampler read too);
 * :func:`forward_step` ``alpha_{p-1} -> alpha_p``, :func:`backward_step` ``beta_{p+1} -> beta_p``;
 * :func:`token_marginal` ``m[v] = sum_s alpha(s) beta(s) P(v | s)`` and :func:`observe`
   (multiply a message by the evidence ``x_p = v``);
-* for n-grams, :func:`window_known` (the last ``n-1`` positions are observed, so the window is
+* for n-grams, one window's row of the successor layout (:func:`entry`, :func:`push_row`,
+  :func:`dot_row`; the batched forward-backward of :mod:`numerics.inference._ngram` reads them too),
+  :func:`window_known` (the last ``n-1`` positions are observed, so the window is
   known: a separator, Definition B.4) and :func:`restart_at_separator`.
 
 Which positions are observed is an :class:`Evidence`: position ``p`` is observed iff it was
@@ -47,6 +51,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import uint64
 
 from numerics._jit import jit, trailing_zeros
 from numerics.languages.arrays import sparse_entry
@@ -54,6 +59,12 @@ from numerics.messages.dispatch import by_kind
 
 __all__ = [
     "Evidence",
+    "propagate",
+    "pull",
+    "entry",
+    "vocab",
+    "push_row",
+    "dot_row",
     "observed",
     "normalize",
     "normalize_class",
@@ -266,6 +277,79 @@ def _vecmat_dense(vec, M, r0, out):
         _add_row(out, M, r0, 0.0, True)
 
 
+# ----- one window's row of the successor layout (the n-gram kinds) -------------------------------
+# The dense NGramArrays and the SparseNGramArrays versions add the same terms in the same (ascending)
+# order; the sparse one skips the exact zeros, so the two layouts give the same float64 results.
+# (Used by the n-gram steps here and the batched forward-backward of numerics.inference._ngram.)
+
+
+@jit(nrt=False)
+def _entry_ngram(lang, s, v):
+    """``conditional[s, v]``."""
+    return lang.conditional[s, v]
+
+
+entry = by_kind(_entry_ngram, _entry_ngram, sparse_entry)
+
+
+@jit(nrt=False)
+def _vocab_ngram(lang):
+    """``V``."""
+    return lang.conditional.shape[1]
+
+
+@jit(nrt=False)
+def _vocab_sparse(lang):
+    return lang.vocab
+
+
+vocab = by_kind(_vocab_ngram, _vocab_ngram, _vocab_sparse)
+
+
+@jit(nrt=False)
+def _push_row_ngram(lang, w, cur, s):
+    """``cur[successor(s, v)] += w conditional[s, v]`` for every token ``v``."""
+    cond = lang.conditional
+    t = lang.successor[s]
+    for v in range(uint64(cond.shape[1])):  # unsigned indices: no wraparound test, so it vectorizes
+        cur[t + v] += w * cond[s, v]
+
+
+@jit(nrt=False)
+def _push_row_sparse(lang, w, cur, s):
+    indices, data = lang.indices, lang.data
+    t = lang.successor[s]
+    for k in range(lang.indptr[s], lang.indptr[s + 1]):
+        cur[t + indices[k]] += w * data[k]
+
+
+push_row = by_kind(_push_row_ngram, _push_row_ngram, _push_row_sparse)
+
+
+@jit(nrt=False)
+def _dot_row_ngram(lang, s, nxt):
+    """``sum_v conditional[s, v] nxt[successor(s, v)]``."""
+    cond = lang.conditional
+    t = lang.successor[s]
+    y = 0.0
+    for v in range(uint64(cond.shape[1])):
+        y += cond[s, v] * nxt[t + v]
+    return y
+
+
+@jit(nrt=False)
+def _dot_row_sparse(lang, s, nxt):
+    indices, data = lang.indices, lang.data
+    t = lang.successor[s]
+    y = 0.0
+    for k in range(lang.indptr[s], lang.indptr[s + 1]):
+        y += data[k] * nxt[t + indices[k]]
+    return y
+
+
+dot_row = by_kind(_dot_row_ngram, _dot_row_ngram, _dot_row_sparse)
+
+
 # ----- the transition products of a step (no evidence, not normalized) -------------------------
 
 
@@ -283,32 +367,23 @@ def _propagate_dense(lang, prev, out):
 
 @jit(nrt=False)
 def _propagate_ngram(lang, prev, out):
-    cond = lang.conditional
-    S, V = cond.shape
-    W = S // V
+    S = out.shape[0]
     for s in range(S):
         out[s] = 0.0
-    for a in range(V):
-        for b in range(W):
-            s = a * W + b
-            pa = prev[s]
-            if pa != 0.0:
-                o = b * V
-                for v in range(V):
-                    out[o + v] += pa * cond[s, v]
+    for s in range(S):
+        pa = prev[s]
+        if pa != 0.0:
+            _push_row_ngram(lang, pa, out, s)
 
 
-@jit
+@jit(nrt=False)
 def _propagate_sparse(lang, prev, out):
-    succ, indptr, indices, data = lang.successor, lang.indptr, lang.indices, lang.data
     for s in range(out.shape[0]):
         out[s] = 0.0
     for s in range(out.shape[0]):
         pa = prev[s]
         if pa != 0.0:
-            o = succ[s]
-            for k in range(indptr[s], indptr[s + 1]):
-                out[o + indices[k]] += pa * data[k]
+            _push_row_sparse(lang, pa, out, s)
 
 
 propagate = by_kind(_propagate_dense, _propagate_ngram, _propagate_sparse)
@@ -454,7 +529,6 @@ def _pull_ngram(lang, nxt, out, v, tmp):
 @jit
 def _pull_sparse(lang, nxt, out, v, tmp):
     succ = lang.successor
-    indptr, indices, data = lang.indptr, lang.indices, lang.data
     col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
     S = out.shape[0]
     if v >= 0:
@@ -466,11 +540,7 @@ def _pull_sparse(lang, nxt, out, v, tmp):
             out[s] = col_data[k] * nxt[succ[s] + vu]
         return
     for s in range(S):
-        o = succ[s]
-        acc = 0.0
-        for k in range(indptr[s], indptr[s + 1]):
-            acc += data[k] * nxt[o + indices[k]]
-        out[s] = acc
+        out[s] = _dot_row_sparse(lang, s, nxt)
 
 
 pull = by_kind(_pull_dense, _pull_ngram, _pull_sparse)

@@ -70,7 +70,6 @@ from numerics.messages.jumps import (
     forward_jump_pays,
     jump_backward,
     jump_forward,
-    max_power,
 )
 from numerics.messages.steps import (
     apply_evidence,
@@ -161,7 +160,7 @@ def _crosses_by_windows_sparse(lang):
 crosses_by_windows = by_kind(_crosses_by_windows_dense, _crosses_by_windows_ngram, _crosses_by_windows_sparse)
 
 
-@jit
+@jit(inline=True)  # inlined into advance (the generic crossing: see crosses_by_windows)
 def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     """Bring ``vec`` (= ``alpha`` at ``cur >= 0`` under ``ev``) to ``alpha`` at ``q > cur``; the positions in between are masked.
 
@@ -256,7 +255,7 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
 cross_forward = by_kind(_cross_forward_dense, _cross_forward_ngram, _cross_forward_dense)
 
 
-@jit
+@jit(inline=True)  # inlined into beta_query (the generic crossing: see crosses_by_windows)
 def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     """Make ``beta[k]`` the backward message at ``k < cur`` from ``beta[cur]`` (valid under ``ev``); the positions in between are masked.
 
@@ -364,8 +363,7 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  
     with ``keep``, an ``(S,)`` vector: its ``alpha`` is copied there), ``-1`` when the walk started
     from nothing and met no observed position before ``p``, else ``-2`` (unknown).
     """
-    tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
-    tokens = ev.tokens
+    tmp = scratch.tmp
     alpha, valid = msgs.alpha, msgs.alpha_valid  # unpacked once: a tuple field read inside a branch costs numba a reference count every time
     lo = restart_at_separator(lang, ev, vec, start, p)
     if store and lo != start:
@@ -390,16 +388,8 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  
                 last = cur
         if crosses_by_windows(lang):
             cross_forward(lang, powers, ev, vec, scratch, cur, q)
-        else:  # the generic crossing written out: a call per run costs the small presets ~1.3-1.5x
-            m = q - cur
-            landing = observed(ev, q)
-            if m > 1 and forward_jump_pays(lang, vec, m, landing):
-                jump_forward(lang, powers, vec, tmp, m, tokens[q] if landing else -1, tmp2, acc)
-                copy_into(tmp, vec)
-            else:
-                for r in range(cur + 1, q + 1):
-                    forward_step(lang, ev, vec, tmp, r)
-                    copy_into(tmp, vec)
+        else:  # the generic crossing, inlined: a call per run costs the small presets ~1.3-1.5x
+            _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q)
         cur = q
         if store and cur < p:
             copy_into(vec, alpha[cur])
@@ -507,9 +497,6 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
     Runs of masked positions are crossed by a jump when cheaper (as in :func:`advance`).
     """
     beta, valid = msgs.beta, msgs.beta_valid
-    tmp, tmp2 = scratch.tmp, scratch.tmp2
-    tokens = ev.tokens
-    M = max_power(powers)
     L = beta.shape[0]
     if valid[p]:
         return
@@ -542,19 +529,7 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
             k -= 1
         if crosses_by_windows(lang):
             cross_backward(lang, powers, ev, beta, scratch, cur, k)
-        else:  # the generic crossing written out (as in advance)
-            m = cur - k
-            rows_observed = observed(ev, k)
-            landing = observed(ev, cur)
-            if m > 1 and backward_jump_pays(lang, m, rows_observed, landing):
-                copy_into(beta[cur], tmp)  # evidence at cur times beta_cur
-                if landing:
-                    apply_evidence(lang, tmp, tokens[cur])
-                rowfix = tokens[k] if rows_observed else -1
-                wfix = tokens[cur] if (m <= M and landing) else -1
-                jump_backward(lang, powers, tmp, beta[k], m, rowfix, wfix, tmp2)
-            else:
-                for r in range(cur - 1, k - 1, -1):
-                    backward_step(lang, ev, beta[r + 1], beta[r], r, tmp)
+        else:  # the generic crossing, inlined (as in advance)
+            _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k)
         cur = k
         valid[cur] = True

@@ -51,6 +51,21 @@ def test_transition_products_equal_their_twins(name):
         _close(out, naive.pull(language, vec, v))
 
 
+@pytest.mark.parametrize("name", [n for n in sorted(KINDS) if n != "hmm"])
+def test_rows_of_the_successor_layout_equal_their_twins(name):
+    """One window's row: ``P[s]`` pushed with a weight, ``(P nxt)[s]``, ``conditional[s, v]``, in either layout."""
+    language, lang, rng, vec, _, _, S, V = _case(name, 14)
+    _, P, _ = naive.matrices(language)
+    assert steps.vocab(lang) == V
+    for s in rng.integers(S, size=3):
+        out = vec.copy()
+        steps.push_row(lang, 0.5, out, s)
+        _close(out, vec + 0.5 * P[s])
+        assert steps.dot_row(lang, s, vec) == pytest.approx(naive.pull(language, vec, -1)[s], rel=RTOL_TWIN, abs=ATOL_PROB)
+        for v in range(V):
+            assert steps.entry(lang, s, np.uint64(v)) == language.conditional[s, v]
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 @pytest.mark.parametrize("hidden", [-1, 3])
 def test_steps_equal_their_twins(name, hidden):

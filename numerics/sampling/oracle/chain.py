@@ -52,6 +52,7 @@ from numerics.draws import inverse_cdf
 from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
 from numerics.languages.hmm import Language, NGram
 from numerics.messages.powers import POWERS_CACHE
+from numerics.messages.steps import propagate, pull
 
 __all__ = ["MAX_CUT", "MEMO_BYTES", "MIX_RTOL", "SEARCH_BYTES", "ChainTables", "chain_posterior", "chain_reveal_sample", "chain_tables",
            "mixing_cut"]
@@ -223,29 +224,6 @@ def chain_tables(language: Language, length: int, memo_bytes: int = MEMO_BYTES, 
 
 
 @jit
-def _forward_mul(lang, vec, out):
-    """``out = vec P`` (sparse rows; zero entries of ``vec`` skipped)."""
-    indptr, indices, data = lang.indptr, lang.indices, lang.data
-    out[:] = 0.0
-    for s in range(vec.shape[0]):
-        w = vec[s]
-        if w != 0.0:
-            for k in range(indptr[s], indptr[s + 1]):
-                out[indices[k]] += w * data[k]
-
-
-@jit
-def _backward_mul(lang, vec, out):
-    """``out = P vec`` (sparse rows)."""
-    indptr, indices, data = lang.indptr, lang.indices, lang.data
-    for s in range(out.shape[0]):
-        acc = 0.0
-        for k in range(indptr[s], indptr[s + 1]):
-            acc += data[k] * vec[indices[k]]
-        out[s] = acc
-
-
-@jit
 def _point(vec, v):
     vec[:] = 0.0
     vec[v] = 1.0
@@ -271,7 +249,7 @@ def _gap_backward(lang, tab, x, order_idx, gap, work):
             row[:] = tab.cols[e, slot]
         else:
             while dist < e:
-                _backward_mul(lang, cur, nxt)
+                pull(lang, cur, nxt, -1, nxt)  # out = P cur (the sparse layout takes no scratch)
                 cur[:] = nxt
                 dist += 1
             row[:] = cur
@@ -302,7 +280,7 @@ def _gap_forward(lang, tab, x, order_idx, gap, work):
             row *= tab.rows[d, slot]
         else:
             while dist < d:
-                _forward_mul(lang, cur, nxt)
+                propagate(lang, cur, nxt)
                 cur[:] = nxt
                 dist += 1
             row *= cur
@@ -321,7 +299,7 @@ def _power_positive(lang, tab, y, z, d, work):
     cur, nxt = work.cur, work.nxt
     _point(cur, y)
     for _ in range(d):
-        _forward_mul(lang, cur, nxt)
+        propagate(lang, cur, nxt)
         cur[:] = nxt
     return cur[z] > 0.0
 
