@@ -486,7 +486,8 @@ forward_step = by_kind(_forward_step_dense, _forward_step_ngram, _forward_step_s
 @jit(nrt=False, fma=True, inline=True)  # no reference counts, FMA: see by_kind; inlined: see _vecmat_dense
 def _pull_dense(lang, nxt, out, v, tmp):
     """``out = P (e_v * nxt)``: the transition product of a backward step, not normalized; ``v`` the token observed
-    at the next position (``e_v(s) = P(v | s)``), or ``-1`` (masked: ``e = 1``). ``tmp`` is an ``(S,)`` scratch vector.
+    at the next position (``e_v(s) = P(v | s)``), or ``-1`` (masked: ``e = 1``). ``tmp`` is an ``(S,)`` scratch vector,
+    read by the dense version only (the n-gram versions take one dot product per window, in one pass).
 
     Dense: ``A (e_v * nxt)``, in axpy form over the rows of ``A^T`` (:func:`_vecmat_dense`). n-gram:
     ``out[s] = sum_u conditional[s, u] e_v(u) nxt[(s % W) V + u]`` for every window ``s`` (the sparse layout adds the
@@ -504,26 +505,22 @@ def _pull_dense(lang, nxt, out, v, tmp):
 
 @jit(nrt=False)
 def _pull_ngram(lang, nxt, out, v, tmp):
-    condT = lang.conditional_t
-    S = out.shape[0]
-    V = condT.shape[0]
+    cond, condT = lang.conditional, lang.conditional_t
+    S, V = cond.shape
     W = S // V
-    if v >= 0:
+    if v >= 0:  # the other successors' terms are exact zeros
         for a in range(V):
             for b in range(W):
                 out[a * W + b] = condT[v, a * W + b] * nxt[b * V + v]
         return
-    for b in range(W):  # tmp[v W + b] = nxt[b V + v]
-        for u in range(V):
-            tmp[u * W + b] = nxt[b * V + u]
-    for s in range(S):
-        out[s] = 0.0
-    for u in range(V):
-        for a in range(V):
-            o = a * W
-            t0 = u * W
-            for b in range(W):
-                out[o + b] += condT[u, o + b] * tmp[t0 + b]
+    for a in range(V):  # one pass, window by window (tmp unread): the dot of its row with its successors
+        for b in range(W):
+            s = a * W + b
+            o = b * V
+            acc = 0.0
+            for u in range(V):
+                acc += cond[s, u] * nxt[o + u]
+            out[s] = acc
 
 
 @jit

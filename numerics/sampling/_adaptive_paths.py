@@ -365,28 +365,43 @@ def _refresh_chain(lang, conf, x, sel, r, post, work, term):
 # ----- n-grams of higher order and HMMs: forward/backward messages over segments ----------------
 
 
-@jit
+@jit(nrt=False)  # no reference counts: the row views and the call cost more than an n-gram product of S = 64
 def _push(lang, alpha, p, out):
     """``out = alpha[p] P``, not normalized (:func:`~numerics.messages.steps.propagate`): the predictive message
     of position ``p + 1`` before its evidence."""
     propagate(lang, alpha[p], out)
 
 
-@jit
+@jit(nrt=False)
 def _pull_into(lang, beta, p, v, tmp):
     """``beta[p] = P (e_v * beta[p + 1])``, normalized (:func:`~numerics.messages.steps.pull`): ``v`` the token
-    revealed at ``p + 1``, or ``-1``; ``tmp`` an ``(S,)`` scratch vector."""
+    revealed at ``p + 1``, or ``-1``; ``tmp`` an ``(S,)`` scratch vector (read by the dense kind only)."""
     pull(lang, beta[p + 1], beta[p], v, tmp)
     _normalize_row(beta, p)
 
 
 @jit
-def _pull(lang, beta, p, v):
-    """:func:`_pull_into` with its scratch allocated here (the decoder kernels' conditioning from scratch)."""
-    _pull_into(lang, beta, p, v, np.empty(beta.shape[1]))
+def _scratch_dense(lang, beta):
+    """The scratch of :func:`_pull`: a new ``(S,)`` vector for the dense kind; for the n-gram kinds, whose
+    :func:`~numerics.messages.steps.pull` reads none, a row of ``beta`` (never read), so nothing is allocated."""
+    return np.empty(beta.shape[1])
 
 
 @jit
+def _scratch_ngram(lang, beta):
+    return beta[0]
+
+
+_scratch = by_kind(_scratch_dense, _scratch_ngram)
+
+
+@jit
+def _pull(lang, beta, p, v):
+    """:func:`_pull_into` with its scratch from :func:`_scratch` (the decoder kernels' conditioning from scratch)."""
+    _pull_into(lang, beta, p, v, _scratch(lang, beta))
+
+
+@jit(nrt=False)
 def _marginal(lang, work, j, marg):
     """``marg[j, v] ∝ sum_s alpha[j, s] beta[j, s] P(v | s)``, normalized (:func:`~numerics.messages.steps.token_marginal`);
     returns the total before normalizing."""
