@@ -50,7 +50,7 @@ from numerics.languages.interval import IntervalLanguage
 from numerics.messages.dispatch import by_kind, by_path
 from numerics.messages.layouts import ChainArrays, IntervalArrays, PathArrays
 from numerics.messages.powers import chain_powers
-from numerics.messages.steps import apply_evidence, propagate, pull, token_marginal
+from numerics.messages.steps import PULL_TWO_PASS_WINDOWS, apply_evidence, propagate, pull, token_marginal
 from numerics.messages.steps import normalize as _normalize
 
 __all__ = [
@@ -382,13 +382,16 @@ def _pull_into(lang, beta, p, v, tmp):
 
 @jit
 def _scratch_dense(lang, beta):
-    """The scratch of :func:`_pull`: a new ``(S,)`` vector for the dense kind; for the n-gram kinds, whose
-    :func:`~numerics.messages.steps.pull` reads none, a row of ``beta`` (never read), so nothing is allocated."""
+    """The scratch of :func:`_pull`: a new ``(S,)`` vector where :func:`~numerics.messages.steps.pull` reads one (dense;
+    n-gram from :data:`~numerics.messages.steps.PULL_TWO_PASS_WINDOWS` windows per token), else a row of ``beta``
+    (never read), so a 3gram's conditioning allocates nothing per position."""
     return np.empty(beta.shape[1])
 
 
 @jit
 def _scratch_ngram(lang, beta):
+    if beta.shape[1] // lang.conditional.shape[1] >= PULL_TWO_PASS_WINDOWS:
+        return np.empty(beta.shape[1])
     return beta[0]
 
 
