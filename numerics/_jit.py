@@ -9,7 +9,7 @@ hold everywhere and a change to them is made here:
   without numba's runtime (numba's private ``_nrt`` option). A function that calls others takes
   and drops a count on each array it reads, two atomic operations each, which dominated the
   small per-position kernels (18-20% of an hmm pass, 15% of a 4gram pass).
-  :func:`~numerics.languages.arrays.by_kind` compiles such a version without counts inside its
+  :func:`~numerics.messages.dispatch.by_kind` compiles such a version without counts inside its
   callers too (:data:`INHERITED`). ``_nrt`` is private to numba: ``tests/numerics/test_jit.py``
   checks that numba still honours it (no ``NRT_incref`` in the code, an allocation refused).
 * **FMA** (``jit(fma=True)``, :data:`FMA`): the dense HMM steps and jumps may fuse a product and
@@ -51,7 +51,7 @@ __all__ = ["CACHE", "FMA", "INHERITED", "PURE_PYTHON", "jit", "inherited_options
 CACHE = True
 #: The one ``fastmath`` flag a kernel may take: ``contract`` (fused multiply-add), see the module docstring.
 FMA = frozenset({"contract"})
-#: The options :func:`~numerics.languages.arrays.by_kind` compiles a version with inside its callers too.
+#: The options :func:`~numerics.messages.dispatch.by_kind` compiles a version with inside its callers too.
 INHERITED = ("_nrt", "fastmath")
 #: True under ``NUMBA_DISABLE_JIT=1``: :func:`jit` returns Python functions.
 PURE_PYTHON = bool(config.DISABLE_JIT)

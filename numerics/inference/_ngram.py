@@ -8,7 +8,9 @@ and an observed ``x_j`` also leaves one successor per window. Sequences run in p
 (``prange``; :mod:`numerics._threads`). Same recursions, scaling and semantics as the dense
 kernel (:mod:`numerics.inference._dense`; ``docs/methods/inference.md``): ``beta_j(s)`` is
 computed only where ``alpha_j(s) > 0`` and is 0 elsewhere; an impossible sequence gets
-``loglik = -inf`` and NaN marginals. No epsilon, no ``fastmath``.
+``loglik = -inf`` and NaN marginals. No epsilon, no ``fastmath``. A window's row of the conditional
+is read by the row primitives of :mod:`numerics.messages.steps` (``entry``, ``push_row``, ``dot_row``),
+the ones the single-position steps use.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from numerics._jit import jit
 from numerics._threads import CHUNKS_PER_THREAD, kernel_threads
 from numerics.inference._scaling import check_stable, fold_scale, new_buffers
 from numerics.inference.posterior import Observations, Posterior
-from numerics.languages.arrays import by_kind, kernel_arrays, sparse_entry
+from numerics.languages.arrays import kernel_arrays
 from numerics.languages.hmm import NGram
+from numerics.messages.steps import dot_row, entry, push_row, vocab
 
 __all__ = ["forward_backward_ngram", "loglik_ngram"]
 
@@ -78,78 +81,6 @@ def _sum_at(x, idx, n):
     return (t0 + t1) + (t2 + t3)
 
 
-# ----- the conditional, read in its layout (dense NGramArrays or SparseNGramArrays) -----------------
-# Both versions add the same terms in the same (ascending) order; the sparse one skips the exact
-# zeros, so the two layouts give the same float64 results.
-
-
-@jit
-def _entry_ngram(lang, s, v):
-    """``conditional[s, v]``."""
-    return lang.conditional[s, v]
-
-
-_entry = by_kind(_entry_ngram, _entry_ngram, sparse_entry)
-
-
-@jit
-def _vocab_ngram(lang):
-    """``V``."""
-    return lang.conditional.shape[1]
-
-
-@jit
-def _vocab_sparse(lang):
-    return lang.vocab
-
-
-_vocab = by_kind(_vocab_ngram, _vocab_ngram, _vocab_sparse)
-
-
-@jit
-def _push_row_ngram(lang, w, cur, s):
-    """``cur[successor(s, v)] += w conditional[s, v]`` for every token ``v``."""
-    cond = lang.conditional
-    t = lang.successor[s]
-    for v in range(uint64(cond.shape[1])):  # unsigned indices: no wraparound test, so it vectorizes
-        cur[t + v] += w * cond[s, v]
-
-
-@jit
-def _push_row_sparse(lang, w, cur, s):
-    indices, data = lang.indices, lang.data
-    t = lang.successor[s]
-    for k in range(lang.indptr[s], lang.indptr[s + 1]):
-        cur[t + indices[k]] += w * data[k]
-
-
-_push_row = by_kind(_push_row_ngram, _push_row_ngram, _push_row_sparse)
-
-
-@jit
-def _dot_row_ngram(lang, s, nxt):
-    """``sum_v conditional[s, v] nxt[successor(s, v)]``."""
-    cond = lang.conditional
-    t = lang.successor[s]
-    y = 0.0
-    for v in range(uint64(cond.shape[1])):
-        y += cond[s, v] * nxt[t + v]
-    return y
-
-
-@jit
-def _dot_row_sparse(lang, s, nxt):
-    indices, data = lang.indices, lang.data
-    t = lang.successor[s]
-    y = 0.0
-    for k in range(lang.indptr[s], lang.indptr[s + 1]):
-        y += data[k] * nxt[t + indices[k]]
-    return y
-
-
-_dot_row = by_kind(_dot_row_ngram, _dot_row_ngram, _dot_row_sparse)
-
-
 @jit
 def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     """Scaled forward of sequence ``b`` over the window supports; returns ``log q(x_obs)``
@@ -162,7 +93,7 @@ def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
     initial, succ, order = lang.initial, lang.successor, lang.order
     tokens, mask = obs.tokens, obs.mask
     L = tokens.shape[1]
-    V = _vocab(lang)
+    V = vocab(lang)
     logc = 0.0
     prod = 1.0
     for j in range(L):
@@ -186,13 +117,13 @@ def _forward_sequence(lang, obs, b, alpha, supp, nsupp, c, store):
                 xu = uint64(x)
                 for i in range(nsupp[kp]):
                     s = sp[i]
-                    cur[succ[s] + xu] += prev[s] * _entry(lang, s, xu)
+                    cur[succ[s] + xu] += prev[s] * entry(lang, s, xu)
             else:
                 for i in range(nsupp[kp]):
                     s = sp[i]
                     w = prev[s]
                     if w != 0.0:
-                        _push_row(lang, w, cur, s)
+                        push_row(lang, w, cur, s)
         tot = _sum_at(cur, sj, n)
         if store:
             c[j] = tot
@@ -212,7 +143,7 @@ def _forward_backward(lang, obs, chunk, out):
     loglik, marginals, unstable = out.loglik, out.marginals, out.unstable
     B, L = tokens.shape
     S = lang.initial.shape[0]
-    V = _vocab(lang)
+    V = vocab(lang)
     Vu = uint64(V)
     emit = np.arange(S).astype(np.uint64) % Vu
     nchunks = (B + chunk - 1) // chunk
@@ -245,7 +176,7 @@ def _forward_backward(lang, obs, chunk, out):
                     for i in range(n):
                         s = sj[i]
                         if aj[s] > 0.0:
-                            beta[s] = _dot_row(lang, s, nxt) * inv
+                            beta[s] = dot_row(lang, s, nxt) * inv
                         else:
                             beta[s] = 0.0
                 else:
@@ -253,7 +184,7 @@ def _forward_backward(lang, obs, chunk, out):
                     x1 = uint64(tokens[b, j + 1])
                     for i in range(n):
                         s = sj[i]
-                        beta[s] = _entry(lang, s, x1) * nxt[succ[s] + x1] * inv if aj[s] > 0.0 else 0.0
+                        beta[s] = entry(lang, s, x1) * nxt[succ[s] + x1] * inv if aj[s] > 0.0 else 0.0
                 if mask[b, j]:  # q(x_j = v | obs) = sum_{s % V = v} alpha_j(s) beta_j(s), normalized
                     for v in range(V):
                         acc[v] = 0.0

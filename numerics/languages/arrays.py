@@ -5,9 +5,9 @@ one of three NamedTuples, :class:`HMMArrays` (dense), :class:`NGramArrays` (succ
 the ``(S, V)`` conditional dense) or :class:`SparseNGramArrays` (successor layout, only the
 non-zero conditionals, CSR and CSC), and numba compiles a kernel once per NamedTuple *type*. A
 step that differs between the kinds (a forward step, a posterior marginal, ...) is written once
-per kind, and :func:`by_kind` joins the versions into one function that picks by the type of its
-first argument: at compile time inside numba (an ``overload``), by ``isinstance`` when called
-from Python. The drivers are then written once, for every kind (see :mod:`numerics.sampling.oracle`).
+per kind, and :func:`~numerics.messages.dispatch.by_kind` joins the versions into one function that
+picks by the type of its first argument: at compile time inside numba (an ``overload``), by the type
+when called from Python. The drivers are then written once, for every kind (see :mod:`numerics.messages`).
 
 The sparse layout is chosen in one place, :func:`kernel_arrays`: an n-gram whose conditional has
 at most :data:`SPARSE_DENSITY` of its ``S V`` entries non-zero (a fitted word-level bigram: tens of
@@ -23,19 +23,16 @@ kernels whose calls do ``O(S^2)`` work.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from numba.extending import overload
 
-from numerics._jit import inherited_options, jit
+from numerics._jit import jit
 from numerics.languages.hmm import HMM, SPARSE_DENSITY, Language, NGram
 
 __all__ = [
     "HMMArrays", "NGramArrays", "SparseNGramArrays", "KernelArrays", "SPARSE_DENSITY", "LAYOUTS", "kernel_arrays",
-    "by_kind", "contiguous", "sparse_entry",
+    "contiguous", "sparse_entry",
 ]
 
 LAYOUTS = ("auto", "dense", "sparse")
@@ -217,63 +214,3 @@ def _kernel_language(language: Language):
     if resolve is None:
         raise TypeError(f"not a language (no kernel_language()): {type(language).__name__}")
     return resolve()
-
-
-def _implementation(versions: dict, signature: inspect.Signature) -> Callable:
-    """numba's typing of a :func:`by_kind` call: the Python source of the version for the arrays' type
-    (``None``, no match, for a type that ``versions`` lacks)."""
-
-    def implementation(*args):
-        return versions.get(getattr(args[0], "instance_class", None))
-
-    implementation.__signature__ = signature  # numba matches it against the version's parameters
-    return implementation
-
-
-def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None) -> Callable:
-    """One function that calls ``dense`` on :class:`HMMArrays`, ``ngram`` on :class:`NGramArrays` and
-    ``sparse`` on :class:`SparseNGramArrays`.
-
-    The versions are numba functions with the same parameters, the first being the arrays;
-    ``sparse = None``: the ``ngram`` version serves both n-gram layouts (it must then read only
-    the fields they share: ``initial``, ``successor``, ``digit_weights``, ``order``). Inside a
-    numba function the choice is made at compile time (the kind is part of the argument's type,
-    so no run-time branch is left, and the chosen version is compiled in place of the call, with
-    no wrapper in between); from Python it is made by ``isinstance``. The returned function
-    carries ``dense``'s name (without ``_dense``), signature and docstring, which documents all.
-
-    A version declared ``@jit(nrt=False)`` (it allocates nothing, :mod:`numerics._jit`) is compiled without numba's
-    reference counting in place of the call as well: a function that calls others takes and drops
-    a count on each array it reads (two atomic operations each, which numba's pruning leaves when
-    there are calls and branches in between), a cost that dominates a small per-position kernel.
-    Its FMA flag (``jit(fma=True)``: a product and a sum may be fused) applies there as well
-    (:data:`numerics._jit.INHERITED`).
-    """
-    sparse = ngram if sparse is None else sparse
-    signature = inspect.signature(dense.py_func)
-    for other in (ngram, sparse):
-        if list(signature.parameters) != list(inspect.signature(other.py_func).parameters):
-            raise TypeError(f"{dense.__name__} and {other.__name__} must have the same parameters")
-
-    def dispatch(arrays, *args):
-        if isinstance(arrays, SparseNGramArrays):
-            return sparse(arrays, *args)
-        if isinstance(arrays, NGramArrays):
-            return ngram(arrays, *args)
-        if isinstance(arrays, HMMArrays):
-            return dense(arrays, *args)
-        raise TypeError(f"expected HMMArrays, NGramArrays or SparseNGramArrays, got {type(arrays).__name__}")
-
-    # one overload per set of versions compiled alike: a version declared ``@jit(nrt=False)``
-    # (or ``fma=True``) is compiled so inside numba functions too (see ``by_kind``'s docstring)
-    groups: dict = {}
-    for kind, version in ((HMMArrays, dense), (NGramArrays, ngram), (SparseNGramArrays, sparse)):
-        options = inherited_options(version)
-        key = tuple(sorted((k, frozenset(v) if isinstance(v, set) else v) for k, v in options.items()))
-        groups.setdefault(key, (options, {}))[1][kind] = version.py_func
-    for options, versions in groups.values():
-        overload(dispatch, jit_options=options)(_implementation(versions, signature))
-    dispatch.__name__ = dispatch.__qualname__ = dense.__name__.removesuffix("_dense").lstrip("_")
-    dispatch.__doc__ = dense.__doc__
-    dispatch.__signature__ = signature
-    return dispatch

@@ -6,8 +6,8 @@ values (a :class:`Posterior`) and, after a step reveals ``D``, recomputes only w
 change, with the chain-rule factors ``q(x_{j_m} | x_S, x_{j_1..j_{m-1}})`` of the new tokens (left
 to right) on the way. The language comes as the arrays of its *path*, resolved once by
 :func:`path_arrays`; every function below that differs between paths is written once per path
-and joined by :func:`by_path` (at compile time inside numba, as
-:func:`~numerics.languages.arrays.by_kind` does for dense and n-gram arrays):
+and joined by :func:`~numerics.messages.dispatch.by_path` (the paths are kinds of
+:func:`~numerics.messages.dispatch.by_kind`, chosen at compile time inside numba):
 
 * **first-order token chains** (2-grams, :class:`ChainArrays`): given its nearest revealed
   neighbours ``lb < j < rb``, ``q(x_j = v | x_S) ∝ P^{j-lb}[x_lb, v] P^{rb-j}[v, x_rb]``
@@ -39,19 +39,19 @@ Confidences are compared on the integer grid ``floor(value * GRID_SCALE + 1/2)``
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from numba.extending import overload
 
 from numerics._jit import jit
-from numerics.languages.arrays import HMMArrays, NGramArrays, by_kind, kernel_arrays
+from numerics.languages.arrays import kernel_arrays
 from numerics.languages.hmm import NGram
 from numerics.languages.interval import IntervalLanguage
-from numerics.sampling.oracle.steps import apply_evidence
-from numerics.sampling.oracle.steps import normalize as _normalize
+from numerics.messages.dispatch import by_kind, by_path
+from numerics.messages.layouts import ChainArrays, IntervalArrays, PathArrays
+from numerics.messages.powers import chain_powers
+from numerics.messages.steps import PULL_TWO_PASS_WINDOWS, apply_evidence, propagate, pull, token_marginal
+from numerics.messages.steps import normalize as _normalize
 
 __all__ = [
     "CONFIDENCE_CODES",
@@ -75,38 +75,6 @@ CONFIDENCE_CODES = {"maxprob": 0, "margin": 1, "neg-entropy": 2}
 GRID_SCALE = 1e9  # confidences and entropies are compared as integers on a 1e-9 grid (module adaptive)
 _MAXPROB, _MARGIN, _NEGENT = 0, 1, 2
 _CHAIN_POOL = 1 << 21  # grid values the chain path caches per chunk of sequences (2 x 16 MiB of int64)
-
-
-class ChainArrays(NamedTuple):
-    """A first-order token chain (a 2-gram with ``P`` = its ``conditional``) for the chain path.
-
-    The virtual token ``V`` stands for "no revealed neighbour" on that side.
-
-    Attributes
-    ----------
-    powers : (L+1, V+1, V) float64
-        ``powers[d, w] = P^d[w]`` (``d = 0..L``); ``powers[d, V] = mu P^{d-1}`` (``d >= 1``).
-    powers_t : (L+1, V+1, V) float64
-        ``powers_t[d, w, v] = P^d[v, w]`` (the right factor read contiguously); ``powers_t[d, V] = 1``.
-    """
-
-    powers: np.ndarray
-    powers_t: np.ndarray
-
-
-class IntervalArrays(NamedTuple):
-    """The interval language (Example C.7) for the interval path.
-
-    Attributes
-    ----------
-    interval_length : int
-        ``l``: positions ``[m l, (m+1) l)`` form one interval.
-    """
-
-    interval_length: int
-
-
-PathArrays = ChainArrays | IntervalArrays | HMMArrays | NGramArrays
 
 
 class Confidence(NamedTuple):
@@ -204,37 +172,6 @@ class IntervalWork(NamedTuple):
 
     known: np.ndarray
     row: np.ndarray
-
-
-def by_path(chain: Callable, interval: Callable, segment: Callable, *, inline: str = "never") -> Callable:
-    """One function that calls ``chain`` on :class:`ChainArrays`, ``interval`` on :class:`IntervalArrays`
-    and ``segment`` on :class:`~numerics.languages.arrays.HMMArrays` / :class:`~numerics.languages.arrays.NGramArrays`.
-
-    The versions are numba functions with the same parameters, the first being the arrays; inside
-    numba the choice is made at compile time from the arrays' type (an ``overload``, as
-    :func:`~numerics.languages.arrays.by_kind`), from Python by the type. ``inline="always"`` inlines
-    the chosen version into its numba callers (a per-step function: a call reference-counts every
-    array of its tuple arguments on entry and exit, which costs more than a short step's work).
-    """
-    signature = inspect.signature(chain.py_func)
-    versions = {ChainArrays: chain, IntervalArrays: interval, HMMArrays: segment, NGramArrays: segment}
-    for f in (interval, segment):
-        if list(inspect.signature(f.py_func).parameters) != list(signature.parameters):
-            raise TypeError(f"{f.__name__} and {chain.__name__} must have the same parameters")
-
-    def dispatch(arrays, *args):
-        return versions[type(arrays)](arrays, *args)
-
-    def implementation(*args):  # numba's typing: the Python source of the version for this type
-        version = versions.get(getattr(args[0], "instance_class", None))
-        return None if version is None else version.py_func
-
-    implementation.__signature__ = signature
-    overload(dispatch, inline=inline)(implementation)
-    dispatch.__name__ = dispatch.__qualname__ = chain.__name__.removeprefix("_").removesuffix("_chain")
-    dispatch.__doc__ = chain.__doc__
-    dispatch.__signature__ = signature
-    return dispatch
 
 
 @jit(inline=True)
@@ -428,113 +365,51 @@ def _refresh_chain(lang, conf, x, sel, r, post, work, term):
 # ----- n-grams of higher order and HMMs: forward/backward messages over segments ----------------
 
 
-@jit
-def _push_dense(lang, alpha, p, out):
-    """``out = alpha[p] @ A`` (dense ``A``; n-gram: along the ``V`` successors of each window), skipping
-    zero entries of ``alpha[p]``."""
-    A = lang.transition
-    S = A.shape[0]
-    out[:] = 0.0
-    for s in range(S):
-        a = alpha[p, s]
-        if a != 0.0:
-            for t in range(S):
-                out[t] += a * A[s, t]
+@jit(nrt=False)  # no reference counts: the row views and the call cost more than an n-gram product of S = 64
+def _push(lang, alpha, p, out):
+    """``out = alpha[p] P``, not normalized (:func:`~numerics.messages.steps.propagate`): the predictive message
+    of position ``p + 1`` before its evidence."""
+    propagate(lang, alpha[p], out)
 
 
-@jit
-def _push_ngram(lang, alpha, p, out):
-    cond = lang.conditional
-    S, V = cond.shape
-    W = S // V
-    out[:] = 0.0
-    for a in range(V):  # window s = a W + b moves to b V + v
-        for b in range(W):
-            s = a * W + b
-            w = alpha[p, s]
-            if w != 0.0:
-                o = b * V
-                for v in range(V):
-                    out[o + v] += w * cond[s, v]
-
-
-_push = by_kind(_push_dense, _push_ngram)
-
-
-@jit
-def _pull_dense(lang, beta, p, v):
-    """``beta[p, s] = sum_t A[s, t] e(t) beta[p+1, t]``, ``e(t) = E[t, v]`` (``v < 0``: 1), normalized.
-
-    n-gram: ``t`` runs over the successors ``(s % W) V + k`` of ``s``; ``e(t) = [k = v]``.
-    """
-    A, ET = lang.transition, lang.emission_t
-    S = A.shape[0]
-    for s in range(S):
-        acc = 0.0
-        for t in range(S):
-            w = A[s, t] * beta[p + 1, t]
-            if v >= 0:
-                w *= ET[v, t]
-            acc += w
-        beta[p, s] = acc
+@jit(nrt=False)
+def _pull_into(lang, beta, p, v, tmp):
+    """``beta[p] = P (e_v * beta[p + 1])``, normalized (:func:`~numerics.messages.steps.pull`): ``v`` the token
+    revealed at ``p + 1``, or ``-1``; ``tmp`` an ``(S,)`` scratch vector (read by the dense kind only)."""
+    pull(lang, beta[p + 1], beta[p], v, tmp)
     _normalize_row(beta, p)
 
 
 @jit
-def _pull_ngram(lang, beta, p, v):
-    cond = lang.conditional
-    S, V = cond.shape
-    W = S // V
-    for a in range(V):
-        for b in range(W):
-            s = a * W + b
-            o = b * V
-            if v >= 0:  # the other successors' terms are exact zeros
-                acc = cond[s, v] * beta[p + 1, o + v]
-            else:
-                acc = 0.0
-                for k in range(V):
-                    acc += cond[s, k] * beta[p + 1, o + k]
-            beta[p, s] = acc
-    _normalize_row(beta, p)
-
-
-_pull = by_kind(_pull_dense, _pull_ngram)
+def _scratch_dense(lang, beta):
+    """The scratch of :func:`_pull`: a new ``(S,)`` vector where :func:`~numerics.messages.steps.pull` reads one (dense;
+    n-gram from :data:`~numerics.messages.steps.PULL_TWO_PASS_WINDOWS` windows per token), else a row of ``beta``
+    (never read), so a 3gram's conditioning allocates nothing per position."""
+    return np.empty(beta.shape[1])
 
 
 @jit
-def _marginal_dense(lang, work, j, marg):
-    """``marg[j, v] ∝ sum_s alpha[j, s] beta[j, s] E[s, v]``, normalized; returns the total before normalizing.
+def _scratch_ngram(lang, beta):
+    if beta.shape[1] // lang.conditional.shape[1] >= PULL_TWO_PASS_WINDOWS:
+        return np.empty(beta.shape[1])
+    return beta[0]
 
-    n-gram: the window ``s`` emits its newest token ``s % V``.
-    """
-    ET = lang.emission_t
-    alpha, beta = work.alpha, work.beta
-    S = alpha.shape[1]
-    V = marg.shape[1]
-    marg[j, :] = 0.0
-    for s in range(S):
-        w = alpha[j, s] * beta[j, s]
-        if w != 0.0:
-            for v in range(V):
-                marg[j, v] += w * ET[v, s]
-    return _normalize_row(marg, j)
+
+_scratch = by_kind(_scratch_dense, _scratch_ngram)
 
 
 @jit
-def _marginal_ngram(lang, work, j, marg):
-    alpha, beta = work.alpha, work.beta
-    V = marg.shape[1]
-    marg[j, :] = 0.0
-    for c in range(alpha.shape[1] // V):
-        for v in range(V):
-            w = alpha[j, c * V + v] * beta[j, c * V + v]
-            if w != 0.0:
-                marg[j, v] += w
+def _pull(lang, beta, p, v):
+    """:func:`_pull_into` with its scratch from :func:`_scratch` (the decoder kernels' conditioning from scratch)."""
+    _pull_into(lang, beta, p, v, _scratch(lang, beta))
+
+
+@jit(nrt=False)
+def _marginal(lang, work, j, marg):
+    """``marg[j, v] ∝ sum_s alpha[j, s] beta[j, s] P(v | s)``, normalized (:func:`~numerics.messages.steps.token_marginal`);
+    returns the total before normalizing."""
+    token_marginal(lang, work.alpha[j], work.beta[j], marg[j])
     return _normalize_row(marg, j)
-
-
-_marginal = by_kind(_marginal_dense, _marginal_ngram)
 
 
 @jit
@@ -634,9 +509,9 @@ def _segment(lang, conf, x, d, post, work):
             return e, -np.inf, False
         alpha[j] = pred
     beta[e, :] = 1.0 / S
-    for j in range(e - 1, a, -1):
+    for j in range(e - 1, a, -1):  # (pred is free: scratch of the backward products)
         v = x[j + 1] if (rev[j + 1] or newf[j + 1]) else -1
-        _pull(lang, beta, j, v)
+        _pull_into(lang, beta, j, v, pred)
     for j in range(a + 1, e + 1):
         if not (rev[j] or newf[j]):
             _marginal(lang, work, j, post.marginals)
@@ -769,7 +644,7 @@ def _initial_segment(lang, conf, x, post, work):
         _normalize_row(alpha, j)
     beta[L - 1, :] = 1.0 / S
     for j in range(L - 2, -1, -1):
-        _pull(lang, beta, j, -1)
+        _pull_into(lang, beta, j, -1, pred)
     for j in range(L):
         _marginal(lang, work, j, post.marginals)
         set_confidence(post, conf, j)
@@ -803,22 +678,6 @@ def _new_workspace_segment(lang, length, vocab_size):
 new_workspace = by_path(_new_workspace_chain, _new_workspace_interval, _new_workspace_segment)
 
 
-def _chain_powers(language: NGram, length: int) -> ChainArrays:
-    """:class:`ChainArrays` of a 2-gram for sequences of ``length`` positions."""
-    P = np.asarray(language.conditional)
-    V = P.shape[0]
-    powers = np.empty((length + 1, V, V))
-    powers[0] = np.eye(V)
-    for d in range(1, length + 1):
-        np.matmul(powers[d - 1], P, out=powers[d])
-    Pm = np.zeros((length + 1, V + 1, V))
-    Pm[:, :V] = powers
-    Pm[1:, V] = np.asarray(language.initial) @ powers[:length]  # (L, V): rows mu P^(d-1)
-    PmT = np.ones((length + 1, V + 1, V))
-    PmT[:, :V] = powers.transpose(0, 2, 1)
-    return ChainArrays(Pm, PmT)
-
-
 def path_arrays(language, length: int, path: str = "auto") -> PathArrays:
     """The arrays of ``language``'s update path (module docstring), resolved once.
 
@@ -831,7 +690,7 @@ def path_arrays(language, length: int, path: str = "auto") -> PathArrays:
     if isinstance(language, IntervalLanguage):
         return IntervalArrays(int(language.l))
     if isinstance(language, NGram) and language.order == 2 and path == "auto":
-        return _chain_powers(language, length)
+        return chain_powers(language, length)
     try:
         return kernel_arrays(language, layout="dense")  # the adaptive kernels have no sparse n-gram version
     except TypeError:

@@ -50,6 +50,8 @@ import numpy as np
 from numerics._jit import jit
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
+from numerics.messages.steps import apply_evidence
+from numerics.messages.steps import normalize as _normalize
 from numerics.sampling._adaptive_numba import (
     AdaptiveRun,
     SequenceResult,
@@ -76,8 +78,6 @@ from numerics.sampling._adaptive_paths import (
     path_arrays,
     selected_rows,
 )
-from numerics.sampling.oracle.steps import apply_evidence
-from numerics.sampling.oracle.steps import normalize as _normalize
 
 __all__ = ["COUNT_CODES", "SCORE_CODES", "DecoderRule", "RemdmRule", "decoder_run", "remdm_run", "stream_u"]
 

@@ -84,7 +84,7 @@ def test_no_cut_off_tables_every_distance_or_falls_back(monkeypatch):
     assert chain_tables(CYCLE, MAX_CUT + 1, layout="sparse") is None
     assert chain_tables(NGram(2, np.full(3, 1 / 3), np.full((3, 3), 1 / 3)), L) is None  # dense: the n-gram kernels
     assert chain_tables(NGram(3, np.full(4, 0.25), np.full((4, 2), 0.5)), L, layout="sparse") is None  # not first order
-    monkeypatch.setattr(chain, "POWERS_BYTES", 16 * 80**2 - 1)  # the search's two dense powers would not fit
+    monkeypatch.setattr(chain, "SEARCH_BYTES", 16 * 80**2 - 1)  # the search's two dense powers would not fit
     assert chain_tables(MIXING, L, memo_bytes=12345) is None
 
 

@@ -252,11 +252,11 @@ def test_steps_follow_pi_per_position():
 @pytest.mark.parametrize("name", ["3gram", "4gram", "hmm"])
 def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
     """Long masked runs are crossed with powers P^m chained in chunks of M; force M tiny to exercise it."""
-    from numerics.sampling.oracle import jumps
+    from numerics.messages import powers
 
     S = LANGS[name].n_states
-    monkeypatch.setattr(jumps, "POWERS_BYTES", 3 * 2 * 8 * S * S)  # M = 2 (two layouts of the powers, both kinds)
-    monkeypatch.setattr(jumps, "_POWERS_CACHE", {})
+    monkeypatch.setattr(powers, "POWERS_BYTES", 3 * 2 * 8 * S * S)  # M = 2 (two layouts of the powers, both kinds)
+    monkeypatch.setattr(powers, "POWERS_CACHE", powers.PowersCache())
     L = 14
     for N in (2, 5, 30):
         den = OracleDenoiser(LANGS[name], strict=False)
@@ -267,7 +267,7 @@ def test_fast_path_with_chained_powers_equals_generic(name, monkeypatch):
         steps = linear(N).sample_steps(np.random.default_rng(15), (100, L))
         ll = masked_forward_backward(LANGS[name], x, np.zeros(x.shape, bool)).loglik
         np.testing.assert_allclose(reveal_score(LANGS[name], steps, x, chain=True).log_q, ll, rtol=RTOL_EXACT)
-    assert jumps.language_powers(LANGS[name], L).max_power == 2
+    assert powers.language_powers(LANGS[name], L).max_power == 2
 
 
 def _large_ngrams():
@@ -288,14 +288,14 @@ LARGE = _large_ngrams()
 def test_large_ngram_fast_path_equals_generic(kind, max_power, monkeypatch):
     """The large n-gram path (token blocks, walks from nothing, dot-form backward jumps; with ``max_power = 2``
     the chained ones too) samples the generic path's tokens and scores ``log q`` by the chain rule exactly."""
-    from numerics.sampling.oracle import jumps
+    from numerics.messages import powers
 
     lang = LARGE[kind]
     S = lang.n_states
-    assert S >= jumps.CROSS_MIN_STATES
-    monkeypatch.setattr(jumps, "_POWERS_CACHE", {})
+    assert S >= powers.CROSS_MIN_STATES
+    monkeypatch.setattr(powers, "POWERS_CACHE", powers.PowersCache())
     if max_power is not None:
-        monkeypatch.setattr(jumps, "POWERS_BYTES", (max_power + 1) * 8 * S * S)  # one layout: the blocks
+        monkeypatch.setattr(powers, "POWERS_BYTES", (max_power + 1) * 8 * S * S)  # one layout: the blocks
     L = 24
     for N in (2, 6, 40):
         den = OracleDenoiser(lang, strict=False)
@@ -306,7 +306,7 @@ def test_large_ngram_fast_path_equals_generic(kind, max_power, monkeypatch):
         steps = linear(N).sample_steps(np.random.default_rng(45), (60, L))
         ll = masked_forward_backward(lang, x, np.zeros(x.shape, bool)).loglik
         np.testing.assert_allclose(reveal_score(lang, steps, x, chain=True).log_q, ll, rtol=RTOL_EXACT)
-    assert jumps.language_powers(lang, L).max_power == (L if max_power is None else max_power)
+    assert powers.language_powers(lang, L).max_power == (L if max_power is None else max_power)
 
 
 def _full_support_languages():

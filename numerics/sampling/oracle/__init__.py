@@ -1,10 +1,5 @@
 """Fast exact kernels of the oracle factorized sampler (numba): sampling and scoring a reveal process.
 
-* :mod:`~numerics.sampling.oracle.steps`: single-position forward/backward message steps and what is
-  read off them (token posterior, evidence), dense and n-gram;
-* :mod:`~numerics.sampling.oracle.jumps`: crossing a masked run by one matrix-power product;
-* :mod:`~numerics.sampling.oracle.messages`: the per-position message store and its queries
-  (the posterior of any masked position under the current evidence);
 * :mod:`~numerics.sampling.oracle.driver`: the per-sequence reveal loop, batching and threads
   (:func:`reveal_sample`, :func:`reveal_score`).
 
@@ -12,11 +7,31 @@ The kernels take the language as :func:`numerics.languages.arrays.kernel_arrays`
 resolved once, by type) and never branch on it at run time. The math is in
 ``docs/methods/sampling.md``.
 
-Numba's on-disk cache does not track functions called across files: after editing ``steps.py``,
-``jumps.py`` or ``messages.py``, delete ``NUMBA_CACHE_DIR`` (or the ``__pycache__`` entries) so the
-callers recompile.
+They are drivers over the message floor :mod:`numerics.messages` (its steps, jumps and message
+store, re-exported here).
 """
 
+from numerics.messages.jumps import POWERS_BYTES, Powers, language_powers
+from numerics.messages.steps import (
+    Evidence,
+    apply_evidence,
+    backward_step,
+    forward_step,
+    normalize,
+    observe,
+    observed,
+    token_marginal,
+    window_known,
+)
+from numerics.messages.store import (
+    Messages,
+    Scratch,
+    advance,
+    alpha_query,
+    beta_query,
+    new_messages,
+    new_scratch,
+)
 from numerics.sampling.oracle.driver import (
     RevealBatch,
     RevealMode,
@@ -29,27 +44,6 @@ from numerics.sampling.oracle.driver import (
     reveal_sample,
     reveal_score,
     reveal_sequence,
-)
-from numerics.sampling.oracle.jumps import POWERS_BYTES, Powers, language_powers
-from numerics.sampling.oracle.messages import (
-    Messages,
-    Scratch,
-    advance,
-    alpha_query,
-    beta_query,
-    new_messages,
-    new_scratch,
-)
-from numerics.sampling.oracle.steps import (
-    Evidence,
-    apply_evidence,
-    backward_step,
-    forward_step,
-    normalize,
-    observe,
-    observed,
-    token_marginal,
-    window_known,
 )
 
 __all__ = [

@@ -42,7 +42,6 @@ inverse CDF of a posterior that agrees to round-off): the same samples but for a
 
 from __future__ import annotations
 
-import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -52,8 +51,10 @@ from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
 from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
 from numerics.languages.hmm import Language, NGram
+from numerics.messages.powers import POWERS_CACHE
+from numerics.messages.steps import propagate, pull
 
-__all__ = ["MAX_CUT", "MEMO_BYTES", "MIX_RTOL", "POWERS_BYTES", "ChainTables", "chain_posterior", "chain_reveal_sample", "chain_tables",
+__all__ = ["MAX_CUT", "MEMO_BYTES", "MIX_RTOL", "SEARCH_BYTES", "ChainTables", "chain_posterior", "chain_reveal_sample", "chain_tables",
            "mixing_cut"]
 
 MIX_RTOL = 1e-13  # relative distance of P^D to its limit: the round-off that the powers themselves carry (on the fitted
@@ -61,7 +62,7 @@ MIX_RTOL = 1e-13  # relative distance of P^D to its limit: the round-off that th
 # and the rows settle at ~2e-14 of it); the posterior is checked at 1e-12
 MAX_CUT = 128  # the powers searched for the cut-off (each a sparse-times-dense V x V product)
 MEMO_BYTES = 512 << 20  # the memo of frequent tokens' rows and columns of P^d, d < D
-POWERS_BYTES = 1 << 30  # the two dense V x V powers of the cut-off search (V <= 8192); larger: no plan
+SEARCH_BYTES = 1 << 30  # the two dense V x V powers of the cut-off search (V <= 8192); larger: no plan
 
 
 class ChainTables(NamedTuple):
@@ -175,19 +176,18 @@ def _within(MT: np.ndarray, pi: np.ndarray, rtol: float, block: int = 256) -> bo
     return True
 
 
-_LAST: list = []  # (weakref to the language, length, memo_bytes, layout, tables): one plan kept
-
-
 def chain_tables(language: Language, length: int, memo_bytes: int = MEMO_BYTES, layout: str = "auto",
                  ) -> ChainTables | None:
     """The :class:`ChainTables` of ``language`` for sequences of ``length``, or ``None`` when the
     closed form does not apply: not an order-2 n-gram in the sparse layout (``layout`` as in
     :func:`~numerics.languages.arrays.kernel_arrays`; ``"sparse"`` forces it on a small chain),
     or no cut-off while ``length > MAX_CUT`` (module docstring), or ``V`` so large that the two dense
-    powers of the search exceed :data:`POWERS_BYTES`. The last plan is kept for the next call."""
-    if _LAST and _LAST[0][0]() is language and _LAST[0][1:4] == (length, memo_bytes, layout):
-        return _LAST[0][4]
-    if _first_order_sparse(language, layout) is None or 16 * language.vocab_size**2 > POWERS_BYTES:
+    powers of the search exceed :data:`SEARCH_BYTES`. Kept in :data:`~numerics.messages.powers.POWERS_CACHE`."""
+    key = (length, memo_bytes, layout)
+    hit = POWERS_CACHE.get(language, "chain-tables", lambda stored: stored[0] == key)
+    if hit is not None:
+        return hit[1]
+    if _first_order_sparse(language, layout) is None or 16 * language.vocab_size**2 > SEARCH_BYTES:
         return None
     import scipy.sparse
 
@@ -217,34 +217,10 @@ def chain_tables(language: Language, length: int, memo_bytes: int = MEMO_BYTES, 
             c = P @ c  # P^(d+1) E: the columns
             ini = PT @ ini
     tables = ChainTables(int(D), np.ascontiguousarray(limit), initial_rows, slot, rows, slot.copy(), cols)
-    _LAST[:] = [(weakref.ref(language), length, memo_bytes, layout, tables)]
-    return tables
+    return POWERS_CACHE.put(language, "chain-tables", (key, tables))[1]
 
 
 # ----- the kernel --------------------------------------------------------------------------------
-
-
-@jit
-def _forward_mul(lang, vec, out):
-    """``out = vec P`` (sparse rows; zero entries of ``vec`` skipped)."""
-    indptr, indices, data = lang.indptr, lang.indices, lang.data
-    out[:] = 0.0
-    for s in range(vec.shape[0]):
-        w = vec[s]
-        if w != 0.0:
-            for k in range(indptr[s], indptr[s + 1]):
-                out[indices[k]] += w * data[k]
-
-
-@jit
-def _backward_mul(lang, vec, out):
-    """``out = P vec`` (sparse rows)."""
-    indptr, indices, data = lang.indptr, lang.indices, lang.data
-    for s in range(out.shape[0]):
-        acc = 0.0
-        for k in range(indptr[s], indptr[s + 1]):
-            acc += data[k] * vec[indices[k]]
-        out[s] = acc
 
 
 @jit
@@ -273,7 +249,7 @@ def _gap_backward(lang, tab, x, order_idx, gap, work):
             row[:] = tab.cols[e, slot]
         else:
             while dist < e:
-                _backward_mul(lang, cur, nxt)
+                pull(lang, cur, nxt, -1, nxt)  # out = P cur (the sparse layout takes no scratch)
                 cur[:] = nxt
                 dist += 1
             row[:] = cur
@@ -304,7 +280,7 @@ def _gap_forward(lang, tab, x, order_idx, gap, work):
             row *= tab.rows[d, slot]
         else:
             while dist < d:
-                _forward_mul(lang, cur, nxt)
+                propagate(lang, cur, nxt)
                 cur[:] = nxt
                 dist += 1
             row *= cur
@@ -323,7 +299,7 @@ def _power_positive(lang, tab, y, z, d, work):
     cur, nxt = work.cur, work.nxt
     _point(cur, y)
     for _ in range(d):
-        _forward_mul(lang, cur, nxt)
+        propagate(lang, cur, nxt)
         cur[:] = nxt
     return cur[z] > 0.0
 

@@ -3,7 +3,7 @@
 One pass over a sequence processes its reveal steps in order (``docs/methods/sampling.md``). At
 step ``i`` the new positions ``j_1 < .. < j_k`` (``tau_i``) need the posterior marginals
 ``q(x_j | x_{tau_<i})``: the forward and backward messages under the *old* evidence (positions
-revealed at steps ``< i``), from the message store of :mod:`numerics.sampling.oracle.messages`.
+revealed at steps ``< i``), from the message store of :mod:`numerics.messages.store`.
 The new positions are swept left to right with two forward vectors: ``alpha_old`` (old evidence;
 gives the sampler's marginal ``q(x_j | x_{tau_<i})``) and ``alpha_new`` (old evidence plus the
 new tokens to the left; gives the chain-rule factor ``q(x_j | x_{tau_<i}, x_{j_1..j_{m-1}})``).
@@ -31,9 +31,9 @@ The plain reference is the generic sampler with the NumPy masked forward-backwar
 compare the two sample by sample. Sequences run in parallel chunks (:mod:`numerics._threads`).
 
 For a dense HMM and a dense-layout n-gram :func:`reveal_sequence` is compiled without numba's
-reference counts (:func:`~numerics.languages.arrays.by_kind`, ``_nrt=False``; it allocates
+reference counts (:func:`~numerics.messages.dispatch.by_kind`, ``_nrt=False``; it allocates
 nothing), and with it, by numba's inheritance of that flag, the message walks it calls
-(:func:`~numerics.sampling.oracle.messages.advance`, ``alpha_query``, ``beta_query``): their row
+(:func:`~numerics.messages.store.advance`, ``alpha_query``, ``beta_query``): their row
 views (``msgs.alpha[cur]``, ``msgs.beta[r]``) and tuple fields took two atomic operations each per
 crossing, about a fifth of the hmm passes and 4-8% of the 4gram ones (paired, one thread). A sparse
 n-gram keeps them.
@@ -48,10 +48,12 @@ import numpy as np
 from numerics._jit import jit
 from numerics._threads import run_chunks
 from numerics.draws import inverse_cdf
-from numerics.languages.arrays import HMMArrays, KernelArrays, NGramArrays, SparseNGramArrays, by_kind, kernel_arrays
+from numerics.languages.arrays import HMMArrays, KernelArrays, NGramArrays, SparseNGramArrays, kernel_arrays
 from numerics.languages.hmm import Language
-from numerics.sampling.oracle.jumps import language_powers, no_powers
-from numerics.sampling.oracle.messages import (
+from numerics.messages.dispatch import by_kind
+from numerics.messages.jumps import language_powers, no_powers
+from numerics.messages.steps import Evidence, copy_into, observe, token_marginal
+from numerics.messages.store import (
     Messages,
     Scratch,
     advance,
@@ -64,7 +66,6 @@ from numerics.sampling.oracle.messages import (
     new_messages,
     new_scratch,
 )
-from numerics.sampling.oracle.steps import Evidence, copy_into, observe, token_marginal
 
 __all__ = [
     "RevealScores", "SequenceScore", "RevealVectors", "RevealMode", "SequenceArrays", "RevealBatch", "Workspace",
@@ -112,7 +113,7 @@ class RevealVectors(NamedTuple):
         ``1 / V`` everywhere: the draw of an undefined posterior.
     alpha_stop : (S,) float64
         ``alpha`` (old evidence) at the last observed position before the latest new position
-        (:func:`~numerics.sampling.oracle.messages.alpha_between`).
+        (:func:`~numerics.messages.store.alpha_between`).
     """
 
     alpha_old: np.ndarray
@@ -176,8 +177,8 @@ class RevealBatch(NamedTuple):
 
 
 class Workspace(NamedTuple):
-    """The reused memory of one thread: :class:`~numerics.sampling.oracle.messages.Messages`,
-    :class:`~numerics.sampling.oracle.messages.Scratch` and :class:`RevealVectors`."""
+    """The reused memory of one thread: :class:`~numerics.messages.store.Messages`,
+    :class:`~numerics.messages.store.Scratch` and :class:`RevealVectors`."""
 
     msgs: Messages
     scratch: Scratch
@@ -198,7 +199,7 @@ def _reveal_sequence(lang, powers, mode, seq, work):
     """Run the reveal steps of one sequence ``seq`` (:class:`SequenceArrays`); returns its :class:`SequenceScore`.
 
     ``mode`` (:class:`RevealMode`) says whether the tokens are drawn or read; ``work`` is a
-    :class:`Workspace` (its messages as in :mod:`~numerics.sampling.oracle.messages`).
+    :class:`Workspace` (its messages as in :mod:`~numerics.messages.store`).
     """
     reveal_steps, order_idx, x, U = seq.reveal_steps, seq.order_idx, seq.tokens, seq.uniforms
     msgs, scratch, vectors = work.msgs, work.scratch, work.vectors

@@ -1,4 +1,4 @@
-"""Single-position message steps of the oracle posterior, dense and n-gram (numba).
+"""Single-position message steps, dense and n-gram (numba): the steps every kernel family takes.
 
 The oracle's posterior at a masked position ``p`` given the observed positions is
 ``q(x_p = v | obs) ∝ sum_s alpha_p(s) beta_p(s) P(v | s)`` with the forward message ``alpha_p``
@@ -6,16 +6,20 @@ The oracle's posterior at a masked position ``p`` given the observed positions i
 ``docs/methods/inference.md``. This module holds one step of each recursion and what is read off
 the two messages:
 
+* :func:`propagate` ``alpha P`` and :func:`pull` ``P (e_v * beta)``: the transition products, without
+  normalization (what the adaptive and decoder kernels and the closed-form chain sampler read too);
 * :func:`forward_step` ``alpha_{p-1} -> alpha_p``, :func:`backward_step` ``beta_{p+1} -> beta_p``;
 * :func:`token_marginal` ``m[v] = sum_s alpha(s) beta(s) P(v | s)`` and :func:`observe`
   (multiply a message by the evidence ``x_p = v``);
-* for n-grams, :func:`window_known` (the last ``n-1`` positions are observed, so the window is
+* for n-grams, one window's row of the successor layout (:func:`entry`, :func:`push_row`,
+  :func:`dot_row`; the batched forward-backward of :mod:`numerics.inference._ngram` reads them too),
+  :func:`window_known` (the last ``n-1`` positions are observed, so the window is
   known: a separator, Definition B.4) and :func:`restart_at_separator`.
 
 Which positions are observed is an :class:`Evidence`: position ``p`` is observed iff it was
 revealed at a step ``< threshold`` and is not the ``hidden`` position. Every function takes the
 language's arrays first (:func:`numerics.languages.arrays.kernel_arrays`) and has a dense and an
-n-gram version joined by :func:`~numerics.languages.arrays.by_kind`, so callers never branch on
+n-gram version joined by :func:`~numerics.messages.dispatch.by_kind`, so callers never branch on
 the kind. Messages are normalized to sum 1 after every step; a zero vector stays zero (never
 clamped). Callable from numba and (slowly) from Python.
 
@@ -26,10 +30,10 @@ non-zeros of the rows (or the column) it visits plus ``O(S)``.
 The dense steps are one product with ``A`` (forward) or with ``A^T`` stored C order (backward),
 both in axpy form over contiguous rows, skipping zero entries of the vector
 (:func:`_vecmat_dense`). They and the other dense versions are declared ``_nrt=False``: they
-allocate nothing, and :func:`~numerics.languages.arrays.by_kind` compiles them without numba's
+allocate nothing, and :func:`~numerics.messages.dispatch.by_kind` compiles them without numba's
 reference counts, which otherwise take two atomic operations per array read on every call. So are
-the n-gram versions here and in :mod:`~numerics.sampling.oracle.messages` /
-:mod:`~numerics.sampling.oracle.jumps` (they took 15% of a 4gram sampling pass in reference counts).
+the n-gram versions here and in :mod:`~numerics.messages.store` /
+:mod:`~numerics.messages.jumps` (they took 15% of a 4gram sampling pass in reference counts).
 The dense versions are also compiled with FMA (``jit(fma=True)``, :data:`numerics._jit.FMA`: a product and the sum it
 enters may be one FMA, rounded once instead of twice; no reassociation), which moves the scores by
 round-off only (the same tokens, scores within 1e-12 of the previous kernels) and the hmm passes by a
@@ -47,12 +51,21 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import uint64
 
 from numerics._jit import jit, trailing_zeros
-from numerics.languages.arrays import by_kind, sparse_entry
+from numerics.languages.arrays import sparse_entry
+from numerics.messages.dispatch import by_kind
 
 __all__ = [
     "Evidence",
+    "propagate",
+    "pull",
+    "PULL_TWO_PASS_WINDOWS",
+    "entry",
+    "vocab",
+    "push_row",
+    "dot_row",
     "observed",
     "normalize",
     "normalize_class",
@@ -214,7 +227,7 @@ def _vecmat_dense(vec, M, r0, out):
     which a random zero pattern would mispredict); a ``vec`` without zeros takes the same fours
     as consecutive rows (the same sums). With ``R > 64`` the rows go in consecutive fours,
     skipping the fours that are all zero. The row offset ``r0`` reads a power out of
-    :attr:`~numerics.sampling.oracle.jumps.Powers.stacked` without making a view.
+    :attr:`~numerics.messages.jumps.Powers.stacked` without making a view.
 
     Its callers call it at one place each (four expansions in all: the forward and backward steps,
     the chained power product in the two jumps): each place inlines it with its helpers at numba's
@@ -265,6 +278,118 @@ def _vecmat_dense(vec, M, r0, out):
         _add_row(out, M, r0, 0.0, True)
 
 
+# ----- one window's row of the successor layout (the n-gram kinds) -------------------------------
+# The dense NGramArrays and the SparseNGramArrays versions add the same terms in the same (ascending)
+# order; the sparse one skips the exact zeros, so the two layouts give the same float64 results.
+# (Used by the n-gram steps here and the batched forward-backward of numerics.inference._ngram.)
+
+
+@jit(nrt=False)
+def _entry_ngram(lang, s, v):
+    """``conditional[s, v]``."""
+    return lang.conditional[s, v]
+
+
+entry = by_kind(_entry_ngram, _entry_ngram, sparse_entry)
+
+
+@jit(nrt=False)
+def _vocab_ngram(lang):
+    """``V``."""
+    return lang.conditional.shape[1]
+
+
+@jit(nrt=False)
+def _vocab_sparse(lang):
+    return lang.vocab
+
+
+vocab = by_kind(_vocab_ngram, _vocab_ngram, _vocab_sparse)
+
+
+@jit(nrt=False)
+def _push_row_ngram(lang, w, cur, s):
+    """``cur[successor(s, v)] += w conditional[s, v]`` for every token ``v``."""
+    cond = lang.conditional
+    t = lang.successor[s]
+    for v in range(uint64(cond.shape[1])):  # unsigned indices: no wraparound test, so it vectorizes
+        cur[t + v] += w * cond[s, v]
+
+
+@jit(nrt=False)
+def _push_row_sparse(lang, w, cur, s):
+    indices, data = lang.indices, lang.data
+    t = lang.successor[s]
+    for k in range(lang.indptr[s], lang.indptr[s + 1]):
+        cur[t + indices[k]] += w * data[k]
+
+
+push_row = by_kind(_push_row_ngram, _push_row_ngram, _push_row_sparse)
+
+
+@jit(nrt=False)
+def _dot_row_ngram(lang, s, nxt):
+    """``sum_v conditional[s, v] nxt[successor(s, v)]``."""
+    cond = lang.conditional
+    t = lang.successor[s]
+    y = 0.0
+    for v in range(uint64(cond.shape[1])):
+        y += cond[s, v] * nxt[t + v]
+    return y
+
+
+@jit(nrt=False)
+def _dot_row_sparse(lang, s, nxt):
+    indices, data = lang.indices, lang.data
+    t = lang.successor[s]
+    y = 0.0
+    for k in range(lang.indptr[s], lang.indptr[s + 1]):
+        y += data[k] * nxt[t + indices[k]]
+    return y
+
+
+dot_row = by_kind(_dot_row_ngram, _dot_row_ngram, _dot_row_sparse)
+
+
+# ----- the transition products of a step (no evidence, not normalized) -------------------------
+
+
+@jit(nrt=False, fma=True, inline=True)  # no reference counts, FMA: see by_kind; inlined: see _vecmat_dense
+def _propagate_dense(lang, prev, out):
+    """``out = prev P``: the transition product of a forward step, without evidence and not normalized.
+
+    Dense: ``prev A`` (:func:`_vecmat_dense`, skipping zeros of ``prev``). n-gram: each window ``s = a W + b`` of
+    non-zero ``prev`` pushes ``prev[s] conditional[s, v]`` to its successor ``b V + v`` (ascending ``s``; the
+    sparse layout adds the same terms without its zero ones). The masked branch of :func:`forward_step`, and the
+    predictive message of the adaptive kernels.
+    """
+    _vecmat_dense(prev, lang.transition, 0, out)  # (one inlined site: see _vecmat_dense)
+
+
+@jit(nrt=False)
+def _propagate_ngram(lang, prev, out):
+    S = out.shape[0]
+    for s in range(S):
+        out[s] = 0.0
+    for s in range(S):
+        pa = prev[s]
+        if pa != 0.0:
+            _push_row_ngram(lang, pa, out, s)
+
+
+@jit(nrt=False)
+def _propagate_sparse(lang, prev, out):
+    for s in range(out.shape[0]):
+        out[s] = 0.0
+    for s in range(out.shape[0]):
+        pa = prev[s]
+        if pa != 0.0:
+            _push_row_sparse(lang, pa, out, s)
+
+
+propagate = by_kind(_propagate_dense, _propagate_ngram, _propagate_sparse)
+
+
 # ----- forward step ------------------------------------------------------------------------------
 
 
@@ -277,14 +402,14 @@ def _forward_step_dense(lang, ev, prev, out, p):
     pushing each window of non-zero ``alpha`` along its successors (only to the windows ending in
     ``x_p`` when ``p`` is observed).
     """
-    initial, A, ET = lang.initial, lang.transition, lang.emission_t  # tuple fields read once, outside
+    initial, ET = lang.initial, lang.emission_t  # tuple fields read once, outside
     tokens = ev.tokens  # branches: numba reference-counts a field read inside a branch at every pass
     S = out.shape[0]
     if p == 0:
         for t in range(S):
             out[t] = initial[t]
     else:
-        _vecmat_dense(prev, A, 0, out)
+        _propagate_dense(lang, prev, out)  # (inlined)
     if observed(ev, p):
         _evidence_normalize_dense(out, ET, tokens[p])
     else:
@@ -310,11 +435,11 @@ def _forward_step_ngram(lang, ev, prev, out, p):
     if p == 0:
         _initial_windows(initial, out, V, vfix)
         return
-    for s in range(S):
-        out[s] = 0.0
     # push form over windows s = a W + b: alpha[s] cond[s, v] goes to the successor b V + v;
     # windows inconsistent with the evidence hold alpha = 0 and are skipped
     if vfix >= 0:
+        for s in range(S):
+            out[s] = 0.0
         for a in range(V):
             for b in range(W):
                 pa = prev[a * W + b]
@@ -322,21 +447,13 @@ def _forward_step_ngram(lang, ev, prev, out, p):
                     out[b * V + vfix] += pa * cond[a * W + b, vfix]
         normalize_class(out, vfix, V, S // V)  # the only non-zeros
         return
-    for a in range(V):
-        for b in range(W):
-            s = a * W + b
-            pa = prev[s]
-            if pa != 0.0:
-                o = b * V
-                for v in range(V):
-                    out[o + v] += pa * cond[s, v]
+    _propagate_ngram(lang, prev, out)
     normalize(out)
 
 
 @jit
 def _forward_step_sparse(lang, ev, prev, out, p):
     initial, succ = lang.initial, lang.successor
-    indptr, indices, data = lang.indptr, lang.indices, lang.data
     col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
     tokens = ev.tokens
     S = out.shape[0]
@@ -345,23 +462,19 @@ def _forward_step_sparse(lang, ev, prev, out, p):
     if p == 0:
         _initial_windows(initial, out, V, vfix)
         return
-    for s in range(S):
-        out[s] = 0.0
     # the dense n-gram step's terms without its zero ones, in its order (ascending window s)
     if vfix >= 0:
+        for s in range(S):
+            out[s] = 0.0
         vu = np.uint64(vfix)
         for k in range(col_indptr[vfix], col_indptr[vfix + 1]):  # the windows that can emit vfix next
             s = col_indices[k]
             pa = prev[s]
             if pa != 0.0:
                 out[succ[s] + vu] += pa * col_data[k]
-    else:
-        for s in range(S):
-            pa = prev[s]
-            if pa != 0.0:
-                o = succ[s]
-                for k in range(indptr[s], indptr[s + 1]):
-                    out[o + indices[k]] += pa * data[k]
+        normalize(out)
+        return
+    _propagate_sparse(lang, prev, out)
     normalize(out)
 
 
@@ -371,27 +484,98 @@ forward_step = by_kind(_forward_step_dense, _forward_step_ngram, _forward_step_s
 # ----- backward step -----------------------------------------------------------------------------
 
 
+@jit(nrt=False, fma=True, inline=True)  # no reference counts, FMA: see by_kind; inlined: see _vecmat_dense
+def _pull_dense(lang, nxt, out, v, tmp):
+    """``out = P (e_v * nxt)``: the transition product of a backward step, not normalized; ``v`` the token observed
+    at the next position (``e_v(s) = P(v | s)``), or ``-1`` (masked: ``e = 1``). ``tmp`` is an ``(S,)`` scratch vector,
+    read by the dense version and by the n-gram one from :data:`PULL_TWO_PASS_WINDOWS` windows per token.
+
+    Dense: ``A (e_v * nxt)``, in axpy form over the rows of ``A^T`` (:func:`_vecmat_dense`). n-gram:
+    ``out[s] = sum_u conditional[s, u] e_v(u) nxt[(s % W) V + u]`` for every window ``s`` (the sparse layout adds the
+    same terms without its zero ones). The backward step's product, and the backward messages of the adaptive kernels.
+    """
+    AT, ET = lang.transition_t, lang.emission_t
+    src = nxt
+    if v >= 0:
+        e = ET[v]
+        for t in range(out.shape[0]):
+            tmp[t] = nxt[t] * e[t]
+        src = tmp
+    _vecmat_dense(src, AT, 0, out)  # out = A @ src (one inlined site: see _vecmat_dense)
+
+
+#: From this many windows per token (``W = S / V``) the n-gram :func:`pull` of a masked position takes two passes
+#: (``nxt`` transposed into the scratch, then rows of ``conditional_t`` added over ``W`` contiguous windows), below it
+#: one (a dot product per window, no scratch): the same terms in the same order, so the same floats; the one pass
+#: is about 12% faster at ``W = 8`` (3gram), the two passes about 10% faster at ``W = 64`` (4gram).
+PULL_TWO_PASS_WINDOWS = 32
+
+
+@jit(nrt=False)
+def _pull_ngram(lang, nxt, out, v, tmp):
+    cond, condT = lang.conditional, lang.conditional_t
+    S, V = cond.shape
+    W = S // V
+    if v >= 0:  # the other successors' terms are exact zeros
+        for a in range(V):
+            for b in range(W):
+                out[a * W + b] = condT[v, a * W + b] * nxt[b * V + v]
+        return
+    if W < PULL_TWO_PASS_WINDOWS:  # one pass, window by window (tmp unread)
+        for a in range(V):
+            for b in range(W):
+                s = a * W + b
+                o = b * V
+                acc = 0.0
+                for u in range(V):
+                    acc += cond[s, u] * nxt[o + u]
+                out[s] = acc
+        return
+    for b in range(W):  # tmp[u W + b] = nxt[b V + u]
+        for u in range(V):
+            tmp[u * W + b] = nxt[b * V + u]
+    for s in range(S):
+        out[s] = 0.0
+    for u in range(V):
+        for a in range(V):
+            o = a * W
+            t0 = u * W
+            for b in range(W):
+                out[o + b] += condT[u, o + b] * tmp[t0 + b]
+
+
+@jit
+def _pull_sparse(lang, nxt, out, v, tmp):
+    succ = lang.successor
+    col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
+    S = out.shape[0]
+    if v >= 0:
+        for s in range(S):
+            out[s] = 0.0
+        vu = np.uint64(v)
+        for k in range(col_indptr[v], col_indptr[v + 1]):
+            s = col_indices[k]
+            out[s] = col_data[k] * nxt[succ[s] + vu]
+        return
+    for s in range(S):
+        out[s] = _dot_row_sparse(lang, s, nxt)
+
+
+pull = by_kind(_pull_dense, _pull_ngram, _pull_sparse)
+
+
 @jit(nrt=False, fma=True)  # no reference counts, FMA: see by_kind
 def _backward_step_dense(lang, ev, nxt, out, p, tmp):
     """``out = beta_p`` from ``nxt = beta_{p+1}`` under ``ev`` (position ``p + 1`` exists), normalized.
 
-    ``beta_p = A (e_{p+1} * beta_{p+1})``. n-gram: computed for every window when ``x_p`` is
+    ``beta_p = A (e_{p+1} * beta_{p+1})`` (:func:`pull`). n-gram: computed for every window when ``x_p`` is
     masked (windows the evidence at ``p-1, ..`` excludes meet ``alpha = 0``), only for the windows
     consistent with the run of observed positions ending at ``p`` when ``x_p`` is observed
     (:func:`consistent_windows`; the others are 0: they meet ``alpha = 0`` now and under any later evidence). ``tmp`` is an ``(S,)`` scratch vector.
     ``ev.hidden`` must be ``-1``.
     """
-    AT, ET = lang.transition_t, lang.emission_t
     tokens = ev.tokens
-    S = out.shape[0]
-    q = p + 1
-    src = nxt
-    if observed(ev, q):
-        e = ET[tokens[q]]
-        for t in range(S):
-            tmp[t] = nxt[t] * e[t]
-        src = tmp
-    _vecmat_dense(src, AT, 0, out)  # out = A @ src (one inlined site: see _vecmat_dense)
+    _pull_dense(lang, nxt, out, tokens[p + 1] if observed(ev, p + 1) else -1, tmp)
     _normalize_dense(out)
 
 
@@ -418,7 +602,6 @@ def consistent_windows(lang, ev, k):
 def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
     S = out.shape[0]
     cond = lang.conditional
-    condT = lang.conditional_t
     V = cond.shape[1]
     W = S // V
     q = p + 1
@@ -438,23 +621,7 @@ def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
             out[s] = acc
         normalize_class(out, r0, rstep, nrows)  # the only non-zeros
         return
-    if obs:
-        v = x[q]
-        for a in range(V):
-            for b in range(W):
-                out[a * W + b] = condT[v, a * W + b] * nxt[b * V + v]
-    else:
-        for b in range(W):  # tmp[v W + b] = nxt[b V + v]
-            for v in range(V):
-                tmp[v * W + b] = nxt[b * V + v]
-        for s in range(S):
-            out[s] = 0.0
-        for v in range(V):
-            for a in range(V):
-                o = a * W
-                t0 = v * W
-                for b in range(W):
-                    out[o + b] += condT[v, o + b] * tmp[t0 + b]
+    _pull_ngram(lang, nxt, out, x[q] if obs else -1, tmp)
     normalize(out)
 
 
@@ -462,35 +629,24 @@ def _backward_step_ngram(lang, ev, nxt, out, p, tmp):
 def _backward_step_sparse(lang, ev, nxt, out, p, tmp):
     succ = lang.successor
     indptr, indices, data = lang.indptr, lang.indices, lang.data
-    col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
     S = out.shape[0]
     V = lang.vocab
     q = p + 1
     x = ev.tokens
     obs = observed(ev, q)
-    for s in range(S):
+    if not observed(ev, p):
+        _pull_sparse(lang, nxt, out, x[q] if obs else -1, tmp)
+        normalize(out)
+        return
+    for s in range(S):  # only the windows ending in x_p
         out[s] = 0.0
-    if observed(ev, p):  # only the windows ending in x_p
-        xp = x[p]
-        for c in range(S // V):
-            s = c * V + xp
-            o = succ[s]
-            if obs:
-                out[s] = sparse_entry(lang, s, x[q]) * nxt[o + np.uint64(x[q])]
-            else:
-                acc = 0.0
-                for k in range(indptr[s], indptr[s + 1]):
-                    acc += data[k] * nxt[o + indices[k]]
-                out[s] = acc
-    elif obs:
-        v = x[q]
-        vu = np.uint64(v)
-        for k in range(col_indptr[v], col_indptr[v + 1]):
-            s = col_indices[k]
-            out[s] = col_data[k] * nxt[succ[s] + vu]
-    else:
-        for s in range(S):
-            o = succ[s]
+    xp = x[p]
+    for c in range(S // V):
+        s = c * V + xp
+        o = succ[s]
+        if obs:
+            out[s] = sparse_entry(lang, s, x[q]) * nxt[o + np.uint64(x[q])]
+        else:
             acc = 0.0
             for k in range(indptr[s], indptr[s + 1]):
                 acc += data[k] * nxt[o + indices[k]]

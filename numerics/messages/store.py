@@ -8,7 +8,7 @@ at positions ``>= j`` and ``beta`` at positions ``< j`` (the caller clears the f
 :func:`beta_query` backward from the right. For an n-gram a separator (the last ``n-1``
 positions observed) fixes the window, so a query restarts there instead of running to the
 sequence's end. Runs of masked positions are crossed by one matrix-power jump when that is
-cheaper (:mod:`numerics.sampling.oracle.jumps`).
+cheaper (:mod:`numerics.messages.jumps`).
 
 Revealing position ``j`` changes ``alpha`` at ``q >= j`` only up to the first separator after
 ``j`` (the window there is known, whatever came before) and ``beta`` at ``q < j`` only down to
@@ -30,7 +30,7 @@ the rest give the same floats), cross runs of at most :data:`STEP_RUNS` position
 (a jump reads a ``64 x 64`` block of the 256 MB power table, slower than the steps' few thousand
 operations on the cache-resident conditional at ``S = 512``), and compute a backward message at an
 observed position ``k`` only on the windows consistent with the run of observed positions ending
-at ``k`` (:func:`~numerics.sampling.oracle.steps.consistent_windows`): the other rows are never read under this or any later evidence
+at ``k`` (:func:`~numerics.messages.steps.consistent_windows`): the other rows are never read under this or any later evidence
 (the next step left drops them, or ``alpha`` is 0 there), so they are left 0. Both change the
 floats only by round-off (normalizing over fewer rows; steps instead of a jump): the same tokens,
 scores within 3e-13 absolute of the previous kernels on the four presets and their pruned twins,
@@ -38,7 +38,7 @@ scores within 3e-13 absolute of the previous kernels on the four presets and the
 
 A walk's ends and starts avoid the dense products (n-grams; the same messages up to round-off,
 checked as above): a forward walk from nothing observed takes its first stop from the
-precomputed laws ``initial P^q`` (:func:`~numerics.sampling.oracle.jumps.forward_from_nothing`); a
+precomputed laws ``initial P^q`` (:func:`~numerics.messages.jumps.forward_from_nothing`); a
 backward message with nothing observed after it is ``P^m 1 = 1``, normalized; and with
 :func:`crosses_by_windows`, a walk does not start from the (dense) message at a masked new position
 of the step but from the observed position next to it (:func:`beta_query`: the next one to the right
@@ -48,7 +48,7 @@ walk kept), so that the masked position is crossed inside a jump between observe
 masked positions).
 
 Every function here takes the language's arrays (:func:`~numerics.languages.arrays.kernel_arrays`),
-its :class:`~numerics.sampling.oracle.jumps.Powers`, an :class:`~numerics.sampling.oracle.steps.Evidence`,
+its :class:`~numerics.messages.jumps.Powers`, an :class:`~numerics.messages.steps.Evidence`,
 the :class:`Messages` of the sequence and a :class:`Scratch` of vectors; build the last two
 with :func:`new_messages` and :func:`new_scratch` (inside or outside numba).
 """
@@ -60,8 +60,8 @@ from typing import NamedTuple
 import numpy as np
 
 from numerics._jit import jit
-from numerics.languages.arrays import by_kind
-from numerics.sampling.oracle.jumps import (
+from numerics.messages.dispatch import by_kind
+from numerics.messages.jumps import (
     CROSS_MIN_STATES,
     _blocks_backward,
     _blocks_forward,
@@ -70,9 +70,8 @@ from numerics.sampling.oracle.jumps import (
     forward_jump_pays,
     jump_backward,
     jump_forward,
-    max_power,
 )
-from numerics.sampling.oracle.steps import (
+from numerics.messages.steps import (
     apply_evidence,
     backward_step,
     consistent_windows,
@@ -161,14 +160,14 @@ def _crosses_by_windows_sparse(lang):
 crosses_by_windows = by_kind(_crosses_by_windows_dense, _crosses_by_windows_ngram, _crosses_by_windows_sparse)
 
 
-@jit
+@jit(inline=True)  # inlined into advance (the generic crossing: see crosses_by_windows)
 def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     """Bring ``vec`` (= ``alpha`` at ``cur >= 0`` under ``ev``) to ``alpha`` at ``q > cur``; the positions in between are masked.
 
-    One jump when that is cheaper than ``q - cur`` single steps (:func:`~numerics.sampling.oracle.jumps.forward_jump_pays`),
+    One jump when that is cheaper than ``q - cur`` single steps (:func:`~numerics.messages.jumps.forward_jump_pays`),
     else single steps. n-gram: the product restricted to the windows consistent with the evidence
     at ``cur`` and ``q`` (those ending in the observed token: the others hold exact zeros), over the
-    blocks of :attr:`~numerics.sampling.oracle.jumps.Powers.blocks` (the generic jump's product up to
+    blocks of :attr:`~numerics.messages.jumps.Powers.blocks` (the generic jump's product up to
     round-off); runs longer than ``M`` take the generic path.
     """
     tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
@@ -256,15 +255,15 @@ def _cross_forward_ngram(lang, powers, ev, vec, scratch, cur, q):
 cross_forward = by_kind(_cross_forward_dense, _cross_forward_ngram, _cross_forward_dense)
 
 
-@jit
+@jit(inline=True)  # inlined into beta_query (the generic crossing: see crosses_by_windows)
 def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     """Make ``beta[k]`` the backward message at ``k < cur`` from ``beta[cur]`` (valid under ``ev``); the positions in between are masked.
 
-    One jump when cheaper (:func:`~numerics.sampling.oracle.jumps.backward_jump_pays`), else single
+    One jump when cheaper (:func:`~numerics.messages.jumps.backward_jump_pays`), else single
     steps (which also write ``beta`` at the positions in between). n-gram: the jump reads
     ``beta[cur]`` only on the windows ending in ``x_cur`` (the evidence there) and computes only the
     rows consistent with the observed run ending at ``k``, over the transposed blocks
-    (:attr:`~numerics.sampling.oracle.jumps.Powers.blocks`, in dot form; runs longer than ``M`` chain them), and
+    (:attr:`~numerics.messages.jumps.Powers.blocks`, in dot form; runs longer than ``M`` chain them), and
     with nothing observed after ``k`` it is ``P^m 1 = 1``, normalized (no product).
     """
     tmp, tmp2 = scratch.tmp, scratch.tmp2
@@ -354,7 +353,7 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  
     """Bring ``vec`` (= ``alpha`` at ``start`` under ``ev``; ``start = -1``: nothing yet) to ``alpha`` at ``p``.
 
     Restarts from the rightmost separator in ``(start, p)`` when there is one. From nothing, the
-    walk's first stop comes from :func:`~numerics.sampling.oracle.jumps.forward_from_nothing`. A run of
+    walk's first stop comes from :func:`~numerics.messages.jumps.forward_from_nothing`. A run of
     masked positions followed by an observed one (or by ``p``) is crossed by one jump when that is
     cheaper than single steps. With ``store`` the messages at the positions ``< p`` where the
     walk stops (observed positions, separators) are written to ``msgs`` and flagged valid.
@@ -364,8 +363,7 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  
     with ``keep``, an ``(S,)`` vector: its ``alpha`` is copied there), ``-1`` when the walk started
     from nothing and met no observed position before ``p``, else ``-2`` (unknown).
     """
-    tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
-    tokens = ev.tokens
+    tmp = scratch.tmp
     alpha, valid = msgs.alpha, msgs.alpha_valid  # unpacked once: a tuple field read inside a branch costs numba a reference count every time
     lo = restart_at_separator(lang, ev, vec, start, p)
     if store and lo != start:
@@ -390,16 +388,8 @@ def advance(lang, powers, ev, msgs, scratch, vec, start, p, store, keep=None):  
                 last = cur
         if crosses_by_windows(lang):
             cross_forward(lang, powers, ev, vec, scratch, cur, q)
-        else:  # the generic crossing written out: a call per run costs the small presets ~1.3-1.5x
-            m = q - cur
-            landing = observed(ev, q)
-            if m > 1 and forward_jump_pays(lang, vec, m, landing):
-                jump_forward(lang, powers, vec, tmp, m, tokens[q] if landing else -1, tmp2, acc)
-                copy_into(tmp, vec)
-            else:
-                for r in range(cur + 1, q + 1):
-                    forward_step(lang, ev, vec, tmp, r)
-                    copy_into(tmp, vec)
+        else:  # the generic crossing, inlined: a call per run costs the small presets ~1.3-1.5x
+            _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q)
         cur = q
         if store and cur < p:
             copy_into(vec, alpha[cur])
@@ -507,9 +497,6 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
     Runs of masked positions are crossed by a jump when cheaper (as in :func:`advance`).
     """
     beta, valid = msgs.beta, msgs.beta_valid
-    tmp, tmp2 = scratch.tmp, scratch.tmp2
-    tokens = ev.tokens
-    M = max_power(powers)
     L = beta.shape[0]
     if valid[p]:
         return
@@ -542,19 +529,7 @@ def beta_query(lang, powers, ev, msgs, scratch, p):
             k -= 1
         if crosses_by_windows(lang):
             cross_backward(lang, powers, ev, beta, scratch, cur, k)
-        else:  # the generic crossing written out (as in advance)
-            m = cur - k
-            rows_observed = observed(ev, k)
-            landing = observed(ev, cur)
-            if m > 1 and backward_jump_pays(lang, m, rows_observed, landing):
-                copy_into(beta[cur], tmp)  # evidence at cur times beta_cur
-                if landing:
-                    apply_evidence(lang, tmp, tokens[cur])
-                rowfix = tokens[k] if rows_observed else -1
-                wfix = tokens[cur] if (m <= M and landing) else -1
-                jump_backward(lang, powers, tmp, beta[k], m, rowfix, wfix, tmp2)
-            else:
-                for r in range(cur - 1, k - 1, -1):
-                    backward_step(lang, ev, beta[r + 1], beta[r], r, tmp)
+        else:  # the generic crossing, inlined (as in advance)
+            _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k)
         cur = k
         valid[cur] = True

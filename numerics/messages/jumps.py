@@ -4,15 +4,15 @@ A run of ``m - 1`` masked positions followed by one more position moves the forw
 ``alpha_{p+m} ∝ (alpha_p P^m) * e_{p+m}`` and the backward message by
 ``beta_p ∝ P^m (e_{p+m} * beta_{p+m})``, with ``P`` the state transition matrix (for an n-gram
 the dense ``S x S`` matrix of its successor layout); ``docs/methods/inference.md``. The powers
-``P^m`` for ``m = 0..M`` are computed once per language and length (:func:`language_powers`,
-``M`` capped by :data:`POWERS_BYTES`); a longer run chains them in chunks of ``M``, normalizing
+``P^m`` for ``m = 0..M`` are computed once per language and length (:func:`~numerics.messages.powers.language_powers`,
+``M`` capped by :data:`~numerics.messages.powers.POWERS_BYTES`); a longer run chains them in chunks of ``M``, normalizing
 after each chunk.
 
 A jump costs ``S^2`` per vector where ``m`` single steps cost ``m`` times a step (``S^2`` dense,
 about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jumps only when
 :func:`forward_jump_pays` / :func:`backward_jump_pays` say so and it is longer than
-:data:`~numerics.sampling.oracle.messages.STEP_RUNS` (the n-gram crossings of
-:mod:`~numerics.sampling.oracle.messages` compute the same products in place, restricted further). For an n-gram the product is
+:data:`~numerics.messages.store.STEP_RUNS` (the n-gram crossings of
+:mod:`~numerics.messages.store` compute the same products in place, restricted further). For an n-gram the product is
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, and to the rows ending in the observed token at the start. From
 :data:`CROSS_MIN_STATES` windows on (the n-grams whose crossings these are), ``P^m`` is stored cut
@@ -34,7 +34,7 @@ A dense HMM's jumps run in axpy form both ways, over contiguous rows: forward ``
 rows of ``P^m``, backward ``P^m w = w (P^m)^T`` over the rows of the stored transpose
 (``Powers.stacked_t``), skipping the zero entries of the vector (the states the evidence
 excludes: most of them in a pruned HMM). Like the dense steps they are compiled without numba's
-reference counts (:func:`~numerics.languages.arrays.by_kind`).
+reference counts (:func:`~numerics.messages.dispatch.by_kind`).
 
 A sparse n-gram (:class:`~numerics.languages.arrays.SparseNGramArrays`) never jumps: ``P^m`` fills
 in (``S^2`` entries, 134 MB per power at ``S = 4096``), while its single steps cost the non-zeros;
@@ -43,14 +43,10 @@ in (``S^2`` entries, 134 MB per power at ``S = 4096``), while its single steps c
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-import numpy as np
-
 from numerics._jit import jit
-from numerics.languages.arrays import by_kind
-from numerics.languages.hmm import Language, NGram
-from numerics.sampling.oracle.steps import (
+from numerics.messages.dispatch import by_kind
+from numerics.messages.powers import CROSS_MIN_STATES, POWERS_BYTES, Powers, language_powers, no_powers
+from numerics.messages.steps import (
     _evidence_normalize_dense,
     _normalize_dense,
     _vecmat_dense,
@@ -62,6 +58,7 @@ from numerics.sampling.oracle.steps import (
 )
 
 __all__ = [
+    "CROSS_MIN_STATES",
     "Powers",
     "POWERS_BYTES",
     "language_powers",
@@ -73,147 +70,6 @@ __all__ = [
     "forward_from_nothing",
     "max_power",
 ]
-
-POWERS_BYTES = 256 * 2**20  # memory for the precomputed powers of one language
-CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing and jumps (messages.crosses_by_windows)
-_POWERS_CACHE: dict = {}
-
-
-class Powers(NamedTuple):
-    """Precomputed powers of a language's state transition matrix ``P``.
-
-    Attributes
-    ----------
-    matrices : (M + 1, S, S) float64
-        ``matrices[m] = P^m`` for ``m = 0..M`` (dense HMM, n-gram of fewer than :data:`CROSS_MIN_STATES`
-        windows; a larger n-gram has a ``(1, 1, 1)`` placeholder: its powers are the blocks below).
-    by_token : (M + 1, V, S, S // V) float64
-        n-gram of fewer than :data:`CROSS_MIN_STATES` windows (its generic jumps): ``by_token[m, v, s, c] = P^m[s, c V + v]``,
-        the columns of the windows ending in ``v``, contiguous; else a ``(1, 1, 1, 1)`` placeholder.
-    stacked, stacked_t : ((M + 1) S, S) float64
-        dense HMM: ``stacked[m S + s] = P^m[s]`` (``matrices`` as one 2-d array, the same memory)
-        and ``stacked_t[m S + t] = (P^m)^T[t]``, the columns of ``P^m`` as rows, so a backward
-        jump ``P^m w = w (P^m)^T`` runs in axpy form over contiguous rows, like a forward jump.
-        The jumps index them with a row offset instead of taking a view ``matrices[m]``, whose
-        reference count numba would take and drop on every crossing. An n-gram has ``(1, 1)``
-        placeholders (never read).
-    blocks : (M + 1, V, V, S // V, S // V) float64
-        n-gram of at least :data:`CROSS_MIN_STATES` windows (its crossings, :func:`~numerics.sampling.oracle.messages.cross_forward`):
-        ``P^m`` cut into the ``V x V`` blocks of the windows ending in one token (rows ``k V + u``,
-        columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = P^m[k V + u, c V + v]``.
-        A forward jump from an observed token ``u`` to an observed ``v`` reads the one ``(S/V) x (S/V)`` block
-        ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the same block in dot form over its
-        rows (:func:`_blocks_backward`); a masked end takes every block of that side.
-        Otherwise ``(1, 1, 1, 1, 1)`` placeholders (never read): on ``S = 64`` windows the generic jumps over
-        ``matrices`` / ``by_token`` are faster (blocks of ``8 x 8``).
-    initial_laws : (length, S) float64
-        n-gram: ``initial_laws[p] = normalize(initial P^p)``, the law of the window at position
-        ``p`` with nothing observed before it (a forward walk from nothing starts at its first
-        observed position from this row, :func:`~numerics.sampling.oracle.messages.advance`);
-        a dense HMM has a ``(1, 1)`` placeholder (never read).
-    """
-
-    matrices: np.ndarray
-    by_token: np.ndarray
-    blocks: np.ndarray
-    stacked: np.ndarray
-    stacked_t: np.ndarray
-    initial_laws: np.ndarray
-
-    @property
-    def max_power(self) -> int:
-        """``M``: longer runs chain ``P^M``."""
-        return max(self.matrices.shape[0], self.blocks.shape[0]) - 1
-
-
-def language_powers(language: Language, length: int) -> Powers:
-    """``P^m`` for ``m = 0..M``, ``M = min(length, memory cap)``, cached per language object (languages are immutable).
-
-    The cap: ``M + 1`` matrices in each layout fit in :data:`POWERS_BYTES` (at least ``M = 1``).
-    A language that is neither an :class:`~numerics.languages.hmm.HMM` nor an n-gram (the interval
-    language) is read through its ``kernel_language()``, as :func:`~numerics.languages.arrays.kernel_arrays` does.
-    """
-    resolve = getattr(language, "kernel_language", None)
-    if resolve is None:
-        raise TypeError(f"language_powers needs a language (HMM, NGram or one with kernel_language()), "
-                        f"got {type(language).__name__}")
-    language = resolve()
-    if isinstance(language, NGram):
-        S, V = language.n_states, language.vocab_size
-        P = np.zeros((S, S))
-        np.put_along_axis(P, language.successors(), language.conditional, axis=1)
-        layouts = 1 if S >= CROSS_MIN_STATES else 2
-    else:
-        P = np.array(language.transition)
-        S, V = P.shape[0], 1
-        layouts = 2
-    M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
-    key = id(language)
-    laws_rows = length if V > 1 else 1
-    hit = _POWERS_CACHE.get(key)
-    if hit is not None and hit[0] is language and hit[1].max_power >= M and hit[1].initial_laws.shape[0] >= laws_rows:
-        return hit[1]
-    by_token = np.zeros((1, 1, 1, 1))  # the placeholders of the layouts this language does not use
-    blocks = np.zeros((1, 1, 1, 1, 1))
-    stacked = stacked_t = laws = np.zeros((1, 1))
-    if V == 1:  # dense HMM
-        Pm = _matrix_powers(P, M)
-        stacked = Pm.reshape((M + 1) * S, S)
-        stacked_t = np.ascontiguousarray(Pm.transpose(0, 2, 1)).reshape((M + 1) * S, S)
-    else:
-        laws = _initial_laws(np.asarray(language.initial), P, laws_rows)
-        if S >= CROSS_MIN_STATES:
-            Pm = np.zeros((1, 1, 1))
-            blocks = _power_blocks(P, M, V)
-        else:
-            Pm = _matrix_powers(P, M)
-            by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
-    if len(_POWERS_CACHE) > 4:
-        _POWERS_CACHE.clear()
-    powers = Powers(Pm, by_token, blocks, stacked, stacked_t, laws)
-    _POWERS_CACHE[key] = (language, powers)
-    return powers
-
-
-def _matrix_powers(P: np.ndarray, M: int) -> np.ndarray:
-    """``(M + 1, S, S)``: ``P^0 .. P^M``."""
-    Pm = np.empty((M + 1,) + P.shape)
-    Pm[0] = np.eye(P.shape[0])
-    for m in range(1, M + 1):
-        np.matmul(Pm[m - 1], P, out=Pm[m])
-    return Pm
-
-
-def _power_blocks(P: np.ndarray, M: int, V: int) -> np.ndarray:
-    """``Powers.blocks`` of ``P^0 .. P^M`` (one power in memory at a time)."""
-    S = P.shape[0]
-    C = S // V
-    blocks = np.empty((M + 1, V, V, C, C))
-    power, nxt = np.eye(S), np.empty((S, S))
-    for m in range(M + 1):
-        if m > 0:
-            np.matmul(power, P, out=nxt)
-            power, nxt = nxt, power
-        cut = power.reshape(C, V, C, V)  # cut[k, u, c, v] = P^m[k V + u, c V + v]
-        blocks[m] = cut.transpose(3, 1, 0, 2)
-    return blocks
-
-
-def _initial_laws(initial: np.ndarray, P: np.ndarray, length: int) -> np.ndarray:
-    """``Powers.initial_laws``: ``normalize(initial P^p)`` for ``p < length``, one step at a time (``P`` is
-    stochastic: the normalizations only remove round-off)."""
-    laws = np.empty((length, P.shape[0]))
-    laws[0] = initial / initial.sum()
-    for p in range(1, length):
-        np.matmul(laws[p - 1], P, out=laws[p])
-        laws[p] /= laws[p].sum()
-    return laws
-
-
-def no_powers() -> Powers:
-    """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1)),
-                  np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 @jit
