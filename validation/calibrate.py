@@ -78,6 +78,7 @@ __all__ = [
     "aup",
     "family_aup",
     "search_family",
+    "lossless_settings",
 ]
 
 METRICS = ("ser", "ter", "kl")
@@ -601,7 +602,7 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     ``TER <= (1 + target) TER(q)`` ("perplexity within 1%" is ``target = 0.01``). A family that
     cannot run at ``L`` is reported with its reason; when none can, :class:`NoFamilyError`.
     ``lossless``: lossless decoders (:data:`numerics.sampling.registry.LOSSLESS`) put on the front as
-    ``(E[calls], metric)`` (:func:`validation.lossless.lossless_settings`), each a family of one setting.
+    ``(E[calls], metric)`` (:func:`lossless_settings`), each a family of one setting.
     """
     from numerics.languages.presets import load_language
 
@@ -630,7 +631,6 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting, grid=grid,
                                    refine=refine) for f in fams)
     if lossless:
-        from validation.lossless import lossless_settings
 
         searches += tuple(FamilySearch(s.family, s.parameter, (s,), s if s.meets else None, {"kind": "lossless"})
                           for s in lossless_settings(language, length, metric, target, lossless, samples=samples,
@@ -646,3 +646,37 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     best = min(every, key=lambda s: (s.metric.value, s.calls.value))
     return Calibration(language, length, metric, target, searches, pareto_front(every), cheapest, best, may_meet,
                        confidence)
+
+
+def lossless_settings(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
+                      samples: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None) -> list:
+    """One :class:`Setting` per lossless decoder: ``(E[calls], metric)`` with the metric
+    exact from the output law (``q``: SER = 0, KL = 0, TER = TER(q); self-spec, a point mass on the greedy
+    sequence: SER = 0, KL and TER not finite), the calls by Monte Carlo. spiffy (whose law is its base
+    sampler's) is refused here: its metric is its base's at ``N``.
+    """
+    from numerics.sampling.lossless import LosslessError
+    from validation.lossless import lossless_point
+
+    out = []
+    for name in names:
+        if name == "spiffy":
+            raise LosslessError("spiffy's output law is its base sampler's (random at N): calibrate the base sampler "
+                             "and read spiffy's calls from `mdm-theory lossless --decoder spiffy`")
+        if name == "self-spec" and metric != "ser":
+            raise LosslessError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
+        point = lossless_point(language, length, name, options if name != "autospec" else None,
+                               samples=samples, seed=seed)
+        if metric == "ter":
+            from numerics.languages.presets import load_language
+
+            H = data_entropy(load_language(language), length)
+            if H is None:
+                raise ValueError(f"TER(q) of {language} at L = {length} has no exact value (no chain rule)")
+            value = Estimate(math.exp(H.value / length), 0.0, "lossless: TER(p) = TER(q)")
+        else:
+            value = Estimate(0.0, 0.0, f"lossless: {metric.upper()} = 0 (output law q)")
+        out.append(Setting(name, "draft_length" if name != "autospec" else "none",
+                           float((options or {}).get("draft_length") or 4) if name != "autospec" else 0.0,
+                           point.label, point.calls, value, metric, _status(value, target)))
+    return out

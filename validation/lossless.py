@@ -4,7 +4,7 @@ The lossless decoders (:data:`numerics.sampling.registry.LOSSLESS`, ``docs/metho
 SER = 0 on the support with the oracle (their output law is ``q``; ``spiffy``'s is its base sampler's)
 and a *random* number of rounds and calls. :func:`lossless_point` estimates both (mean, standard error,
 sample count, quantiles, the SER of the samples as a check); :func:`lossless_exact` gives their exact
-law on a tiny case (:mod:`numerics.exact.lossless`). :func:`lossless_settings` puts a decoder on
+law on a tiny case (:mod:`numerics.exact.lossless`). :func:`validation.calibrate.lossless_settings` puts a decoder on
 :func:`validation.calibrate.calibrate`'s Pareto front as ``(E[calls], metric)``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +20,7 @@ import numpy as np
 
 from numerics.estimate import Estimate
 
-__all__ = ["BENCH_RATIO_TARGET", "LosslessPoint", "build_lossless", "lossless_exact", "lossless_point",
-           "lossless_settings"]
+__all__ = ["BENCH_RATIO_TARGET", "LosslessPoint", "build_lossless", "lossless_exact", "lossless_point"]
 
 BENCH_RATIO_TARGET = 5.0  # issue 32: a lossless MC point costs at most 5x the random sampler's at N = 64
 
@@ -139,38 +138,4 @@ def lossless_exact(language: str | Any, length: int, name: str, options: Mapping
     if name == "spiffy":
         base = enumerate_output_law(lang, length, decoder.schedule, undefined="uniform").law.p
         out["max_abs_p_minus_base"] = float(np.abs(law.p - base).max())
-    return out
-
-
-def lossless_settings(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
-                      samples: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None) -> list:
-    """One :class:`validation.calibrate.Setting` per lossless decoder: ``(E[calls], metric)`` with the metric
-    exact from the output law (``q``: SER = 0, KL = 0, TER = TER(q); self-spec, a point mass on the greedy
-    sequence: SER = 0, KL and TER not finite), the calls by Monte Carlo. spiffy (whose law is its base
-    sampler's) is refused here: its metric is its base's at ``N``.
-    """
-    from numerics.sampling.lossless import LosslessError
-    from validation.calibrate import Setting, _status, data_entropy
-
-    out = []
-    for name in names:
-        if name == "spiffy":
-            raise LosslessError("spiffy's output law is its base sampler's (random at N): calibrate the base sampler "
-                             "and read spiffy's calls from `mdm-theory lossless --decoder spiffy`")
-        if name == "self-spec" and metric != "ser":
-            raise LosslessError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
-        point = lossless_point(language, length, name, options if name != "autospec" else None,
-                               samples=samples, seed=seed)
-        if metric == "ter":
-            from numerics.languages.presets import load_language
-
-            H = data_entropy(load_language(language), length)
-            if H is None:
-                raise ValueError(f"TER(q) of {language} at L = {length} has no exact value (no chain rule)")
-            value = Estimate(math.exp(H.value / length), 0.0, "lossless: TER(p) = TER(q)")
-        else:
-            value = Estimate(0.0, 0.0, f"lossless: {metric.upper()} = 0 (output law q)")
-        out.append(Setting(name, "draft_length" if name != "autospec" else "none",
-                           float((options or {}).get("draft_length") or 4) if name != "autospec" else 0.0,
-                           point.label, point.calls, value, metric, _status(value, target)))
     return out

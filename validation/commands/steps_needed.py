@@ -175,7 +175,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, 
     human = _human(result, found)
     names = [n.strip() for n in lossless.split(",") if n.strip()]
     if names:
-        from validation.lossless import lossless_settings
+        from validation.calibrate import lossless_settings
 
         try:
             rows = lossless_settings(language, length, metric, target, names, samples=samples, seed=seed)
