@@ -25,7 +25,7 @@ install: $(VENV)/.installed
 # --progress prints one line per section and per long step when the output is not a terminal (a log, CI).
 # How long it takes, measured, is stated once: validation/setup_text.py (README and the report read it).
 report: install
-	$(VENV)/bin/mdm-theory report --train --progress
+	$(VENV)/bin/mdm-theory report --train --progress --jobs 2
 
 test: install
 	$(PY) -m pytest -n 2

@@ -81,42 +81,87 @@ def _left(expected: dict[str, float] | None, names: list[str], spent: float, pla
 
 
 def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool = True,
-                    strict: bool = False, expected: dict[str, float] | None = None
+                    strict: bool = False, expected: dict[str, float] | None = None, jobs: int = 1
                     ) -> tuple[dict[str, ExperimentResult], dict[str, str]]:
     """Run each experiment of ``configs`` (name -> config); an exception is recorded, not fatal.
 
     With ``strict`` an exception propagates (tests). ``expected``: section -> measured seconds, for
-    the estimate of the time left in the progress lines. Returns results and errors (name -> traceback).
+    the estimate of the time left in the progress lines. ``jobs > 1``: the ``learned`` section first
+    (its training pool already keeps every core busy, and the real-text section reads its models),
+    then the other sections ``jobs`` at a time in worker processes, the longest measured first; they
+    share nothing but the cache, whose entries are locked and written atomically. Returns results
+    (in the order of ``configs``) and errors (name -> traceback).
     """
     results: dict[str, ExperimentResult] = {}
     errors: dict[str, str] = {}
     names = list(configs)
     t0 = time.perf_counter()
-    planned = 0.0  # measured seconds of the sections done
-    for i, (name, cfg) in enumerate(configs.items(), 1):
-        module = EXPERIMENTS[name]
+    state = {"done": 0, "planned": 0.0}  # sections finished, and their measured seconds
+
+    def report_done(name: str, r: ExperimentResult, cpu: float) -> None:
+        state["done"] += 1
+        state["planned"] += (expected or {}).get(name, 0.0)
         if progress:
-            print(f"[report] section {i}/{len(names)} {name}: {module.TITLE}", file=sys.stderr, flush=True)
-        started, cpu0 = time.perf_counter(), _cpu_seconds()
-        try:
-            results[name] = module.run(cfg, cache=cache, progress=progress, strict=strict)
-        except Exception:  # noqa: BLE001 -- one failing experiment must not hide the others
-            if strict:
-                raise
-            errors[name] = traceback.format_exc()
-            results[name] = ExperimentResult(
-                name, module.TITLE, config=canonical(cfg), status="error",
-                missing=["the experiment raised an exception (traceback below)"],
-                elapsed_s=time.perf_counter() - started,
-            )
-        if progress:
-            r = results[name]
             spent = time.perf_counter() - t0
-            planned += (expected or {}).get(name, 0.0)
-            print(f"[report] section {i}/{len(names)} {name}: {r.status} in {seconds(r.elapsed_s)} "
-                  f"({_cpu_seconds() - cpu0:.0f} CPU-s); "
-                  f"{seconds(spent)} elapsed{_left(expected, names[i:], spent, planned)}", file=sys.stderr, flush=True)
-    return results, errors
+            left = [n for n in names if n not in results]
+            print(f"[report] section {state['done']}/{len(names)} {name}: {r.status} in {seconds(r.elapsed_s)} "
+                  f"({cpu:.0f} CPU-s); {seconds(spent)} elapsed"
+                  f"{_left(expected, left, spent, state['planned']) if jobs <= 1 else ''}", file=sys.stderr, flush=True)
+
+    def start(name: str) -> None:
+        if progress:
+            print(f"[report] section {names.index(name) + 1}/{len(names)} {name}: {EXPERIMENTS[name].TITLE}",
+                  file=sys.stderr, flush=True)
+
+    serial = names if jobs <= 1 or strict or len(names) < 2 else [n for n in names if n == "learned"]
+    for name in serial:
+        start(name)
+        results[name], err, cpu = _run_section(name, configs[name], cache, progress, strict)
+        if err is not None:
+            errors[name] = err
+        report_done(name, results[name], cpu)
+    rest = [n for n in names if n not in serial]
+    if rest:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        rest.sort(key=lambda n: -(expected or {}).get(n, 0.0))  # longest first: the last to finish is short
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {}
+            for name in rest:
+                start(name)
+                futures[pool.submit(_section_worker, name, configs[name], cache.root, progress)] = name
+            for fut in as_completed(futures):
+                name = futures[fut]
+                results[name], err, cpu, events = fut.result()
+                cache.events.extend(events)
+                if err is not None:
+                    errors[name] = err
+                report_done(name, results[name], cpu)
+    return {n: results[n] for n in names}, errors
+
+
+def _run_section(name: str, cfg: Any, cache: ResultCache, progress: bool, strict: bool
+                 ) -> tuple[ExperimentResult, str | None, float]:
+    """One experiment: its result (an ``error`` result with the traceback's text when it raised) and CPU seconds."""
+    module = EXPERIMENTS[name]
+    started, cpu0 = time.perf_counter(), _cpu_seconds()
+    try:
+        return module.run(cfg, cache=cache, progress=progress, strict=strict), None, _cpu_seconds() - cpu0
+    except Exception:  # noqa: BLE001 -- one failing experiment must not hide the others
+        if strict:
+            raise
+        result = ExperimentResult(name, module.TITLE, config=canonical(cfg), status="error",
+                                  missing=["the experiment raised an exception (traceback below)"],
+                                  elapsed_s=time.perf_counter() - started)
+        return result, traceback.format_exc(), _cpu_seconds() - cpu0
+
+
+def _section_worker(name: str, cfg: Any, cache_root: Path | None, progress: bool) -> tuple:
+    """:func:`_run_section` in a worker process, with the cache events it saw (for the parent's counts)."""
+    cache = ResultCache(cache_root)
+    result, err, cpu = _run_section(name, cfg, cache, progress, strict=False)
+    return result, err, cpu, list(cache.events)
 
 
 # --------------------------------------------------------------------------------------------
@@ -425,7 +470,7 @@ generated {_esc(generated)} in {elapsed_s:.1f} s; commit <code>{_esc(prov['commi
 
 def build_report(out_dir: str | Path = "report", scale: str = "default", cache_dir: str | Path | None = None,
                  only: Iterable[str] | None = None, overrides: dict[str, dict] | None = None,
-                 progress: bool = True, strict: bool = False) -> ReportOutcome:
+                 progress: bool = True, strict: bool = False, jobs: int = 1) -> ReportOutcome:
     """Run the experiments at ``scale`` (resuming from the cache) and write the report.
 
     Parameters
@@ -434,6 +479,7 @@ def build_report(out_dir: str | Path = "report", scale: str = "default", cache_d
     scale : ``"tiny"`` (tests), ``"default"`` (2-core CPU, <= 10 minutes) or ``"full"`` (paper).
     cache_dir : cache folder (default ``OUT/cache``); ``None`` keeps it inside ``out_dir``.
     only : experiment names to run (default: all).
+    jobs : sections run at once after the learned section (:func:`run_experiments`); 1: one after another.
     overrides : experiment name -> {config field: value} applied on top of the scale's config
         (e.g. checkpoints for ``learned`` and ``cost``).
     """
@@ -452,7 +498,7 @@ def build_report(out_dir: str | Path = "report", scale: str = "default", cache_d
         configs[n] = replace(cfg, **extra) if extra else cfg
     configs = _shared_training(configs)
     cache = ResultCache(Path(cache_dir) if cache_dir is not None else out_dir / "cache")
-    results, errors = run_experiments(configs, cache, progress=progress, strict=strict,
+    results, errors = run_experiments(configs, cache, progress=progress, strict=strict, jobs=jobs,
                                       expected=SECTION_SECONDS if _as_measured(scale, configs) else None)
     index = write_report(out_dir, results, errors, scale, cache, time.perf_counter() - started)
     return ReportOutcome(index, results, errors, cache.counts())

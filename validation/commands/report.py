@@ -41,10 +41,13 @@ same and shows the traceback).
                    "--train all for every paper language; either also trains the real-text section's models "
                    "(lee-char-2gram; with --full also lee-word-v64-2gram).")
 @click.option("--strict", is_flag=True, help="Stop at the first experiment that raises (default: report it).")
+@click.option("-j", "--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Sections run at once (worker processes) after the learned section; make report uses 2.")
 @progress_option
 @json_option
 def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[str, ...],
-               checkpoints: tuple[str, ...], train: str | None, strict: bool, progress: bool | None, as_json: bool) -> None:
+               checkpoints: tuple[str, ...], train: str | None, strict: bool, jobs: int, progress: bool | None,
+               as_json: bool) -> None:
     """``mdm-theory report`` (help text: ``_REPORT_HELP``)."""
     from validation.guards import guard_output
     from validation.report import build_report
@@ -68,7 +71,7 @@ def report_cmd(scale: str, out_dir: Path, cache_dir: Path | None, only: tuple[st
             if kinds.get("mdm") and kinds.get("ar"):  # time the first MDM against the first AR model
                 overrides["cost"] = {"mdm_checkpoint": kinds["mdm"][0], "ar_checkpoint": kinds["ar"][0]}
     outcome = build_report(out_dir, scale=scale, cache_dir=cache_dir, only=only or None, overrides=overrides,
-                           progress=show_progress(progress), strict=strict)
+                           progress=show_progress(progress), strict=strict, jobs=jobs)
     summary = {
         "index": str(outcome.index),
         "scale": scale,
