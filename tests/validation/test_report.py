@@ -188,3 +188,17 @@ def test_module_docstrings_are_shown_as_text_not_markup():
     assert "<em>simulated</em>" in html and "<strong>exact</strong>" in html and "<code>N</code>" in html
     assert "<code>numerics.schedules.make_schedule</code>" in html
     assert "<li>first</li>" in html and "second &lt;b&gt;" in html and "*" not in html
+
+
+def test_sections_run_two_at_a_time_give_the_same_report(tmp_path):
+    """make report's --jobs 2: the sections in two worker processes give the results, order and cache
+    counts of the one-at-a-time run (they share only the cache)."""
+    only = ["schedules", "thresholds", "lossless"]
+    one = build_report(tmp_path / "a", scale="tiny", only=only, progress=False)
+    two = build_report(tmp_path / "b", scale="tiny", only=only, progress=False, jobs=2)
+    assert list(two.results) == only and not two.errors
+    for name in only:
+        assert two.results[name].status == one.results[name].status
+        assert json.dumps(two.results[name].tables, sort_keys=True, default=str) == json.dumps(
+            one.results[name].tables, sort_keys=True, default=str)
+    assert two.cache_counts == one.cache_counts and two.cache_counts["miss"] > 0
