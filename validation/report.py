@@ -86,11 +86,11 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
     """Run each experiment of ``configs`` (name -> config); an exception is recorded, not fatal.
 
     With ``strict`` an exception propagates (tests). ``expected``: section -> measured seconds, for
-    the estimate of the time left in the progress lines. ``jobs > 1``: the ``learned`` section first
-    (its training pool already keeps every core busy, and the real-text section reads its models),
-    then the other sections ``jobs`` at a time in worker processes, the longest measured first; they
-    share nothing but the cache, whose entries are locked and written atomically. Returns results
-    (in the order of ``configs``) and errors (name -> traceback).
+    the estimate of the time left in the progress lines. ``jobs > 1``: the other sections ``jobs`` at a
+    time in worker processes, the longest measured first, while this process runs the ``learned``
+    section (whose training pool is its own); the real-text section, which reads the models that
+    section trains, after it. The sections share nothing but the cache, whose entries are locked and
+    written atomically. Returns results (in the order of ``configs``) and errors (name -> traceback).
     """
     results: dict[str, ExperimentResult] = {}
     errors: dict[str, str] = {}
@@ -113,31 +113,43 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
             print(f"[report] section {names.index(name) + 1}/{len(names)} {name}: {EXPERIMENTS[name].TITLE}",
                   file=sys.stderr, flush=True)
 
-    serial = names if jobs <= 1 or strict or len(names) < 2 else [n for n in names if n == "learned"]
-    for name in serial:
-        start(name)
-        results[name], err, cpu = _run_section(name, configs[name], cache, progress, strict)
-        if err is not None:
-            errors[name] = err
-        report_done(name, results[name], cpu)
-    rest = [n for n in names if n not in serial]
-    if rest:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    if jobs <= 1 or strict or len(names) < 2:
+        for name in names:
+            start(name)
+            results[name], err, cpu = _run_section(name, configs[name], cache, progress, strict)
+            if err is not None:
+                errors[name] = err
+            report_done(name, results[name], cpu)
+        return results, errors
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        rest.sort(key=lambda n: -(expected or {}).get(n, 0.0))  # longest first: the last to finish is short
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {}
-            for name in rest:
+    here = [n for n in names if n == "learned"]  # this process: its training pool's workers are its own
+    after = [n for n in names if n == "realtext" and here]  # reads the models the learned section trains
+    rest = sorted((n for n in names if n not in here + after), key=lambda n: -(expected or {}).get(n, 0.0))
+    futures = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+
+        def submit(batch: list[str]) -> None:
+            for name in batch:  # the longest measured first, so the last to finish is a short one
                 start(name)
                 futures[pool.submit(_section_worker, name, configs[name], cache.root, progress)] = name
-            for fut in as_completed(futures):
-                name = futures[fut]
-                results[name], err, cpu, events = fut.result()
-                cache.events.extend(events)
-                if err is not None:
-                    errors[name] = err
-                report_done(name, results[name], cpu)
+
+        submit(rest)
+        for name in here:  # meanwhile, the learned section here (its training oversubscribes the cores a while)
+            start(name)
+            results[name], err, cpu = _run_section(name, configs[name], cache, progress, strict)
+            if err is not None:
+                errors[name] = err
+            report_done(name, results[name], cpu)
+        submit(after)
+        for fut in as_completed(futures):
+            name = futures[fut]
+            results[name], err, cpu, events = fut.result()
+            cache.events.extend(events)
+            if err is not None:
+                errors[name] = err
+            report_done(name, results[name], cpu)
     return {n: results[n] for n in names}, errors
 
 

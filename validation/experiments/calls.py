@@ -10,8 +10,9 @@ interval language (Theorem 4.4's, ``interval-l{l}``), at each length of ``length
   data's ``TER(q)`` ("perplexity within 1%") on ``ter_languages``
   -- with every setting visited on the axes (expected calls, SER) and
   (expected calls, ``TER / TER(q) - 1``) and the Pareto front over all families.
-* **Documented settings**: every registered decoder (kind ``decoder`` of
-  :data:`numerics.sampling.registry.DECODERS`: the rules the runtimes ship) at each of its presets
+* **Documented settings**: the registered decoders of ``documented`` (of
+  :data:`numerics.sampling.registry.DECODERS`: the rules the runtimes ship, with a compiled or quick
+  path; the runtimes section draws the others) at each of their presets
   (the runtimes' documented defaults; ``N = L``, one step per token, where the decoder takes steps),
   one labelled marker each on the SER panels (Monte Carlo or exact, by
   :func:`numerics.metrics.point_metrics`); the simplified rules (``random``, ``topk``, ``threshold``,
@@ -67,6 +68,9 @@ class Config:
     interval : ``l`` of the interval language (must divide every length and the tiny length).
     lengths : ``L`` of the fronts, the bounds and the documented settings.
     ter_languages : the languages of the TER fronts.
+    documented : the registered decoders drawn at their documented presets (dinfer, credit, klass, prophet
+        and info-gain run on the generic path at 10-2000x the random point's cost: the runtimes section
+        draws them).
     short_languages : languages whose fronts are searched at the first length only and without the
         adaptive rules of ``families`` (random and ``ser_decoders`` only): those rules recompute every
         marginal at each of their up to ``L`` steps, which on the interval language costs 45 CPU-s at
@@ -90,6 +94,7 @@ class Config:
     lengths: tuple[int, ...] = (64, 256)
     ter_languages: tuple[str, ...] = ("2gram",)
     short_languages: tuple[str, ...] = ("interval-l4",)
+    documented: tuple[str, ...] = ("llada", "fast-dllm", "eb", "remdm", "llada2", "dream", "dus", "fast-dllm-v2", "sdar")
     families: tuple[str, ...] = ("random", "topk", "threshold", "entropy-sum")
     ser_decoders: tuple[str, ...] = ("llada", "fast-dllm", "eb")
     samples: int = 200
@@ -197,7 +202,7 @@ def _documented_part(cfg: Config, lang: str, L: int) -> dict:
 
     language = eng.load_language(lang)
     rows, skipped = [], []
-    for name, spec in ((n, s) for n, s in DECODERS.items() if s.kind == "decoder"):  # the rules the runtimes ship
+    for name, spec in ((n, DECODERS[n]) for n in cfg.documented):
         for label, options in (spec.preset_names() or {name: {}}).items():
             try:
                 sampler = spec.build(options, steps=L, schedule=make_schedule("linear", L), length=L)
@@ -250,7 +255,7 @@ def run(cfg: Config, cache: ResultCache | None = None, progress: bool = False, s
                         **{f"best_{k}": r["best"][k] for k in ("label", "calls", "y")}})
     for lang, L in progress_iter([(lang, L) for L in cfg.lengths for lang in ser_langs], progress,
                                  "calls: documented settings"):
-        key = {"v": VERSION, "language": lang, "length": L, "decoders": tuple(DECODERS), "samples": cfg.samples,
+        key = {"v": VERSION, "language": lang, "length": L, "decoders": cfg.documented, "samples": cfg.samples,
                "seed": cfg.seed}
         d = parts.attempt(f"documented settings on {lang} at L = {L}", lambda: cache.get_or_compute(
             "calls-documented", key, lambda: _documented_part(cfg, lang, L)))
