@@ -17,24 +17,23 @@ __all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_sta
 REPORT_TIMING: dict = {
     "date": "2026-11-27",
     "machine": "the project's 2-core development machine (Intel Xeon, Linux x86-64, 24 GiB), idle",
-    "what": "make report in a fresh clone of 7dff539: installation (about 75 s), numba compilation from an empty "
-            "cache and mdm-theory report --train --progress from an empty results cache; the progress lines' "
-            "CPU and wall seconds per section",
-    "sections": {"ter": (139, 125), "ser": (23, 17), "lemmas": (15, 14), "learned": (391, 202),
-                 "cost": (33, 18), "schedules": (2, 1), "adaptive": (73, 70), "realtext": (15, 9),
-                 "decoders": (56, 56), "calls": (6, 4), "thresholds": (2, 2)},
-    #: The learned section's models (optimizer steps only, one thread each, two in parallel): (language, kind) -> CPU s,
-    #: measured under load on branch newcomer (the ARs alone, after their cut).
-    "training_cpu_s": {"interval MDM (1600 steps)": 183, "2gram MDM (800)": 133, "interval AR (250)": 24,
-                       "lee-char-2gram MDM (1000)": 44, "2gram AR (150)": 22, "lee-char-2gram AR (300)": 11},
-    "whole_s": 594,
+    "what": "make report in a fresh clone of 5a3d766 (14 sections; mdm-theory report --train --progress --jobs 2: "
+            "the learned section in the main process while two workers run the others, so the wall seconds "
+            "below overlap): installation (about 75 s), numba compilation from an empty cache in each of the "
+            "three processes, and the report from an empty results cache; the progress lines' CPU and wall "
+            "seconds per section",
+    "sections": {"learned": (519, 581), "ter": (171, 327), "decoders": (92, 206), "adaptive": (193, 398),
+                 "ser": (31, 51), "cost": (159, 196), "lemmas": (18, 25), "thresholds": (2, 3),
+                 "schedules": (2, 2), "runtimes": (7, 8), "lossless": (4, 4), "noise": (15, 16),
+                 "realtext": (18, 15), "calls": (66, 67)},
+    "training_cpu_s": {},
+    "whole_s": 767,
     "install_s": 75,
-    "previous": "the same day at fb5a937, before the dense kernels' shorter compile: 646 s; 2026-11-25, idle "
-                "2-core machine, before the cuts of issue 34: 838 s with warm numba kernels (learned section "
-                "489 s, real text 137 s)",
+    "previous": "the same day at 7dff539 (11 sections, one at a time): 594 s; at fb5a937: 646 s; 2026-11-25, "
+                "before the cuts of issue 34: 838 s with warm numba kernels",
 }
 
-MAKE_REPORT_MINUTES = 10
+MAKE_REPORT_MINUTES = 13
 """Wall-clock minutes of ``make report`` stated to readers: the last whole run timed on an idle machine
 (``REPORT_TIMING["previous"]``) until ``REPORT_TIMING["whole_s"]`` holds a new one. After timing it, set both,
 then run ``mdm-theory docs`` to refresh README.md, docs/getting-started.md and docs/performance.md."""
