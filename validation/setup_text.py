@@ -59,8 +59,8 @@ def quick_start_sentences() -> list[str]:
         "checks every lemma and bound, trains small MDM and AR models and writes `report/index.html`, printing one "
         "line per section and long step. " + run_time_sentence().replace("`make report` (which runs `mdm-theory "
                                                                           "report --train`) takes", "It takes"),
-        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 8 minutes "
-        "on an idle 2-core CPU from a fresh clone (466 s measured on 2026-11-27: the suite 413 s, numba "
+        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 10 minutes "
+        "on an idle 2-core CPU from a fresh clone (594 s measured on 2026-11-27: the suite 537 s, numba "
         "compilation included).",
     ]
 
