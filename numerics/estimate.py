@@ -106,13 +106,9 @@ class Estimate:
         if agree and (not lo < hi or self.ci_low is None):
             lo = hi = math.nan  # an interval of width 0 (normal, from a 0 stderr) would read as certainty
         value, stderr = self.value, self.stderr
-        if not meaningful_digits:
-            pass
-        elif self.exact:
-            value = lo = hi = meaningful(value)
-        elif agree:
+        if meaningful_digits and (self.exact or agree):  # no uncertainty to round at: 13 digits
             value, lo, hi = meaningful(value), meaningful(lo), meaningful(hi)
-        elif math.isfinite(stderr) and stderr > 0:
+        elif meaningful_digits and math.isfinite(stderr) and stderr > 0:
             value, lo, hi = (meaningful(x, stderr) for x in (value, lo, hi))
             stderr = float(f"{stderr:.3g}")
         record: dict[str, Any] = {

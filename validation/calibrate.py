@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from numerics.estimate import Estimate, Unavailable, clopper_pearson
+from numerics.estimate import Estimate, Unavailable, clopper_pearson, meaningful
 from numerics.sampling.registry import DECODERS, Knob
 from validation.step_search import Evaluation, search_steps
 from validation.sweep import PointConfig
@@ -117,8 +117,6 @@ class Space:
     def grid(self, points: int) -> list[float]:
         """``points`` values evenly spaced over ``[low, high]`` (an open low end moved just inside), each at
         13 significant digits (0.9, not the 0.8999999999999999 of ``0.1 + 0.8``: :func:`~numerics.estimate.meaningful`)."""
-        from numerics.estimate import meaningful
-
         span = self.high - self.low
         out = [meaningful(self.low + span * k / (points - 1)) for k in range(points)]
         if self.low_open:
