@@ -80,20 +80,38 @@ def _left(expected: dict[str, float] | None, names: list[str], spent: float, pla
     return f", about {seconds(scale * sum(expected[n] for n in names))} left"
 
 
+#: Lanes of the numba warm-up of a parallel report (``jobs > 1``), one lane per worker: these sections'
+#: tiny configs, run before any section with nothing cached, so that each kernel is compiled once and the
+#: sections find it in numba's disk cache. Without them two workers that reach the same kernel at once
+#: both compile it: from an empty numba cache (2026-11-27, the idle 2-core machine) the adaptive, ter,
+#: cost and decoders sections cost 175, 156, 138 and 85 CPU-s side by side, 12, 39, 46 and 3 with the
+#: kernels compiled; one after another in one process 192, 42, 45 and 60. The tiny runs of these three
+#: compile most of it (adaptive 107 CPU-s, decoders 61, noise 11, one after another) and leave the
+#: other language kinds' kernels (about 78 CPU-s) to the sections. Kernels are compiled, not results
+#: computed: a warm numba cache makes the lanes a few seconds.
+WARM_LANES: tuple[tuple[str, ...], ...] = (("adaptive",), ("decoders", "noise", "cost"))
+
+
 def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool = True,
-                    strict: bool = False, expected: dict[str, float] | None = None, jobs: int = 1
+                    strict: bool = False, expected: dict[str, float] | None = None, jobs: int = 1,
+                    fig_dir: Path | None = None, drawn: dict[str, list] | None = None
                     ) -> tuple[dict[str, ExperimentResult], dict[str, str]]:
     """Run each experiment of ``configs`` (name -> config); an exception is recorded, not fatal.
 
     With ``strict`` an exception propagates (tests). ``expected``: section -> measured seconds, for
-    the estimate of the time left in the progress lines. ``jobs > 1``: the other sections ``jobs`` at a
-    time in worker processes, the longest measured first, while this process runs the ``learned``
-    section (whose training pool is its own); the real-text section, which reads the models that
-    section trains, after it. The sections share nothing but the cache, whose entries are locked and
-    written atomically. Returns results (in the order of ``configs``) and errors (name -> traceback).
+    the estimate of the time left in the progress lines. ``jobs > 1``: first the numba warm-up
+    (:data:`WARM_LANES`) in ``jobs`` worker processes, then the other sections ``jobs`` at a time in
+    them, the longest measured first, while this process runs the ``learned`` section (whose training
+    pool is its own) from the start; the real-text section, which reads the models that section trains,
+    after it. The sections share nothing but the cache, whose entries are locked and written atomically.
+    With ``fig_dir`` and ``jobs > 1`` each section's figures are drawn there as soon as it finishes, in the
+    process that ran it, and recorded in ``drawn`` (name -> figures; :func:`write_report` reuses them
+    instead of drawing them at the end). Returns results (in the order of ``configs``) and errors
+    (name -> traceback).
     """
     results: dict[str, ExperimentResult] = {}
     errors: dict[str, str] = {}
+    drawn = {} if drawn is None else drawn
     names = list(configs)
     t0 = time.perf_counter()
     state = {"done": 0, "planned": 0.0}  # sections finished, and their measured seconds
@@ -122,35 +140,79 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
             report_done(name, results[name], cpu)
         return results, errors
     import multiprocessing
+    import threading
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     here = [n for n in names if n == "learned"]  # this process: its training pool's workers are its own
     after = [n for n in names if n == "realtext" and here]  # reads the models the learned section trains
     rest = sorted((n for n in names if n not in here + after), key=lambda n: -(expected or {}).get(n, 0.0))
-    futures = {}
+    lanes = [lane for lane in (tuple(n for n in lane if n in names) for lane in WARM_LANES[:jobs]) if lane]
+    futures: dict = {}
+    lock = threading.Lock()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
 
         def submit(batch: list[str]) -> None:
-            for name in batch:  # the longest measured first, so the last to finish is a short one
-                start(name)
-                futures[pool.submit(_section_worker, name, configs[name], cache.root, progress)] = name
+            with lock:
+                for name in batch:  # the longest measured first, so the last to finish is a short one
+                    start(name)
+                    futures[pool.submit(_section_worker, name, configs[name], cache.root, progress, fig_dir)] = name
 
-        submit(rest)
+        def warm_then_submit() -> None:  # the sections wait for the warm-up, the learned section does not
+            warm0 = time.perf_counter()
+            if lanes and progress:
+                print(f"[report] compiling the numba kernels once (tiny runs of {', '.join(sum(lanes, ()))})",
+                      file=sys.stderr, flush=True)
+            cpu = sum(f.result() for f in [pool.submit(_warm_worker, lane) for lane in lanes])
+            if lanes and progress:
+                print(f"[report] kernels compiled in {seconds(time.perf_counter() - warm0)} ({cpu:.0f} CPU-s)",
+                      file=sys.stderr, flush=True)
+            submit(rest)
+
+        submitter = threading.Thread(target=warm_then_submit, daemon=True)
+        submitter.start()
         for name in here:  # meanwhile, the learned section here (its training oversubscribes the cores a while)
             start(name)
             results[name], err, cpu = _run_section(name, configs[name], cache, progress, strict)
             if err is not None:
                 errors[name] = err
+            figs = _draw(name, results[name], fig_dir)
+            if figs is not None:
+                drawn[name] = figs
             report_done(name, results[name], cpu)
+        submitter.join()
         submit(after)
-        for fut in as_completed(futures):
-            name = futures[fut]
-            results[name], err, cpu, events = fut.result()
+        with lock:
+            pending = dict(futures)
+        for fut in as_completed(pending):
+            name = pending[fut]
+            results[name], err, cpu, events, figs = fut.result()
             cache.events.extend(events)
+            if figs is not None:
+                drawn[name] = figs
             if err is not None:
                 errors[name] = err
             report_done(name, results[name], cpu)
     return {n: results[n] for n in names}, errors
+
+
+def _draw(name: str, result: ExperimentResult, fig_dir: Path | None) -> list | None:
+    """The section's figures drawn into ``fig_dir`` now (None: not asked to, or nothing to draw)."""
+    if fig_dir is None or (result.status == "error" and not result.tables):
+        return None
+    return _save_plots(name, result, fig_dir)
+
+
+def _warm_worker(lane: tuple[str, ...]) -> float:
+    """Compile the kernels of ``lane``'s sections: their tiny configs, nothing cached; CPU seconds spent.
+    A section whose tiny run raises is left to its real run, which reports it."""
+    cpu0 = _cpu_seconds()
+    for name in lane:
+        module = EXPERIMENTS[name]
+        try:
+            module.run(module.Config.tiny(), cache=ResultCache(None), progress=False)
+        except Exception:  # noqa: BLE001,S112 -- the real run of the section reports the error
+            continue
+    return _cpu_seconds() - cpu0
 
 
 def _run_section(name: str, cfg: Any, cache: ResultCache, progress: bool, strict: bool
@@ -169,11 +231,12 @@ def _run_section(name: str, cfg: Any, cache: ResultCache, progress: bool, strict
         return result, traceback.format_exc(), _cpu_seconds() - cpu0
 
 
-def _section_worker(name: str, cfg: Any, cache_root: Path | None, progress: bool) -> tuple:
-    """:func:`_run_section` in a worker process, with the cache events it saw (for the parent's counts)."""
+def _section_worker(name: str, cfg: Any, cache_root: Path | None, progress: bool, fig_dir: Path | None) -> tuple:
+    """:func:`_run_section` in a worker process, with the cache events it saw (for the parent's counts) and
+    the figures it drew into ``fig_dir`` (None: not asked to)."""
     cache = ResultCache(cache_root)
     result, err, cpu = _run_section(name, cfg, cache, progress, strict=False)
-    return result, err, cpu, list(cache.events)
+    return result, err, cpu, list(cache.events), _draw(name, result, fig_dir)
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,10 +442,12 @@ def _figures_html(figs: list[_Figure]) -> str:
     return "".join(parts)
 
 
-def _section(name: str, result: ExperimentResult, error: str | None, out_dir: Path) -> str:
+def _section(name: str, result: ExperimentResult, error: str | None, out_dir: Path, figs: list | None = None
+             ) -> str:
     module = EXPERIMENTS[name]
     rel_json = f"results/{name}.json"
-    figs = _save_plots(name, result, out_dir / "figures") if result.status != "error" or result.tables else []
+    if figs is None:
+        figs = _save_plots(name, result, out_dir / "figures") if result.status != "error" or result.tables else []
     parts = [f'<h2 id="{name}">{_esc(result.title)} {_badges(result)}</h2>', _reasons_html(result, error),
              _doc_paragraphs(module.__doc__)]
     if error:
@@ -401,10 +466,11 @@ def _section(name: str, result: ExperimentResult, error: str | None, out_dir: Pa
     return f'<section>{"".join(parts)}</section>'
 
 
-def _section_or_failure(name: str, result: ExperimentResult, error: str | None, out_dir: Path) -> str:
+def _section_or_failure(name: str, result: ExperimentResult, error: str | None, out_dir: Path,
+                        figs: list | None = None) -> str:
     """The section, or -- if rendering it raised -- a section that says so (the page is still written)."""
     try:
-        return _section(name, result, error, out_dir)
+        return _section(name, result, error, out_dir, figs)
     except Exception:  # noqa: BLE001 -- one bad section must not cost the page
         return (f'<section><h2 id="{name}">{_esc(result.title)} <span class="badge error">error</span></h2>'
                 f"<p>This section could not be rendered; its results are in <code>results/{name}.json</code>.</p>"
@@ -422,8 +488,9 @@ def _key_result(name: str, result: ExperimentResult) -> str:
 
 
 def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: dict[str, str],
-                 scale: str, cache: ResultCache, elapsed_s: float) -> Path:
-    """Write figures, per-experiment JSON and ``index.html`` into ``out_dir``; returns the page."""
+                 scale: str, cache: ResultCache, elapsed_s: float, drawn: dict[str, list] | None = None) -> Path:
+    """Write figures, per-experiment JSON and ``index.html`` into ``out_dir``; returns the page.
+    ``drawn``: sections whose figures are already in ``out_dir/figures`` (:func:`run_experiments`)."""
     out_dir = Path(out_dir)
     prov = provenance()
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -433,7 +500,7 @@ def write_report(out_dir: Path, results: dict[str, ExperimentResult], errors: di
             "result": result.to_json(), "provenance": prov, "generated_utc": generated, "scale": scale,
             "error": errors.get(name),
         }) + "\n").encode())
-        sections.append(_section_or_failure(name, result, errors.get(name), out_dir))
+        sections.append(_section_or_failure(name, result, errors.get(name), out_dir, (drawn or {}).get(name)))
         toc.append(f'<li><a href="#{name}">{_esc(result.title)}</a> {_badges(result)}</li>')
 
     summary_items = [_key_result(name, r) for name, r in results.items() if r.notes]
@@ -510,9 +577,11 @@ def build_report(out_dir: str | Path = "report", scale: str = "default", cache_d
         configs[n] = replace(cfg, **extra) if extra else cfg
     configs = _shared_training(configs)
     cache = ResultCache(Path(cache_dir) if cache_dir is not None else out_dir / "cache")
+    drawn: dict[str, list] = {}
     results, errors = run_experiments(configs, cache, progress=progress, strict=strict, jobs=jobs,
-                                      expected=SECTION_SECONDS if _as_measured(scale, configs) else None)
-    index = write_report(out_dir, results, errors, scale, cache, time.perf_counter() - started)
+                                      expected=SECTION_SECONDS if _as_measured(scale, configs) else None,
+                                      fig_dir=out_dir / "figures", drawn=drawn)
+    index = write_report(out_dir, results, errors, scale, cache, time.perf_counter() - started, drawn)
     return ReportOutcome(index, results, errors, cache.counts())
 
 

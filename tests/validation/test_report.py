@@ -202,3 +202,6 @@ def test_sections_run_two_at_a_time_give_the_same_report(tmp_path):
         assert json.dumps(two.results[name].tables, sort_keys=True, default=str) == json.dumps(
             one.results[name].tables, sort_keys=True, default=str)
     assert two.cache_counts == one.cache_counts and two.cache_counts["miss"] > 0
+    figures = sorted(f.name for f in (tmp_path / "a" / "figures").iterdir())  # drawn by the workers, the same
+    assert figures and figures == sorted(f.name for f in (tmp_path / "b" / "figures").iterdir())
+    assert all(f'src="figures/{f}"' in two.index.read_text() for f in figures if f.endswith(".png"))
