@@ -86,10 +86,12 @@ def _left(expected: dict[str, float] | None, names: list[str], spent: float, pla
 #: both compile it: from an empty numba cache (2026-11-27, the idle 2-core machine) the adaptive, ter,
 #: cost and decoders sections cost 175, 156, 138 and 85 CPU-s side by side, 12, 39, 46 and 3 with the
 #: kernels compiled; one after another in one process 192, 42, 45 and 60. The tiny runs of these three
-#: compile most of it (adaptive 107 CPU-s, decoders 61, noise 11, one after another) and leave the
-#: other language kinds' kernels (about 78 CPU-s) to the sections. Kernels are compiled, not results
+#: compile most of it (adaptive 107 CPU-s, decoders 61, noise 11, one after another); adaptive's also runs
+#: on the hmm (its tiny config has n-grams and the interval language only), whose kernels the ter and adaptive
+#: sections otherwise both compiled at once (98 and 91 CPU-s after a warm-up without it). A lane entry is a
+#: section or (section, {config field: value}) over its tiny config. Kernels are compiled, not results
 #: computed: a warm numba cache makes the lanes a few seconds.
-WARM_LANES: tuple[tuple[str, ...], ...] = (("adaptive",), ("decoders", "noise", "cost"))
+WARM_LANES: tuple[tuple, ...] = ((("adaptive", {"ter_languages": ("2gram", "hmm")}),), ("decoders", "noise", "cost"))
 
 
 def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool = True,
@@ -146,7 +148,7 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
     here = [n for n in names if n == "learned"]  # this process: its training pool's workers are its own
     after = [n for n in names if n == "realtext" and here]  # reads the models the learned section trains
     rest = sorted((n for n in names if n not in here + after), key=lambda n: -(expected or {}).get(n, 0.0))
-    lanes = [lane for lane in (tuple(n for n in lane if n in names) for lane in WARM_LANES[:jobs]) if lane]
+    lanes = [lane for lane in (tuple(e for e in lane if _warm_name(e) in names) for lane in WARM_LANES[:jobs]) if lane]
     futures: dict = {}
     lock = threading.Lock()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -160,7 +162,8 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
         def warm_then_submit() -> None:  # the sections wait for the warm-up, the learned section does not
             warm0 = time.perf_counter()
             if lanes and progress:
-                print(f"[report] compiling the numba kernels once (tiny runs of {', '.join(sum(lanes, ()))})",
+                print(f"[report] compiling the numba kernels once (tiny runs of "
+                      f"{', '.join(_warm_name(e) for e in sum(lanes, ()))})",
                       file=sys.stderr, flush=True)
             cpu = sum(f.result() for f in [pool.submit(_warm_worker, lane) for lane in lanes])
             if lanes and progress:
@@ -202,14 +205,22 @@ def _draw(name: str, result: ExperimentResult, fig_dir: Path | None) -> list | N
     return _save_plots(name, result, fig_dir)
 
 
-def _warm_worker(lane: tuple[str, ...]) -> float:
-    """Compile the kernels of ``lane``'s sections: their tiny configs, nothing cached; CPU seconds spent.
-    A section whose tiny run raises is left to its real run, which reports it."""
+def _warm_name(entry: str | tuple) -> str:
+    """The section of a :data:`WARM_LANES` entry."""
+    return entry if isinstance(entry, str) else entry[0]
+
+
+def _warm_worker(lane: tuple) -> float:
+    """Compile the kernels of ``lane``'s sections: their tiny configs (with the entry's fields), nothing
+    cached; CPU seconds spent. A section whose tiny run raises is left to its real run, which reports it."""
+    from dataclasses import replace
+
     cpu0 = _cpu_seconds()
-    for name in lane:
+    for entry in lane:
+        name, fields = (entry, {}) if isinstance(entry, str) else entry
         module = EXPERIMENTS[name]
         try:
-            module.run(module.Config.tiny(), cache=ResultCache(None), progress=False)
+            module.run(replace(module.Config.tiny(), **fields), cache=ResultCache(None), progress=False)
         except Exception:  # noqa: BLE001,S112 -- the real run of the section reports the error
             continue
     return _cpu_seconds() - cpu0
