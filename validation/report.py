@@ -80,18 +80,22 @@ def _left(expected: dict[str, float] | None, names: list[str], spent: float, pla
     return f", about {seconds(scale * sum(expected[n] for n in names))} left"
 
 
-#: Lanes of the numba warm-up of a parallel report (``jobs > 1``), one lane per worker: these sections'
-#: tiny configs, run before any section with nothing cached, so that each kernel is compiled once and the
-#: sections find it in numba's disk cache. Without them two workers that reach the same kernel at once
-#: both compile it: from an empty numba cache (2026-11-27, the idle 2-core machine) the adaptive, ter,
-#: cost and decoders sections cost 175, 156, 138 and 85 CPU-s side by side, 12, 39, 46 and 3 with the
-#: kernels compiled; one after another in one process 192, 42, 45 and 60. The tiny runs of these three
-#: compile most of it (adaptive 107 CPU-s, decoders 61, noise 11, one after another); adaptive's also runs
-#: on the hmm (its tiny config has n-grams and the interval language only), whose kernels the ter and adaptive
-#: sections otherwise both compiled at once (98 and 91 CPU-s after a warm-up without it). A lane entry is a
-#: section or (section, {config field: value}) over its tiny config. Kernels are compiled, not results
-#: computed: a warm numba cache makes the lanes a few seconds.
-WARM_LANES: tuple[tuple, ...] = ((("adaptive", {"ter_languages": ("2gram", "hmm")}),), ("decoders", "noise", "cost"))
+#: The numba warm-up of a parallel report (``jobs > 1``): one lane per worker, each a tuple of tiny runs
+#: (a section's tiny config, or ``(section, {config field: value})`` over it, nothing cached) and the
+#: sections it releases when it is done (the last lane: every section no other lane names). Without it
+#: two workers that reach the same kernel at once both compile it: from an empty numba cache (2026-11-27,
+#: the idle 2-core machine) the adaptive, ter, cost and decoders sections cost 175, 156, 138 and 85 CPU-s
+#: side by side, 12, 39, 46 and 3 with the kernels compiled; one after another in one process 192, 42, 45
+#: and 60. The tiny runs compile most of it (adaptive 107 CPU-s, decoders 61, noise 11, one after another);
+#: adaptive's also runs on the hmm (its tiny config has n-grams and the interval language only), whose
+#: kernels the ter and adaptive sections otherwise both compiled at once (98 and 91 CPU-s after a warm-up
+#: without it). A section waits only for the lane whose kernels it reads most (the reveal and adaptive
+#: kernels: adaptive, ter, ser, calls), so the other worker starts on its sections as soon as its own lane
+#: is done. A warm numba cache makes the lanes a few seconds.
+WARM_LANES: tuple[tuple[tuple, tuple[str, ...]], ...] = (
+    ((("adaptive", {"ter_languages": ("2gram", "hmm")}),), ("adaptive", "ter", "ser", "calls")),
+    (("decoders", "noise", "cost"), ()),
+)
 
 
 def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool = True,
@@ -101,10 +105,10 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
     """Run each experiment of ``configs`` (name -> config); an exception is recorded, not fatal.
 
     With ``strict`` an exception propagates (tests). ``expected``: section -> measured seconds, for
-    the estimate of the time left in the progress lines. ``jobs > 1``: first the numba warm-up
-    (:data:`WARM_LANES`) in ``jobs`` worker processes, then the other sections ``jobs`` at a time in
-    them, the longest measured first, while this process runs the ``learned`` section (whose training
-    pool is its own) from the start; the real-text section, which reads the models that section trains,
+    the estimate of the time left in the progress lines. ``jobs > 1``: the numba warm-up's lanes
+    (:data:`WARM_LANES`) in ``jobs`` worker processes, each lane's sections after it, ``jobs`` at a time,
+    the longest measured first, while this process runs the ``learned`` section (whose training pool is
+    its own) from the start; the real-text section, which reads the models that section trains,
     after it. The sections share nothing but the cache, whose entries are locked and written atomically.
     With ``fig_dir`` and ``jobs > 1`` each section's figures are drawn there as soon as it finishes, in the
     process that ran it, and recorded in ``drawn`` (name -> figures; :func:`write_report` reuses them
@@ -148,7 +152,12 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
     here = [n for n in names if n == "learned"]  # this process: its training pool's workers are its own
     after = [n for n in names if n == "realtext" and here]  # reads the models the learned section trains
     rest = sorted((n for n in names if n not in here + after), key=lambda n: -(expected or {}).get(n, 0.0))
-    lanes = [lane for lane in (tuple(e for e in lane if _warm_name(e) in names) for lane in WARM_LANES[:jobs]) if lane]
+    lanes = [tuple(e for e in warm if _warm_name(e) in names) for warm, _ in WARM_LANES[:jobs]]
+    released = [[n for n in rest if n in frees] for _, frees in WARM_LANES[:jobs]]
+    if released:
+        released[-1] = [n for n in rest if not any(n in r for r in released[:-1])]
+    else:
+        lanes, released = [()], [rest]
     futures: dict = {}
     lock = threading.Lock()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -159,20 +168,26 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
                     start(name)
                     futures[pool.submit(_section_worker, name, configs[name], cache.root, progress, fig_dir)] = name
 
-        def warm_then_submit() -> None:  # the sections wait for the warm-up, the learned section does not
+        def warm_then_submit(i: int) -> None:  # a lane's sections wait for its warm-up; the learned section does not
             warm0 = time.perf_counter()
-            if lanes and progress:
-                print(f"[report] compiling the numba kernels once (tiny runs of "
-                      f"{', '.join(_warm_name(e) for e in sum(lanes, ()))})",
-                      file=sys.stderr, flush=True)
-            cpu = sum(f.result() for f in [pool.submit(_warm_worker, lane) for lane in lanes])
-            if lanes and progress:
-                print(f"[report] kernels compiled in {seconds(time.perf_counter() - warm0)} ({cpu:.0f} CPU-s)",
-                      file=sys.stderr, flush=True)
-            submit(rest)
+            if lanes[i]:
+                if progress:
+                    print(f"[report] compiling numba kernels, lane {i + 1}: tiny runs of "
+                          f"{', '.join(_warm_name(e) for e in lanes[i])}", file=sys.stderr, flush=True)
+                try:
+                    cpu = pool.submit(_warm_worker, lanes[i]).result()
+                except Exception as err:  # noqa: BLE001 -- the sections still run (and compile for themselves)
+                    print(f"[report] lane {i + 1}'s warm-up failed: {type(err).__name__}: {err}", file=sys.stderr,
+                          flush=True)
+                    cpu = float("nan")
+                if progress:
+                    print(f"[report] lane {i + 1} compiled in {seconds(time.perf_counter() - warm0)} ({cpu:.0f} "
+                          f"CPU-s)", file=sys.stderr, flush=True)
+            submit(released[i])
 
-        submitter = threading.Thread(target=warm_then_submit, daemon=True)
-        submitter.start()
+        submitters = [threading.Thread(target=warm_then_submit, args=(i,), daemon=True) for i in range(len(lanes))]
+        for t in submitters:
+            t.start()
         for name in here:  # meanwhile, the learned section here (its training oversubscribes the cores a while)
             start(name)
             results[name], err, cpu = _run_section(name, configs[name], cache, progress, strict)
@@ -182,7 +197,8 @@ def run_experiments(configs: dict[str, Any], cache: ResultCache, progress: bool 
             if figs is not None:
                 drawn[name] = figs
             report_done(name, results[name], cpu)
-        submitter.join()
+        for t in submitters:
+            t.join()
         submit(after)
         with lock:
             pending = dict(futures)
