@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
-
 from numerics.exact.gemma import renoise_exact
 from numerics.languages.presets import load_language
 from numerics.sampling.gemma import Renoise
+from tests.bad_inputs._helpers import invoke
 from tests.tolerances import RTOL_EXACT
-from validation.cli import main
+
+GEMMA = ["exact", "--language", "2gram-pruned", "--noise", "uniform", "--sampler", "gemma-renoise", "--json"]
 
 
 def _run(args):
-    r = CliRunner().invoke(main, [*args, "--json"])
+    r = invoke([*GEMMA, *args])
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
 
 
 def test_exact_gemma_enumerates():
-    out = _run(["exact", "--language", "2gram-pruned", "-L", "2", "--noise", "uniform", "--sampler", "gemma-renoise",
-                "--committed", "yes", "--gamma", "0.2", "--step-cap", "12"])
+    out = _run(["-L", "2", "--committed", "yes", "--gamma", "0.2", "--step-cap", "12"])
     ex = renoise_exact(Renoise(True, entropy_bound=0.2, step_cap=12), load_language("2gram-pruned"), 2)
     assert out["method"] == "enumerate" and out["sampler_parameters"]["entropy_bound"] == 0.2
     for key, want in (("ser", ex.ser), ("capped", ex.capped), ("calls", ex.expected_calls.value)):
@@ -30,7 +29,6 @@ def test_exact_gemma_enumerates():
 
 
 def test_exact_gemma_monte_carlo():
-    out = _run(["exact", "--language", "2gram-pruned", "-L", "8", "--noise", "uniform", "--sampler", "gemma-renoise",
-                "--committed", "no", "--samples", "20", "--step-cap", "6"])
+    out = _run(["-L", "8", "--committed", "no", "--samples", "20", "--step-cap", "6"])
     assert out["method"] == "mc" and out["ser"]["samples"] == 20 and out["calls"]["value"] <= 6
     assert abs(sum(out["calls_law"]) - 1) < 1e-12 and out["capped"]["ci_low"] <= out["capped"]["value"]
