@@ -27,9 +27,38 @@ from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
 from numerics.sampling.block_decoder import tempered
 from numerics.sampling.revisers import CanvasState, Reviser, oracle_laws, reviser_step
 
-__all__ = ["MAX_DRAWS", "RevisedExact", "reviser_exact"]
+__all__ = ["MAX_CHAIN_WORK", "MAX_DRAWS", "REVISER_METHODS", "RevisedExact", "choose_reviser_method", "chain_work",
+           "reviser_exact"]
 
 MAX_DRAWS = 4096  # V^B draws of one state's block
+MAX_CHAIN_WORK = 1 << 22  # (V+1)^L canvases times V^B draws: what method auto runs exactly (seconds at L <= 6)
+#: The methods of a reviser's point: the exact chain (``enumerate``) or Monte Carlo.
+REVISER_METHODS = ("auto", "enumerate", "mc")
+
+
+def chain_work(rv: Reviser, vocab_size: int, length: int) -> int:
+    """``(V+1)^L V^B``: canvases times draws of one block, a bound on the rows the chain steps per call."""
+    return (int(vocab_size) + 1) ** int(length) * int(vocab_size) ** rv.block(int(length))
+
+
+def choose_reviser_method(method: str, rv: Reviser, vocab_size: int, length: int) -> str:
+    """``auto``: ``enumerate`` (the exact chain) within :data:`MAX_CHAIN_WORK`, else ``mc``; a named one checked.
+
+    ``dp`` and ``closed-form`` are refused (the chain is not a product along reveal paths); ``enumerate``
+    beyond :data:`MAX_DRAWS` is refused with its size.
+    """
+    if method not in REVISER_METHODS:
+        raise ValueError(f"--method {method}: a revising decoder is computed by the exact chain over canvases "
+                         f"(enumerate) or Monte Carlo (mc); choose one of {', '.join(REVISER_METHODS)}")
+    V, L = int(vocab_size), int(length)
+    B = rv.block(L)
+    if method == "enumerate" and (V**B > MAX_DRAWS or V**L > MAX_DRAWS):
+        raise ValueError(f"--method enumerate: the exact reviser chain enumerates V^B = {V}^{B} draws per state over "
+                         f"V^L = {V}^{L} canvases; at most {MAX_DRAWS} each (use --method mc or a smaller -L)")
+    if method != "auto":
+        return method
+    fits = V**B <= MAX_DRAWS and V**L <= MAX_DRAWS and chain_work(rv, V, L) <= MAX_CHAIN_WORK
+    return "enumerate" if fits else "mc"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,13 @@ import click
 from numerics.sampling.registry import DECODERS
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options, parse_values
+from validation.commands._revisers import (
+    REVISER_NAMES,
+    check_reviser_options,
+    reviser_options,
+    reviser_point,
+    reviser_summaries,
+)
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
@@ -85,7 +92,7 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
-def _sampler_options(f, decoders: bool = False, lists: bool = False):
+def _sampler_options(f, decoders: bool = False, lists: bool = False, revisers: bool = False):
     """``--sampler`` (the registry's names, :data:`numerics.sampling.registry.DECODERS`), ``--gamma``,
     ``--confidence``, ``--tie-seed`` (the tie seed serves the adaptive rules and the decoders);
     ``decoders``: the ``--sampler`` choices include the decoders (the command then takes
@@ -114,6 +121,9 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
     names = [n for n, s in DECODERS.items() if decoders or s.kind != "decoder"]
     more = ("; " + "; ".join(f"{n}: {DECODERS[n].summary}" for n in DECODER_NAMES)
             + " (docs/methods/decoders.md)") if decoders else ""
+    if revisers:  # exact alone runs the revising decoders (validation.commands._revisers)
+        names += list(REVISER_NAMES)
+        more += f"; {reviser_summaries()} (docs/methods/revisers.md)"
     return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
                              f"adaptive with --gamma (steps ignored){more}.")(f)
@@ -131,27 +141,38 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
 @_samples
 @_seed
 @_batch
-@functools.partial(_sampler_options, decoders=True)
-@decoder_options
+@functools.partial(_sampler_options, decoders=True, revisers=True)
+@decoder_options(revisers=True)
+@reviser_options
 @click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
               help="mask: masked (absorbing) diffusion; uniform: uniform-noise diffusion, the factorized reverse "
                    "process with the oracle (--sampler random only; docs/methods/uniform-noise.md).")
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_opts, noise, progress, as_json):
+                  confidence, tie_seed, decoder_opts, reviser_opts, noise, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle sampler (random order,
-    an adaptive rule, or a decoder: llada, fast-dllm, eb, remdm).
+    an adaptive rule, a decoder: llada, fast-dllm, eb, remdm, ..., or a revising decoder: llada21, wino).
 
     For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
     ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized, reverse_kl, tv, calls: an
     estimate {value, stderr, ci_low, ci_high, confidence, method, samples, exact}
     (docs/schema.md); value null with a null_reason when it is not a finite number or the method
     cannot give it. An exact KL of round-off size below 0, and an exact TV of round-off size, are
-    reported as 0. A decoder's row also carries sampler_parameters (every parameter).
+    reported as 0. A decoder's row also carries sampler_parameters (every parameter); a revising
+    decoder's also calls_law (P(calls = t), t = 0, 1, ...: exact, or the Monte Carlo shares).
     """
     from validation.sweep import PointConfig, evaluate_point
 
+    if sampler in REVISER_NAMES or reviser_opts:
+        options = check_reviser_options(sampler, dict(decoder_opts), reviser_opts, gamma)
+        if noise == "uniform":
+            raise click.UsageError(f"--noise uniform supports --sampler random only, not {sampler!r}")
+        if show_progress(progress):
+            click.echo(f"computing {sampler} on {language} L={length} ({method}) ...", err=True)
+        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed)
+        emit(result, as_json, _human_point(result) + "\n" + _calls_law_text(result["calls_law"], result["method"]))
+        return
     if noise == "uniform":
         if gamma is not None or decoder_opts.given():
             raise click.UsageError("--noise uniform takes no --gamma or decoder option (its sampler is the "
@@ -233,6 +254,12 @@ def _human_point(result: dict) -> str:
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
+
+
+def _calls_law_text(law: list[float], method: str) -> str:
+    """``  calls_law  P(calls = 3) = 0.99, P(calls = 4) = 0.0088 (exact)``: the nonzero terms."""
+    terms = ", ".join(f"P(calls = {t}) = {p:.6g}" for t, p in enumerate(law) if p > 0)
+    return f"  calls_law  {terms} ({'exact' if method != 'mc' else 'Monte Carlo shares'})"
 
 
 def _progress_bar(total: int, enabled: bool):
