@@ -120,6 +120,8 @@ PRESET_CASES = [  # (language, L, reviser, exact SER, exact E[calls], monotone f
     ("2gram-pruned", 3, Reviser("wino", threshold=0.6, remask_threshold=0.9), 0.0772572, 6.0, 0.0),
     ("interval-l3", 3, Reviser("llada21", threshold=0.0, edit_threshold=0.5, edit_cap=1), 0.5, 2.0, 0.5),
     ("interval-l3", 3, Reviser("wino", threshold=0.3, remask_threshold=0.5), 0.125, 4.25, 0.0),
+    ("interval-l3", 6, Reviser("llada21", block_length=3, threshold=0.0, edit_threshold=0.5, edit_cap=1), 0.75, 4.0,
+     0.0),
 ]
 
 
@@ -139,7 +141,9 @@ def test_finding_presets_stay_above_the_monotone_floor(name, length, rv, ser, ca
       engine's step cap 2B (floor 0);
     * interval-l3, L = 3: llada21 tau 0, tau_edit 0.5, cap 1: 0.5 at exactly 2 calls, *equal* to the floor
       (0.5 at 2 calls; one call: 0.875, the floor at 1 call; the draw-then-select floor at 2 calls is 0.0625);
-      wino 0.3 / 0.5: 0.125 at 4.25 calls (floor 0).
+      wino 0.3 / 0.5: 0.125 at 4.25 calls (floor 0);
+    * interval-l3, L = 6, blocks of 3: llada21 tau 0, tau_edit 0.5, cap 1: 0.75 at exactly 4 calls (floor 0;
+      without the edits, 2 calls: 0.984375, against 0.75 for the best monotone decoder with at most 2 calls).
 
     On the hand-made 2-gram above (test_finding_revisers_and_the_monotone_floor) revisers do go below the
     marginal floor, but through draw-then-select selection, not revision."""
