@@ -19,6 +19,13 @@ import click
 from numerics.sampling.registry import DECODERS
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options, parse_values
+from validation.commands._revisers import (
+    REVISER_NAMES,
+    check_reviser_options,
+    reviser_options,
+    reviser_point,
+    reviser_summaries,
+)
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
@@ -85,7 +92,7 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
-def _sampler_options(f, decoders: bool = False, lists: bool = False, extra: tuple = ()):
+def _sampler_options(f, decoders: bool = False, lists: bool = False, revisers: bool = False, extra: tuple = ()):
     """``--sampler`` (the registry's names, :data:`numerics.sampling.registry.DECODERS`), ``--gamma``,
     ``--confidence``, ``--tie-seed`` (the tie seed serves the adaptive rules and the decoders);
     ``decoders``: the ``--sampler`` choices include the decoders (the command then takes
@@ -116,6 +123,9 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False, extra: tupl
     more = ("; " + "; ".join(f"{n}: {DECODERS[n].summary}" for n in DECODER_NAMES)
             + " (docs/methods/decoders.md)") if decoders else ""
     more += "".join(f"; {n}: {text}" for n, text in extra)
+    if revisers:  # exact alone runs the revising decoders (validation.commands._revisers)
+        names += list(REVISER_NAMES)
+        more += f"; {reviser_summaries()} (docs/methods/revisers.md)"
     return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
                              f"adaptive with --gamma (steps ignored){more}.")(f)
@@ -126,7 +136,6 @@ def _gemma_options(f):
     command as one dict ``gemma`` of those given."""
     specs = [("--committed", click.Choice(["yes", "no"]), "gemma-renoise (required with it): keep accepted "
               "positions fixed (yes, diffusers) or reselect from scratch each call (no, SGLang)."),
-             ("--step-cap", int, "gemma-renoise: calls at most, >= 1 [default: 48]."),
              ("--t-max", float, "gemma-renoise: temperature of the first call [default: 0.8]."),
              ("--t-min", float, "gemma-renoise: end of the temperature ramp, 0 < t-min <= t-max [default: 0.4]."),
              ("--halt-entropy", float, "gemma-renoise: stop when the mean entropy is below this (nats) and the "
@@ -158,9 +167,11 @@ def _gemma_options(f):
 @_samples
 @_seed
 @_batch
-@functools.partial(_sampler_options, decoders=True, extra=(("gemma-renoise", "DiffusionGemma's renoise sampler "
-                                                           "(--noise uniform; --gamma is its entropy bound)"),))
-@decoder_options
+@functools.partial(_sampler_options, decoders=True, revisers=True,
+                   extra=(("gemma-renoise", "DiffusionGemma's renoise sampler (--noise uniform; --gamma is its "
+                                            "entropy bound)"),))
+@decoder_options(revisers=True)
+@reviser_options(also={"step_cap": "gemma-renoise: calls at most, >= 1 [default: 48]."})
 @click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
               help="mask: masked (absorbing) diffusion; uniform: uniform-noise diffusion, the factorized reverse "
                    "process with the oracle (--sampler random) or DiffusionGemma's renoise sampler (--sampler "
@@ -169,22 +180,37 @@ def _gemma_options(f):
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_opts, noise, gemma, progress, as_json):
+                  confidence, tie_seed, decoder_opts, reviser_opts, noise, gemma, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle sampler (random order,
-    an adaptive rule, or a decoder: llada, fast-dllm, eb, remdm).
+    an adaptive rule, a decoder: llada, fast-dllm, eb, remdm, ..., or a revising decoder: llada21, wino).
 
     For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
     ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized, reverse_kl, tv, calls: an
     estimate {value, stderr, ci_low, ci_high, confidence, method, samples, exact}
     (docs/schema.md); value null with a null_reason when it is not a finite number or the method
     cannot give it. An exact KL of round-off size below 0, and an exact TV of round-off size, are
-    reported as 0. A decoder's row also carries sampler_parameters (every parameter).
+    reported as 0. A decoder's row also carries sampler_parameters (every parameter); a revising
+    decoder's also calls_law (P(calls = t), t = 0, 1, ...: exact, or the Monte Carlo shares).
     """
     from validation.sweep import PointConfig, evaluate_point
 
     if sampler == "gemma-renoise" or gemma:
+        if "step_cap" in reviser_opts:  # --step-cap is one flag: the revisers' and gemma-renoise's cap on calls
+            gemma = {**gemma, "step_cap": reviser_opts.pop("step_cap")}
+        if reviser_opts:
+            raise click.UsageError(f"{', '.join(sorted(reviser_opts))}: options of the revising decoders, not of "
+                                   "gemma-renoise")
         _gemma_point(language, ser_language, length, steps, method, samples, seed, sampler, gamma, decoder_opts, noise,
                      gemma, as_json)
+        return
+    if sampler in REVISER_NAMES or reviser_opts:
+        options = check_reviser_options(sampler, dict(decoder_opts), reviser_opts, gamma)
+        if noise == "uniform":
+            raise click.UsageError(f"--noise uniform supports --sampler random only, not {sampler!r}")
+        if show_progress(progress):
+            click.echo(f"computing {sampler} on {language} L={length} ({method}) ...", err=True)
+        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed)
+        emit(result, as_json, _human_point(result) + "\n" + _calls_law_text(result["calls_law"], result["method"]))
         return
     if noise == "uniform":
         if gamma is not None or decoder_opts.given():
@@ -345,6 +371,12 @@ def _human_point(result: dict) -> str:
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
+
+
+def _calls_law_text(law: list[float], method: str) -> str:
+    """``  calls_law  P(calls = 3) = 0.99, P(calls = 4) = 0.0088 (exact)``: the nonzero terms."""
+    terms = ", ".join(f"P(calls = {t}) = {p:.6g}" for t, p in enumerate(law) if p > 0)
+    return f"  calls_law  {terms} ({'exact' if method != 'mc' else 'Monte Carlo shares'})"
 
 
 def _progress_bar(total: int, enabled: bool):
