@@ -21,6 +21,7 @@ Carlo of :mod:`numerics.sampling.lossless` fits :attr:`LosslessLaw.cost`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import defaultdict
@@ -30,7 +31,7 @@ import numpy as np
 
 from numerics.exact.joint_table import joint_table, masked_marginal_table
 from numerics.inference.queries import PrefixOracle
-from numerics.sampling.lossless import Autospec, Spiffy, _check_width
+from numerics.sampling.lossless import Autospec, BlockChain, Spiffy, _check_width
 
 __all__ = ["MAX_CELLS", "LosslessLaw", "assd_law", "autospec_law", "self_spec_law", "spiffy_law"]
 
@@ -192,9 +193,11 @@ def autospec_law(language, length: int) -> LosslessLaw:
 
 
 def spiffy_law(language, length: int, decoder: Spiffy) -> LosslessLaw:
-    """The exact law of :class:`~numerics.sampling.lossless.Spiffy` (base ``random``) by enumeration."""
+    """The exact law of :class:`~numerics.sampling.lossless.Spiffy` by enumeration (any base)."""
     decoder.check_length(length)
     t = _Table(language, length)
+    if decoder.base != "random":
+        return _spiffy_chain_law(t, decoder)
     V, L = t.V, length
     r = decoder.reveal_probs()
     N, D = r.size, decoder.draft_length
@@ -272,4 +275,66 @@ def spiffy_law(language, length: int, decoder: Spiffy) -> LosslessLaw:
 
     start = (V,) * L
     joint = {(x, rr + 1, cc + 1): w for (x, rr, cc), w in from_state(start, 0).items()}
+    return _finish(t.q, joint)
+
+
+def _spiffy_chain_law(t: _Table, decoder: Spiffy) -> LosslessLaw:
+    """Spiffy over a block base: every drafted chain of base steps (their law from the stale marginals),
+    each drafted step's accept / reject against the fresh marginals, and the residual's states; the
+    marginals are the table's (``_Table.cond``), the step laws :meth:`BlockChain.law`."""
+    V, L, D = t.V, t.L, decoder.draft_length
+    chain = BlockChain(decoder.base_sampler, L, V)
+
+    @functools.cache
+    def marginals(codes: tuple) -> np.ndarray:
+        return np.array([t.cond(codes, i) if codes[i] == V else np.full(V, 1.0 / V) for i in range(L)])
+
+    @functools.cache
+    def law(state: tuple, source: tuple) -> dict:
+        """The step law from ``state`` with the marginals of canvas ``source`` (stale or fresh)."""
+        return chain.law(state, marginals(source))
+
+    def drafts(state: tuple) -> list:
+        """Every drafted chain from ``state``: ``(probability, [states], [stale step laws])``."""
+        out, todo = [], [(1.0, [state], [])]
+        while todo:
+            w, dr, stale = todo.pop()
+            if len(stale) == D or chain.done(dr[-1]):
+                out.append((w, dr, stale))
+                continue
+            Q = law(dr[-1], state[0])
+            todo.extend((w * p, dr + [s], stale + [Q]) for s, p in Q.items())
+        return out
+
+    @functools.cache
+    def from_state(state: tuple) -> dict:
+        """``{(output, rounds, calls): prob}`` of the rest from ``state`` (its canvas evaluated)."""
+        if chain.done(state):
+            return {(state[0], 0, 0): 1.0}
+        nxt: dict = defaultdict(float)  # (next state, rounds, calls of this round) -> prob
+        for w, dr, stale in drafts(state):
+            e = len(dr) - 2 + (not chain.done(dr[-1]))  # drafted canvases evaluated in one pass
+            r0 = 1 if e else 0
+            stay = 1.0
+            for j in range(1, len(stale)):
+                P, Q, s = law(dr[j], dr[j][0]), stale[j], dr[j + 1]
+                acc = min(1.0, P.get(s, 0.0) / Q[s])
+                if acc < 1.0:
+                    resid = {k: p - Q.get(k, 0.0) for k, p in P.items() if p > Q.get(k, 0.0)}
+                    total = sum(resid.values())
+                    for k, m in resid.items():
+                        extra = 0 if chain.done(k) else 1
+                        nxt[(k, r0 + extra, e + extra)] += w * stay * (1.0 - acc) * m / total
+                stay *= acc
+                if stay == 0.0:
+                    break
+            if stay > 0.0:
+                nxt[(dr[-1], r0, e)] += w * stay
+        out: dict = defaultdict(float)
+        for (s, r, c), w in nxt.items():
+            for (x, rr, cc), w2 in from_state(s).items():
+                out[(x, r + rr, c + cc)] += w * w2
+        return dict(out)
+
+    joint = {(x, r + 1, c + 1): w for (x, r, c), w in from_state(chain.start()).items()}
     return _finish(t.q, joint)

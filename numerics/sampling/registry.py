@@ -506,7 +506,7 @@ LOSSLESS: dict[str, DecoderSpec] = {s.name: s for s in (
                 "conditionals of the speculation at once, commit the agreeing prefix; output law q", tie_seed=False),
     DecoderSpec("spiffy", Spiffy, "lossless", "Spiffy: draft k base steps with stale marginals, verify in one batch, "
                 "speculative rejection per step; exactly the base sampler's law", (_DRAFT, _BASE),
-                frozenset({"schedule"}), tie_seed=False),
+                tie_seed=False),  # its base's steps N / schedule and options: validation.lossless.build_lossless
 )}
 
 

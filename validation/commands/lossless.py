@@ -25,6 +25,29 @@ def _options(draft_length, base) -> dict:
     return {k: v for k, v in {"draft_length": draft_length, "base": base}.items() if v is not None}
 
 
+def _base_options(base: str, given: tuple[str, ...]) -> dict:
+    """``NAME=VALUE`` options of spiffy's base sampler, typed by its registry entry (``ValueError`` naming a bad one)."""
+    from numerics.sampling.registry import DECODERS
+
+    out: dict = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--base-option {item!r}: expected NAME=VALUE")
+        if base not in DECODERS or base == "random":
+            raise ValueError(f"--base-option {item!r}: the base sampler {base!r} takes no options")
+        try:
+            option = DECODERS[base].option(key.replace("-", "_"))
+        except KeyError:
+            raise ValueError(f"--base-option {item!r}: {base} takes no option {key!r}; it takes "
+                             f"{DECODERS[base].option_names}") from None
+        try:
+            out[option.name] = option.type(value)
+        except ValueError:
+            raise ValueError(f"--base-option {item!r}: {key} must be {option.type.__name__}") from None
+    return out
+
+
 @click.command("lossless")
 @click.option("--language", required=True, metavar="NAME|FILE.npz", help="Preset name or .npz language file.")
 @click.option("--length", "-L", type=int, required=True, help="Sequence length L.")
@@ -33,7 +56,12 @@ def _options(draft_length, base) -> dict:
                    "self-speculation; spiffy: lossless over its --base sampler (docs/methods/lossless.md).")
 @click.option("--draft-length", "-k", type=int, default=None,
               help="Positions (assd, self-spec) or base steps (spiffy) drafted a round: 1..L (spiffy 1..N) [default: 4].")
-@click.option("--base", default=None, help="spiffy's base sampler [default: random].")
+@click.option("--base", default=None,
+              help="spiffy's base sampler: random or a block decoder (llada, fast-dllm, eb, llada2, dream, dus, sdar, "
+                   "dinfer) [default: random].")
+@click.option("--base-option", "base_option", multiple=True, metavar="NAME=VALUE",
+              help="spiffy: an option of its base sampler, by the registry's name (block_length=2, threshold=0.9); "
+                   "repeatable.")
 @click.option("--steps", "-N", type=int, default=None, help="spiffy: the base sampler's steps N.")
 @click.option("--schedule", default="linear", show_default=True, help="spiffy: the base sampler's schedule.")
 @click.option("--method", type=click.Choice(["mc", "exact"]), default="mc", show_default=True,
@@ -41,22 +69,26 @@ def _options(draft_length, base) -> dict:
 @click.option("--samples", type=int, default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
-def lossless_command(language, length, decoder, draft_length, base, steps, schedule, method, samples, seed, as_json):
+def lossless_command(language, length, decoder, draft_length, base, base_option, steps, schedule, method, samples,
+                     seed, as_json):
     """A lossless decoder's expected rounds and calls (SER = 0 on the support) with the oracle."""
     from validation.lossless import lossless_exact, lossless_point
 
-    if decoder != "spiffy" and base is not None:
-        raise click.BadParameter(f"{decoder} has no base sampler (only spiffy)", param_hint="--base")
+    if decoder != "spiffy" and (base is not None or base_option):
+        raise click.BadParameter(f"{decoder} has no base sampler (only spiffy)",
+                                 param_hint="--base" if base is not None else "--base-option")
     opts = _options(draft_length, base)
     try:
+        base_options = _base_options(base or "random", base_option)
         if method == "exact":
-            result = lossless_exact(language, length, decoder, opts, steps=steps, schedule=schedule)
+            result = lossless_exact(language, length, decoder, opts, steps=steps, schedule=schedule,
+                                    base_options=base_options)
             human = (f"{result['label']} on {language}, L = {length}: E[rounds] = {result['rounds'].value:.6g}, "
                      f"E[calls] = {result['calls'].value:.6g} (exact, enumeration); max |p - q| = "
                      f"{result['max_abs_p_minus_q']:.3g}")
         else:
             p = lossless_point(language, length, decoder, opts, samples=samples, seed=seed, steps=steps,
-                               schedule=schedule)
+                               schedule=schedule, base_options=base_options)
             result = {"language": p.language, "length": p.length, "decoder": p.decoder, "label": p.label,
                       "rounds": p.rounds, "calls": p.calls, "rounds_quantiles": p.rounds_quantiles,
                       "calls_quantiles": p.calls_quantiles, "ser": p.ser, "seconds": p.seconds}
