@@ -131,7 +131,7 @@ def lossless_exact(language: str | Any, length: int, name: str, options: Mapping
     lang, lang_name = _language(language)
     decoder = build_lossless(name, options, length, steps=steps, schedule=schedule, base_options=base_options)
     if name == "assd":
-        law = ex.assd_law(lang, length, decoder.draft_length)
+        law = ex.assd_law(lang, length, decoder.draft_length, decoder.order)
     elif name == "self-spec":
         law = ex.self_spec_law(lang, length, decoder.draft_length)
     elif name == "autospec":

@@ -2,13 +2,15 @@
 
 DECODERS.md section 11, ``docs/methods/lossless.md``. Each decoder reads the oracle through the
 queries of :mod:`numerics.inference.queries` (the left-to-right predictive filter; the masked
-forward-backward for Spiffy's canvases) and reports per sequence
+forward-backward for Spiffy's canvases and ASSD in a random order) and reports per sequence
 
 * ``rounds``: sequential network passes (a pass that evaluates many positions or a batch of states
   at once counts one round), and
 * ``calls``: network evaluations, a verification counted as the method counts it (below).
 
-The decoders, with the order of generation left to right (the committed positions are a prefix ``x_<p``):
+The decoders, with the order of generation left to right (the committed positions are a prefix ``x_<p``;
+ASSD's default order is a uniformly random permutation ``sigma``, the same rule with ``x_<p`` read as
+``x_{sigma(<p)}`` and the window as the order's next ``w`` positions):
 
 * :class:`Assd` (any-subset speculative decoding, Guo & Ermon, arXiv 2504.20456): draft the next
   ``w = min(k, L - p)`` positions independently from their marginals ``q(x_j | x_<p)`` (one pass),
@@ -34,7 +36,8 @@ The decoders, with the order of generation left to right (the committed position
   paper's own pseudo-code was not available when this was written, so the rule above is this
   engine's, and its rounds are *measured* against the paper's ``O~(sqrt(L))`` claim, not assumed.
 * :class:`Spiffy` (Agrawal et al., arXiv 2509.18085), lossless with respect to a base sampler of the
-  registry (``random``: the i.i.d. schedule sampler over ``N`` steps): from a canvas whose marginals
+  registry (``random``: the i.i.d. schedule sampler over ``N`` steps, below; a block decoder such as
+  ``llada`` or ``fast-dllm``: :class:`BlockChain`, its step law enumerated): from a canvas whose marginals
   are known, draft ``D`` base steps with those (stale) marginals, evaluate the ``D`` drafted canvases in
   one batched pass, accept step ``j`` with ``min(1, P/Q)`` (the base step's value law with fresh
   marginals over the stale ones; the reveal sets have the same law in both), and at the first
@@ -59,7 +62,7 @@ from numerics.inference.forward_backward import masked_forward_backward
 from numerics.inference.queries import PrefixOracle, _kernel_hmm
 from numerics.schedules import Schedule
 
-__all__ = ["MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "BlockChain", "Autospec", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
+__all__ = ["ASSD_ORDERS", "MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "Autospec", "BlockChain", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
            "inverse_cdf_numpy", "inverse_cdf_vec"]
 
 #: The base samplers Spiffy is lossless over (the registry's names): the random-order sampler, and the
@@ -180,11 +183,73 @@ class _LeftToRight:
         raise NotImplementedError
 
 
+#: ASSD's orders of generation: a uniformly random permutation per sequence (any subset), or left to right.
+ASSD_ORDERS = ("random", "left-to-right")
+
+
 @dataclass(frozen=True)
 class Assd(_LeftToRight):
-    """Any-subset speculative decoding, left to right (module docstring); ``draft_length`` = ``k``."""
+    """Any-subset speculative decoding (module docstring); ``draft_length`` = ``k``, ``order`` of generation
+    (:data:`ASSD_ORDERS`): ``random`` (a uniform permutation ``sigma`` per sequence, drawn first) or
+    ``left-to-right`` (the prefix filter's fast path)."""
 
+    order: str = "random"
     name: ClassVar[str] = "assd"
+
+    def __post_init__(self) -> None:
+        if self.order not in ASSD_ORDERS:
+            raise LosslessError(f"assd: unknown order {self.order!r}; choose one of {ASSD_ORDERS}")
+
+    @property
+    def label(self) -> str:
+        return f"assd, k={self.draft_length}" + (", random order" if self.order == "random" else "")
+
+    def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        """``n`` sequences of ``length`` tokens (``rng``: every draw, the orders first)."""
+        if self.order == "left-to-right":
+            return super().sample(language, length, n, rng)
+        self.check_length(length)
+        lang = _kernel_hmm(language)
+        order = np.argsort(rng.random((n, length)), axis=1)  # a uniform permutation per sequence
+        tokens = np.zeros((n, length), dtype=np.int64)
+        masked = np.ones((n, length), dtype=np.bool_)
+        rounds = np.zeros(n, dtype=np.int64)
+        pos = np.zeros(n, dtype=np.int64)
+        rows = np.arange(n)
+        while rows.size:
+            b = rows.size
+            width = np.minimum(self.draft_length, length - pos[rows])
+            K = int(width.max())
+            at = np.minimum(pos[rows][:, None] + np.arange(K)[None, :], length - 1)
+            win = np.take_along_axis(order[rows], at, axis=1)  # (b, K): the window's positions in order
+            inside = np.arange(K)[None, :] < width[:, None]
+            bi = np.arange(b)[:, None]
+            marg = _marginals(lang, tokens[rows], masked[rows])[bi, win]  # the draft pass: (b, K, V)
+            y = inverse_cdf_vec(marg, rng.random((b, K)))
+            # the verify pass: canvas m observes the window's drafts before m, q(x_{win m} | x_S, y_<m)
+            vt = np.repeat(tokens[rows][:, None], K, axis=1)
+            vm = np.repeat(masked[rows][:, None], K, axis=1)
+            for mm in range(K - 1):  # draft mm is observed in the canvases m > mm
+                later = np.arange(mm + 1, K)[None, :]
+                vt[bi, later, win[:, mm:mm + 1]] = y[:, mm:mm + 1]
+                vm[bi, later, win[:, mm:mm + 1]] = False
+            cond = _marginals(lang, vt.reshape(b * K, length), vm.reshape(b * K, length)).reshape(b, K, length, -1)
+            cond = cond[bi, np.arange(K)[None, :], win]  # (b, K, V)
+            ratio = _take(cond, y) / _take(marg, y)
+            r = _first_false((rng.random(ratio.shape) < ratio) | ~inside)
+            rejected = r < width
+            count = np.where(rejected, r + 1, width)
+            if np.any(rejected):
+                j = np.flatnonzero(rejected)
+                y[j, r[j]] = inverse_cdf_vec(np.maximum(cond[j, r[j]] - marg[j, r[j]], 0.0), rng.random(j.size))
+            commit = np.arange(K)[None, :] < count[:, None]
+            ci, cm = np.nonzero(commit)
+            tokens[rows[ci], win[ci, cm]] = y[ci, cm]
+            masked[rows[ci], win[ci, cm]] = False
+            pos[rows] += count
+            rounds[rows] += np.where(width == 1, 1, 2)
+            rows = rows[pos[rows] < length]
+        return LosslessSample(tokens, rounds, rounds.copy())
 
     def _round(self, oracle, f, width, rng):
         K = int(width.max())

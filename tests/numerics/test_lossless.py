@@ -59,11 +59,34 @@ LANGS = _languages()
 
 @pytest.mark.parametrize("name", list(LANGS))
 @pytest.mark.parametrize("k", [2, 3])
-def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k):
-    law = assd_law(LANGS[name], L, k)
+@pytest.mark.parametrize("order", ["random", "left-to-right"])
+def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k, order):
+    law = assd_law(LANGS[name], L, k, order)
     np.testing.assert_allclose(law.p, law.q, rtol=RTOL_EXACT, atol=ATOL_PROB)
     assert max(c for _, c in law.cost) <= L
     assert sum(law.cost.values()) == pytest.approx(1.0, rel=RTOL_EXACT)
+
+
+@pytest.mark.parametrize("name", ["hmm", "3gram-zeros", "interval-l2"])
+@pytest.mark.parametrize("order", ["random", "left-to-right"])
+def test_assd_expected_rounds_at_L_3_k_3_by_the_total_variation_formula(name, order):
+    """At L = k = 3 a round drafts the whole window: the first drafted token is always accepted, the second
+    with probability ``1 - TV(q(x_b | x_a), q(x_b))`` (``a, b`` the order's first two positions), and a
+    rejection there costs one more round of 1 call, else none: ``E[rounds] = 2 + E_{x_a} TV``, averaged over
+    the 3! orders for ``random``. Computed here from pair marginals of the joint table, not by the recursion."""
+    from itertools import permutations
+
+    from numerics.exact.joint_table import joint_table
+
+    q = joint_table(LANGS[name], 3)
+    orders = list(permutations(range(3))) if order == "random" else [(0, 1, 2)]
+    tv = 0.0
+    for a, b, _ in orders:
+        pair = np.moveaxis(q, (a, b), (0, 1)).sum(axis=2)  # q(x_a, x_b)
+        tv += 0.5 * np.abs(pair - np.outer(pair.sum(axis=1), pair.sum(axis=0))).sum() / len(orders)
+    law = assd_law(LANGS[name], 3, 3, order)
+    assert law.expected("rounds") == pytest.approx(2.0 + tv, rel=RTOL_EXACT)
+    assert law.expected("calls") == law.expected("rounds")
 
 
 @pytest.mark.parametrize("name", list(LANGS))
@@ -154,7 +177,8 @@ def _joint_counts(run, law):
 
 
 @pytest.mark.parametrize("decoder, law_of", [
-    (Assd(2), lambda lang: assd_law(lang, L, 2)),
+    (Assd(3), lambda lang: assd_law(lang, L, 3)),  # the random order (the default)
+    (Assd(2, "left-to-right"), lambda lang: assd_law(lang, L, 2, "left-to-right")),
     (Autospec(), lambda lang: autospec_law(lang, L)),
 ])
 def test_monte_carlo_fits_the_exact_joint_law_of_output_rounds_and_calls(decoder, law_of):
@@ -188,6 +212,7 @@ def test_vectorized_inverse_cdf_is_the_engines():
 
 @pytest.mark.parametrize("make, words", [
     (lambda: Assd(0).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 0"),
+    (lambda: Assd(2, "right-to-left"), "assd: unknown order 'right-to-left'"),
     (lambda: SelfSpec(L + 1).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 5"),
     (lambda: Spiffy(make_schedule("linear", 3), 2, base="nope"), "unknown base sampler 'nope'"),
     (lambda: Spiffy(None, 2, base="llada").base_sampler, "spiffy needs the base sampler's steps N"),
