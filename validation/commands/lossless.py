@@ -90,7 +90,9 @@ def lossless_command(language, length, decoder, draft_length, base, base_option,
                                     base_options=base_options)
             human = (f"{result['label']} on {language}, L = {length}: E[rounds] = {result['rounds'].value:.6g}, "
                      f"E[calls] = {result['calls'].value:.6g} (exact, enumeration); max |p - q| = "
-                     f"{result['max_abs_p_minus_q']:.3g}")
+                     f"{result['max_abs_p_minus_q']:.3g}"
+                     + (f", from its base's exact law {result['max_abs_p_minus_base']:.3g}"
+                        if "max_abs_p_minus_base" in result else ""))
         else:
             p = lossless_point(language, length, decoder, opts, samples=samples, seed=seed, steps=steps,
                                schedule=schedule, base_options=base_options)
