@@ -226,15 +226,19 @@ class Assd(_LeftToRight):
             bi = np.arange(b)[:, None]
             marg = _marginals(lang, tokens[rows], masked[rows])[bi, win]  # the draft pass: (b, K, V)
             y = inverse_cdf_vec(marg, rng.random((b, K)))
-            # the verify pass: canvas m observes the window's drafts before m, q(x_{win m} | x_S, y_<m)
-            vt = np.repeat(tokens[rows][:, None], K, axis=1)
-            vm = np.repeat(masked[rows][:, None], K, axis=1)
+            # the verify pass: canvas m observes the window's drafts before m, q(x_{win m} | x_S, y_<m); canvas 0
+            # is the draft's own canvas (its conditional is the draft law), so canvases 1 .. K-1 are computed
+            vt = np.repeat(tokens[rows][:, None], K - 1, axis=1)
+            vm = np.repeat(masked[rows][:, None], K - 1, axis=1)
             for mm in range(K - 1):  # draft mm is observed in the canvases m > mm
-                later = np.arange(mm + 1, K)[None, :]
+                later = np.arange(mm, K - 1)[None, :]
                 vt[bi, later, win[:, mm:mm + 1]] = y[:, mm:mm + 1]
                 vm[bi, later, win[:, mm:mm + 1]] = False
-            cond = _marginals(lang, vt.reshape(b * K, length), vm.reshape(b * K, length)).reshape(b, K, length, -1)
-            cond = cond[bi, np.arange(K)[None, :], win]  # (b, K, V)
+            cond = np.empty_like(marg)
+            cond[:, 0] = marg[:, 0]
+            if K > 1:
+                fresh = _marginals(lang, vt.reshape(b * (K - 1), length), vm.reshape(b * (K - 1), length))
+                cond[:, 1:] = fresh.reshape(b, K - 1, length, -1)[bi, np.arange(K - 1)[None, :], win[:, 1:]]
             ratio = _take(cond, y) / _take(marg, y)
             r = _first_false((rng.random(ratio.shape) < ratio) | ~inside)
             rejected = r < width
