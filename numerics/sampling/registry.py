@@ -52,7 +52,7 @@ import numpy as np
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
 from numerics.sampling.history_decoders import Credit, InfoGain, Klass, Prophet
-from numerics.sampling.lossless import SPIFFY_BASES, Assd, Autospec, LosslessError, SelfSpec, Spiffy
+from numerics.sampling.lossless import ASSD_ORDERS, SPIFFY_BASES, Assd, Autospec, LosslessError, SelfSpec, Spiffy
 from numerics.sampling.remdm import REMDM_VARIANTS, Remdm
 from numerics.sampling.revisers import Reviser
 from numerics.sampling.runtime_decoders import DREAM_ALGS, Dinfer, Dream, Dus
@@ -498,18 +498,20 @@ def option_takers(name: str) -> tuple[str, ...]:
 _DRAFT = Option("draft_length", int, "draft length k: positions (assd, self-spec) or base steps (spiffy) drafted "
                 "a round, 1..L (spiffy: 1..N)", default=4, low=1)
 _BASE = Option("base", str, "the base sampler spiffy is lossless over", default="random", choices=SPIFFY_BASES)
+_ORDER = Option("order", str, "assd's order of generation: random (a uniform permutation per sequence) or "
+                "left-to-right", default="random", choices=ASSD_ORDERS)
 
 #: The lossless decoders by command-line name (``mdm-theory lossless --decoder NAME``).
 LOSSLESS: dict[str, DecoderSpec] = {s.name: s for s in (
     DecoderSpec("assd", Assd, "lossless", "any-subset speculative decoding: draft k marginals, accept by the joint "
-                "density (min(1, q/p)), residual at the first rejection; output law q", (_DRAFT,), tie_seed=False),
+                "density (min(1, q/p)), residual at the first rejection; output law q", (_DRAFT, _ORDER), tie_seed=False),
     DecoderSpec("self-spec", SelfSpec, "lossless", "LinearSpec: draft k argmaxes, keep the prefix the causal argmax "
                 "agrees with; exactly greedy left-to-right", (_DRAFT,), tie_seed=False),
     DecoderSpec("autospec", Autospec, "lossless", "sequence-level self-speculation with shared uniforms: all "
                 "conditionals of the speculation at once, commit the agreeing prefix; output law q", tie_seed=False),
     DecoderSpec("spiffy", Spiffy, "lossless", "Spiffy: draft k base steps with stale marginals, verify in one batch, "
                 "speculative rejection per step; exactly the base sampler's law", (_DRAFT, _BASE),
-                frozenset({"schedule"}), tie_seed=False),
+                tie_seed=False),  # its base's steps N / schedule and options: validation.lossless.build_lossless
 )}
 
 
