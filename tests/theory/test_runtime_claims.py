@@ -11,9 +11,10 @@ import pytest
 import theory.related  # noqa: F401  (fill the registry)
 from numerics.exact.divergences import law_divergences
 from numerics.exact.dp import dp_output_law
+from numerics.languages.hmm import NGram
 from numerics.schedules import make_schedule
 from theory import check, get
-from theory.related_runtimes import _JUMP, adjacent_second_reveal, one_at_a_time_law
+from theory.related_runtimes import _JUMP, _llada_top1, adjacent_second_reveal, one_at_a_time_law
 
 
 @pytest.mark.parametrize("cid", ["DUS.1", "IG.1", "FastdLLM.1.tight", "Prox.1", "AATU.1"])
@@ -49,24 +50,30 @@ def test_fast_dllm_condition_is_tight():
 
 def test_first_reveal_law_against_brute_force():
     """Prox.1's two sides against a third count: every draw of every position, the winner by hand (max score on the
-    grid, ties to the lower position: llada's default order), on the pinned chain."""
+    grid, ties by llada's tie order), on the pinned chain and on a chain where every draw ties."""
     from numerics.exact.joint_table import joint_table
     from numerics.sampling.adaptive import on_grid
 
     lang = get("Prox.2").counterexamples[0]["language"]
     L = 3
     q = joint_table(lang, L)
+    prio = _llada_top1(L).priority(L)
     marg = [q.sum(axis=tuple(a for a in range(L) if a != j)) for j in range(L)]
     want = np.zeros(L)
     for y in np.ndindex(*(2,) * L):
         w = np.prod([marg[j][y[j]] for j in range(L)])
-        scores = [int(on_grid(marg[j][y[j]])) for j in range(L)]
+        scores = [(int(on_grid(marg[j][y[j]])), -prio[j]) for j in range(L)]  # ties: the lower rank first
         want[scores.index(max(scores))] += w
     c = get("Prox.1")
     for i in range(L):
         lhs, rhs = c.evaluate({"language": lang, "L": L, "i": i})
         assert lhs == pytest.approx(want[i], abs=1e-15) and rhs == pytest.approx(want[i], abs=1e-15)
     assert want[0] == 1.0  # x_1 is certain (score 1): revealed first
+    flat = NGram(2, np.array([0.5, 0.5]), np.array([[0.75, 0.25], [0.25, 0.75]]))  # every marginal (1/2, 1/2)
+    first = int(np.argmin(_llada_top1(L).priority(L)))  # llada's default tie order (its tie seed)
+    for i in range(L):  # every draw ties: the tie order decides, in both sides
+        lhs, rhs = c.evaluate({"language": flat, "L": L, "i": i})
+        assert lhs == rhs == (1.0 if i == first else 0.0)
 
 
 def test_proximity_bias_is_false_for_the_rule_under_the_oracle():
