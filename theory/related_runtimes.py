@@ -369,5 +369,17 @@ register(Claim(
     "decoders' DP (llada, random remasking, N = L, T = 1) on random 2- and 3-grams (some pruned); its expected "
     "calls are L (tests). The paper's i.i.d.-reveal sampler at N = L is not exact (two positions can share a "
     "step): the anchor is the one-a-step order.",
+    parameters={"language": "tiny n-gram", "L": "length"}, steps=("AATU.1.calls",),
+))
+register(Claim(
+    id="AATU.1.calls", paper="proof of AATU.1's anchor: its calls [D]",
+    title="E[calls] = L for the random-order sampler revealing one position a step (N = L)",
+    lhs=S.fn("E")(S.tex(r"\mathrm{calls}")), rhs=S.L, relation="==",
+    evaluate=lambda inst: (float(one_at_a_time_law(inst["language"], int(inst["L"])).expected_calls.value),
+                           float(inst["L"])),
+    domain=_aatu_domain, generate=_aatu_gen,
+    doc="Left: the expected calls of the same exact law (the block decoders' DP); right: L. Every run costs L "
+    "calls, within AATU's O(L ln L) for any constant c >= 1 / ln 3 at L >= 3 (the constant is not recovered: "
+    "no comparison is checked).",
     parameters={"language": "tiny n-gram", "L": "length"},
 ))

@@ -17,7 +17,7 @@ from theory import check, get
 from theory.related_runtimes import _JUMP, _llada_top1, adjacent_second_reveal, one_at_a_time_law
 
 
-@pytest.mark.parametrize("cid", ["DUS.1", "IG.1", "FastdLLM.1.tight", "Prox.1", "AATU.1"])
+@pytest.mark.parametrize("cid", ["DUS.1", "IG.1", "FastdLLM.1.tight", "Prox.1", "AATU.1", "AATU.1.calls"])
 def test_holds_on_generated_instances(cid):
     c = get(cid)
     assert any(t in c.paper for t in ("[D]", "[V]", "[R]", "[M]"))
