@@ -23,7 +23,7 @@ Theorem 1's tightness, the first reveals of a confidence decoder, AATU's anchor.
   bound. Read as ``P(|i_2 - i_1| = 1) >= 2/L`` (random order's value), the rule with exact marginals breaks it on
   many random bigrams (pinned: a chain where it is ``1/4 < 2/3``): the bias is not the confidence rule's alone.
 * ``AATU.1`` [R]: AATU (arXiv 2509.21835v2) reaches eps-free TV with ``O(L ln L)`` score evaluations (constant
-  not recovered; no tightness claim). Its anchor in the engine: the random-order sampler revealing one position
+  and any tightness statement not recovered). Its anchor in the engine: the random-order sampler revealing one position
   a step is exact (TV = 0) with exactly ``L`` calls under the oracle.
 """
 
@@ -363,11 +363,11 @@ register(Claim(
     evaluate=_aatu, domain=_aatu_domain, generate=_aatu_gen, atol=ATOL_CANCEL,
     doc="AATU (v2, as docs/theory-related.md reads it) simulates the masked reverse chain by uniformization with "
     "O(L ln L) score evaluations and no discretization error (eps-free TV, up to the score's own error; the "
-    "constant is not recovered, and the authors claim no tightness). With exact scores (the oracle) the "
-    "one-position-a-step random order is exact with exactly L calls, inside that budget: the O(L ln L) count is "
-    "the price of simulating the continuous-time clock, not of exactness. Left: TV of the exact law by the block "
-    "decoders' DP (llada, random remasking, N = L, T = 1) on random 2- and 3-grams (some pruned); its expected "
-    "calls are L (tests). The paper's i.i.d.-reveal sampler at N = L is not exact (two positions can share a "
+    "constant is not recovered, nor any tightness statement: [U]). With exact scores (the oracle) the "
+    "one-position-a-step random order is exact with exactly L calls, inside that budget: under the oracle "
+    "exactness itself needs no ln L factor. Left: TV of the exact law by the block decoders' DP (llada, random "
+    "remasking, N = L, T = 1) on random 2- and 3-grams (some pruned); its expected calls are L (AATU.1.calls). "
+    "The paper's i.i.d.-reveal sampler at N = L is not exact (two positions can share a "
     "step): the anchor is the one-a-step order.",
     parameters={"language": "tiny n-gram", "L": "length"}, steps=("AATU.1.calls",),
 ))
