@@ -39,6 +39,13 @@ language *object* (the interval language's closed forms whatever the language wa
   reason; ``tv`` needs the exact law. The decoder's parameters and tie seed are reported with
   the point (:attr:`PointMethod.parameters`).
 
+* a revising decoder (:class:`~numerics.sampling.revisers.Reviser`: ``llada21``, ``wino``;
+  ``docs/methods/revisers.md``): exact by the chain over canvases (:mod:`numerics.exact.revisers`,
+  method ``enumerate``) while ``(V+1)^L V^B`` is small, every metric from the exact law (``KL = inf``
+  exactly where ``T = 0`` leaves ``p(x) = 0`` on ``supp q``); else Monte Carlo: SER, generative
+  perplexity and ``calls`` from samples, the KLs, TER and TV unavailable (``p(x)`` sums over canvas
+  paths). The law of the calls is :attr:`PointMethod.calls_law`.
+
 ``reverse_kl`` ``KL(p || q)`` and ``tv`` ``TV(p, q)`` (:mod:`numerics.exact.divergences`) come
 from every exact output law (random order by ``dp`` / ``enumerate``, adaptive rules, decoders);
 ``calls`` is the expected network calls per sequence for every sampler (``nfe`` keeps its
@@ -74,6 +81,7 @@ from numerics.exact.divergences import Divergences, law_divergences
 from numerics.exact.output_law import ExactMetrics, law_metrics, nonnegative_kl, ser_kl_certificate
 from numerics.languages.hmm import Language
 from numerics.methods import MethodChoice, choose_adaptive_method, choose_method, closed_form_length
+from numerics.sampling.revisers import Reviser
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
 
@@ -122,6 +130,9 @@ class PointMethod:
         Every parameter of a decoder (:meth:`~numerics.sampling.decoders.BlockDecoder.parameters`:
         ``sampler``, ``block_length``, ``temperature``, ``tie_seed`` and the decoder's own);
         ``None`` for the random-order sampler and the adaptive rules.
+    calls_law : tuple of float or None
+        A revising decoder's law of the calls per sequence: ``calls_law[t] = P(calls = t)`` (exact), or
+        the share of the Monte Carlo samples that made ``t`` calls; ``None`` for the other kinds.
     """
 
     method: str
@@ -131,6 +142,7 @@ class PointMethod:
     choice: MethodChoice | None = None
     ser_choice: MethodChoice | None = None
     parameters: dict | None = None
+    calls_law: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -599,11 +611,73 @@ def _decoder(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
     return out, "mc", None, None
 
 
+# ----- the revising decoders (numerics.sampling.revisers) ------------------------------------------
+
+
+def _reviser_exact_metrics(r) -> dict[str, Metric]:
+    """Every metric of a reviser's exact law; at ``T = 0`` a law with ``p(x) = 0`` on ``supp q`` has ``KL = inf``."""
+    q, p = r.law.q, r.law.p
+    if r.metrics is not None or not np.any(p[q > 0] == 0):
+        m = r.metrics if r.metrics is not None else law_metrics(r.law)
+        return {f.name: getattr(m, f.name) for f in fields(m) if f.name != "kl_jensen_bound"}
+    how = "canvas-chain (T = 0: p(x) = 0 for some x in supp q, exactly)"
+    kl = Estimate(math.inf, 0.0, how)
+    H = float(-np.sum(q[q > 0] * np.log(q[q > 0])))
+    L = r.law.length
+    gen = math.inf if r.ser > 0 else math.exp(float(-np.sum(p[p > 0] * np.log(q[p > 0]))) / L)
+    return {"kl": kl, "log_ter_gap": kl, "ter": kl, "ser_kl_certificate": ser_kl_certificate(kl),
+            "ter_data": Estimate(math.exp(H / L), 0.0, "joint-table"), "ser": Estimate(r.ser, 0.0, "canvas-chain"),
+            "gen_ppl": Estimate(gen, 0.0, "canvas-chain"),
+            "gen_ppl_data": Estimate(math.exp(H / L), 0.0, "joint-table")}
+
+
+def _reviser(point: _Point) -> tuple[dict[str, Metric], str, None, None]:
+    """A revising decoder (``llada21``, ``wino``): the exact chain over canvases, or Monte Carlo.
+
+    Besides the metrics, ``calls_law`` (:attr:`PointMethod.calls_law`): ``P(calls = t)`` exactly, or the
+    Monte Carlo frequencies.
+    """
+    from numerics.exact.revisers import choose_reviser_method, reviser_exact
+    from numerics.sampling.revisers import sample_reviser
+
+    rv, L, n = point.sampler, point.length, point.samples
+    method = choose_reviser_method(point.method, rv, point.language.vocab_size, L)
+    out: dict[str, Metric] = {
+        "kl_jensen_bound": Unavailable("a reviser's law is computed directly: no Jensen bound over instances"),
+        "kl_chain_rule": Unavailable("a reviser has no reveal path per output (it edits or remasks): kl is its KL"),
+        "nfe": Unavailable("a reviser's network calls per sequence are calls"),
+        "nfe_realized": Unavailable("a reviser's network calls per sequence are calls"),
+    }
+    if method == "enumerate":
+        r = reviser_exact(rv, point.language, L)
+        out.update(_reviser_exact_metrics(r))
+        div = law_divergences(r.law)
+        out.update(reverse_kl=div.reverse_kl, tv=div.tv, calls=r.expected_calls, calls_law=tuple(r.calls.tolist()))
+        if not point.same_ser:
+            out["ser"] = Estimate(reviser_exact(rv, point.ser_language, L).ser, 0.0, "canvas-chain")
+        return out, method, None, None
+    from numerics.sampling import montecarlo as mc
+
+    run = sample_reviser(rv, point.language, n, L, point.streams("sampler"))
+    out.update(_sample_metrics(point, run.tokens))
+    if not point.same_ser:
+        out["ser"] = mc.ser_mc(point.ser_language, sample_reviser(rv, point.ser_language, n, L,
+                                                                  point.streams("sampler-ser")).tokens)
+    out.update(_data(point)[0])
+    why = ("p(x) of a reviser is a sum over its canvas paths: exact only with the exact chain (--method enumerate, "
+           "tiny L)")
+    out.update({k: Unavailable(why) for k in ("kl", "log_ter_gap", "ter", "ser_kl_certificate", "reverse_kl", "tv")})
+    out.update(calls=mean_estimate(run.calls.astype(np.float64), "mc (network calls per sequence)"),
+               calls_law=tuple((np.bincount(run.calls) / n).tolist()))
+    return out, "mc", None, None
+
+
 #: ``Sampler.kind -> function(point) -> (metrics, method, choice, ser_choice)``: one entry per sampler kind.
 SAMPLER_KINDS: dict[str, Callable[[_Point], tuple]] = {
     "random": _random_order,
     "adaptive": _adaptive,
     "decoder": _decoder,  # every BlockDecoder: llada, fast-dllm, eb, remdm
+    "reviser": _reviser,  # numerics.sampling.revisers.Reviser: llada21, wino
 }
 
 
@@ -642,8 +716,8 @@ def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, 
     """
     if isinstance(sampler, Schedule):
         sampler = RandomOrder(sampler)
-    if not isinstance(sampler, Sampler):
-        raise TypeError(f"sampler must be a numerics Sampler or a Schedule, got {type(sampler).__name__}")
+    if not isinstance(sampler, (Sampler, Reviser)):
+        raise TypeError(f"sampler must be a numerics Sampler, a Reviser or a Schedule, got {type(sampler).__name__}")
     kind = SAMPLER_KINDS.get(sampler.kind)
     if kind is None:
         raise ValueError(f"no point metrics for samplers of kind {sampler.kind!r}; known: {sorted(SAMPLER_KINDS)}")
@@ -661,12 +735,14 @@ def point_metrics(language: Language, length: int, sampler: Sampler | Schedule, 
     point = _Point(language, language if ser_language is None else ser_language, int(length), sampler, method,
                    int(samples), streams_of(rng), int(batch_size), tuple(names), only)
     metrics, ran, choice, ser_choice = kind(point)
+    calls_law = metrics.pop("calls_law", None)
     if only is not None:  # the fields not asked for, whatever a kind computed on the way
         metrics = {k: metrics[k] if k in only and k in metrics else Unavailable(f"not requested (only={sorted(only)})")
                    for k in PointMetrics.metric_names() if k in only and k in metrics or k not in only}
     missing = set(PointMetrics.metric_names()) - set(metrics)
     if missing:  # a sampler kind must give every field, or say why not
         raise AssertionError(f"{sampler.kind} point metrics left out {sorted(missing)}")
-    params = sampler.parameters() if sampler.kind == "decoder" else None
-    how = PointMethod(ran, method, sampler.label, getattr(sampler, "tie_seed", None), choice, ser_choice, params)
+    params = sampler.parameters() if sampler.kind in ("decoder", "reviser") else None
+    how = PointMethod(ran, method, sampler.label, getattr(sampler, "tie_seed", None), choice, ser_choice, params,
+                      calls_law)
     return PointMetrics(**{k: metrics[k] for k in PointMetrics.metric_names()}, how=how)

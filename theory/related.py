@@ -8,7 +8,8 @@ Importing this module registers the claims of
   (``EB.1``), the SER certificate (``SER.1``);
 * :mod:`theory.related_adaptive`: Cai-Li's entropy-sum rule (``CaiLi.1``);
 * :mod:`theory.related_runtimes`: DUS's step cost (``DUS.1``), the information-gain score (``IG.1``),
-  Fast-dLLM Theorem 1's tightness (``FastdLLM.1.tight``);
+  Fast-dLLM Theorem 1's tightness (``FastdLLM.1.tight``), the first reveals of LLaDA's confidence rule
+  (``Prox.1``, ``Prox.2``), AATU's anchor (``AATU.1``);
 
 and re-exports the bounds as plain functions (:mod:`theory.related_bounds`) for experiments to
 overlay on exact curves, each returning a :class:`Bound` that says whether it is vacuous.

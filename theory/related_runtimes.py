@@ -1,5 +1,5 @@
 """The runtimes' rules in the claims registry (issue 30): DUS's step cost, the information-gain score, Fast-dLLM
-Theorem 1's tightness.
+Theorem 1's tightness, the first reveals of a confidence decoder, AATU's anchor.
 
 * ``DUS.1`` [D]: DUS's dilated plan is a fixed ordered partition, so its forward KL is (I1)'s sum of the
   rounds' expected total correlations, ``KL(q || p) = sum_t E_q TC(X_{D_t} | X_{S_t})``, an identity
@@ -15,6 +15,16 @@ Theorem 1's tightness.
   ``1 - b > 1 - eps`` for ``b < eps``, and ``P(x*) - max_{x != x*} P(x) = 1 - (n + 1) b``, which tends to 0
   as ``b -> eps = 1/(n+1)`` and is negative for any ``eps > 1/(n+1)`` (take ``1/(n+1) < b < eps``): the
   argmax changes. The authors state the condition without a tightness statement (not recovered: [U]).
+* ``Prox.1`` [D]: the first revealed position of LLaDA's low-confidence rule (``T = 1``, ``N = L``, the oracle) has
+  the law ``P(i_1 = i) = sum_v p_i(v) prod_{j != i} P(s_j < p_i(v))`` (ties by the rule's order): the exact DP's
+  own step against the closed form from the marginals.
+* ``Prox.2`` [R], found false for the rule: arXiv 2604.10567 reports a proximity bias of confidence decoding in
+  trained dLLMs (the order concentrates on adjacent tokens; the trajectory hinges on the first position), with no
+  bound. Read as ``P(|i_2 - i_1| = 1) >= 2/L`` (random order's value), the rule with exact marginals breaks it on
+  many random bigrams (pinned: a chain where it is ``1/4 < 2/3``): the bias is not the confidence rule's alone.
+* ``AATU.1`` [R]: AATU (arXiv 2509.21835v2) reaches eps-free TV with ``O(L ln L)`` score evaluations (constant
+  and any tightness statement not recovered). Its anchor in the engine: the random-order sampler revealing one position
+  a step is exact (TV = 0) with exactly ``L`` calls under the oracle.
 """
 
 from __future__ import annotations
@@ -25,8 +35,11 @@ import numpy as np
 import sympy as sp
 from scipy.special import entr
 
-from numerics.exact.decoders import decoder_exact
+from numerics.exact.decoders import _log_draw_law, _transitions, decoder_exact
 from numerics.exact.joint_table import joint_table
+from numerics.languages.hmm import NGram
+from numerics.sampling.adaptive import on_grid
+from numerics.sampling.block_decoder import Llada, step_rows
 from numerics.sampling.history_decoders import InfoGain, View, normalized
 from numerics.sampling.runtime_decoders import Dus, dilated_rounds
 
@@ -178,4 +191,195 @@ register(Claim(
     "tending to 0 at b -> 1/(n+1). For eps > 1/(n+1), b in (1/(n+1), eps) meets the marginal condition with "
     "the argmax elsewhere (margin < 0): the constant cannot be raised.",
     parameters={"n": "positions", "b": "mass of each one-hot sequence"},
+))
+
+
+# -- the first reveals of a confidence decoder (proximity bias, arXiv 2604.10567) ----------------------------
+
+
+def _prox_gen(rng: np.random.Generator) -> dict:
+    V = int(rng.integers(2, 4))
+    L = int(rng.integers(3, 6)) if V == 2 else 3
+    return {"language": random_ngram(rng, 2, V, prune=float(rng.choice([0.0, 0.2]))), "L": L,
+            "i": int(rng.integers(0, L))}
+
+
+def _prox_domain(inst) -> None:
+    L = int(inst["L"])
+    require(L >= 2, f"need L >= 2 positions (a second reveal), got {L}")
+    require(0 <= int(inst.get("i", 0)) < L, f"i must be a position in 0..{L - 1}")
+    require(inst["language"].vocab_size ** L <= 4096, "the joint table is too large")
+
+
+def _llada_top1(L: int) -> Llada:
+    """LLaDA's low-confidence rule at ``T = 1``, one block, ``N = L``: one position a step."""
+    return Llada(steps=L, temperature=1.0, remasking="low-confidence")
+
+
+def _conditional_rows(q: np.ndarray, shown: dict[int, int], cand: np.ndarray) -> np.ndarray:
+    """``q(X_j = . | x_shown)`` for the candidates ``cand`` (rows ``(m, V)``, uniform where undefined)."""
+    sl = q[tuple(shown.get(a, slice(None)) for a in range(q.ndim))]
+    free = [a for a in range(q.ndim) if a not in shown]
+    total = sl.sum()
+    V = q.shape[0]
+    if total <= 0:
+        return np.full((cand.size, V), 1.0 / V)
+    return np.stack([sl.sum(axis=tuple(k for k, a in enumerate(free) if a != j)) / total for j in cand])
+
+
+def _engine_reveal(q: np.ndarray, shown: dict[int, int], decoder: Llada) -> dict[tuple[int, int], float]:
+    """The law of the next revealed ``(position, value)`` from the state ``x_shown``, by the exact DP's own step
+    (:func:`numerics.exact.decoders._transitions`, every draw through the rule's batched selection)."""
+    L = q.ndim
+    cand = np.array([j for j in range(L) if j not in shown], dtype=np.int64)
+    rows = step_rows(_conditional_rows(q, shown, cand), decoder.temperature)
+    out: dict[tuple[int, int], float] = {}
+    for w, _, D, vals in _transitions(decoder, rows, _log_draw_law(rows.probs, decoder.temperature),
+                                      decoder.priority(L)[cand], len(shown), decoder.fixed_steps(L)):
+        require(D.size == 1, f"one position a step at N = L, the rule revealed {D.size}")
+        key = (int(cand[D[0]]), int(vals[0]))
+        out[key] = out.get(key, 0.0) + w
+    return out
+
+
+def _closed_reveal(q: np.ndarray, shown: dict[int, int], prio: np.ndarray) -> dict[tuple[int, int], float]:
+    """The same law in closed form: ``P(i, v) = p_i(v) prod_{j != i} P_j(score_j loses to p_i(v))``, a draw
+    ``w`` at ``j`` losing when ``p_j(w) < p_i(v)`` on the rule's grid, or equal with ``j`` later in the tie
+    order."""
+    L = q.ndim
+    cand = [j for j in range(L) if j not in shown]
+    p = _conditional_rows(q, shown, np.asarray(cand, dtype=np.int64))
+    g = on_grid(p)
+    out = {}
+    for a, i in enumerate(cand):
+        for v in range(q.shape[0]):
+            lose = [p[b][(g[b] < g[a, v]) | ((g[b] == g[a, v]) & (prio[j] > prio[i]))].sum()
+                    for b, j in enumerate(cand) if j != i]
+            out[i, v] = float(p[a, v] * np.prod(lose))
+    return out
+
+
+def _first_reveal(inst, engine: bool = True) -> np.ndarray:
+    """``P(first revealed position = i)``, ``i = 0..L-1``."""
+    L = int(inst["L"])
+    q = joint_table(inst["language"], L)
+    law = _engine_reveal(q, {}, _llada_top1(L)) if engine else _closed_reveal(q, {}, _llada_top1(L).priority(L))
+    out = np.zeros(L)
+    for (i, _), w in law.items():
+        out[i] += w
+    return out
+
+
+def _prox1(inst):
+    i = int(inst["i"])
+    return float(_first_reveal(inst)[i]), float(_first_reveal(inst, engine=False)[i])
+
+
+def adjacent_second_reveal(language, L: int, engine: bool = True) -> float:
+    """``P(|i_2 - i_1| = 1)``: the second revealed position next to the first, LLaDA low-confidence at ``T = 1``,
+    ``N = L``, one block, under the oracle (exactly: both steps' laws summed over the first ``(i_1, v)``)."""
+    q = joint_table(language, L)
+    dec = _llada_top1(L)
+
+    def step(shown):
+        return _engine_reveal(q, shown, dec) if engine else _closed_reveal(q, shown, dec.priority(L))
+
+    return float(sum(w * sum(w2 for (i2, _), w2 in step({i1: v}).items() if abs(i2 - i1) == 1)
+                     for (i1, v), w in step({}).items()))
+
+
+def _prox2(inst):
+    L = int(inst["L"])
+    return adjacent_second_reveal(inst["language"], L), 2.0 / L
+
+
+_PROX_PARAMS = {"language": "tiny bigram", "L": "length", "i": "a position (Prox.1)"}
+
+register(Claim(
+    id="Prox.1", paper="confidence decoders' first reveal (arXiv 2604.10567's proximity bias), its exact law [D]",
+    title="P(i_1 = i) = sum_v p_i(v) prod_{j != i} P(the draw at j scores below p_i(v)): LLaDA low-confidence, T = 1",
+    lhs=S.fn("P")(sp.Eq(sp.Symbol("i_1"), sp.Symbol("i"))),
+    rhs=S.tex(r"\sum_v p_i(v) \prod_{j \neq i} P(s_j \prec p_i(v))"), relation="==",
+    evaluate=_prox1, domain=_prox_domain, generate=_prox_gen,
+    doc="Random bigrams (some pruned), V = 2 at L = 3..5 or V = 3 at L = 3; the llada decoder, low-confidence "
+    "remasking, T = 1, one block, N = L (one position a step), the oracle. Left: the first step's law by the exact "
+    "DP's own step (numerics/exact/decoders.py: every draw through the rule's batched selection); right: the closed "
+    "form from the marginals, a draw w at j scoring below p_i(v) when p_j(w) < p_i(v) on the rule's grid or equal "
+    "with j later in the tie order. An identity, no tightness question.",
+    parameters=_PROX_PARAMS, atol=ATOL_CANCEL,
+))
+
+#: Position 1 is a fair coin given x_1 = 0, position 2 leans to 1 (3/4): the second reveal jumps over position 1
+#: unless the draw at 2 is its 1/4 value, so P(adjacent) = 1/4 < 2/3 (x_1 is certain: revealed first).
+_JUMP = NGram(2, np.array([1.0, 0.0]), np.array([[0.5, 0.5], [0.0, 1.0]]))
+
+register(Claim(
+    id="Prox.2", paper="proximity bias (arXiv 2604.10567) under the oracle: the second reveal next to the first "
+    "at least as often as in random order [R, found false for the rule alone]",
+    title="P(|i_2 - i_1| = 1) >= 2/L (random order's value): LLaDA low-confidence, T = 1, N = L, the oracle",
+    lhs=S.fn("P")(sp.Eq(sp.Abs(sp.Symbol("i_2") - sp.Symbol("i_1")), 1)), rhs=2 / S.L, relation=">=",
+    evaluate=_prox2, domain=_prox_domain, generate=_prox_gen,
+    doc="The paper (abstract) finds on trained dLLMs that confidence-based decoding concentrates its denoising order "
+    "on spatially adjacent tokens, so the trajectory depends on the first unmasked position; it states no bound "
+    "(no tightness claim). Read as: the second reveal is adjacent to the first at least as often as in a uniformly "
+    "random order (2/L). Left: both steps' exact laws (the DP's step, as Prox.1) summed over the first (i_1, v). "
+    "Found false for the rule with exact marginals: on random bigrams the rule often jumps to the sharper far "
+    "marginal (pinned: a chain whose second position is a fair coin, P = 1/4 < 2/3), so the bias, where trained "
+    "models show it, is not the confidence rule's alone.",
+    parameters=_PROX_PARAMS, expect="false", counterexamples=({"language": _JUMP, "L": 3, "i": 0},),
+))
+
+
+# -- AATU's score evaluations (arXiv 2509.21835v2) as an anchor of the random-order sampler at N = L --------
+
+
+def _aatu_gen(rng: np.random.Generator) -> dict:
+    V = int(rng.integers(2, 4))
+    L = int(rng.integers(2, 7)) if V == 2 else int(rng.integers(2, 5))
+    return {"language": random_ngram(rng, int(rng.choice([2, 3])), V, prune=float(rng.choice([0.0, 0.3]))), "L": L}
+
+
+def _aatu_domain(inst) -> None:
+    L = int(inst["L"])
+    require(L >= 1, f"need L >= 1, got {L}")
+    require((inst["language"].vocab_size + 1) ** L <= 4096, "the exact DP's states are too many")
+
+
+def one_at_a_time_law(language, L: int):
+    """The exact law (:class:`~numerics.exact.decoders.DecoderExact`) of the random-order sampler at ``N = L``
+    steps revealing one uniformly random masked position each (``llada`` with random remasking, ``T = 1``)."""
+    return decoder_exact(language, L, Llada(steps=L, temperature=1.0, remasking="random"), "dp")
+
+
+def _aatu(inst):
+    return float(one_at_a_time_law(inst["language"], int(inst["L"])).divergences.tv.value), 0.0
+
+
+register(Claim(
+    id="AATU.1", paper="AATU uniformization 2509.21835v2: eps-free TV in O(L ln L) score evaluations; the "
+    "random-order sampler at N = L as its anchor [R]",
+    title="TV(q, p) = 0 for the random-order sampler revealing one position a step, N = L calls",
+    lhs=S.fn("TV")(S.tex("q"), S.tex(r"p_{N=L}")), rhs=sp.Integer(0), relation="<=",
+    evaluate=_aatu, domain=_aatu_domain, generate=_aatu_gen, atol=ATOL_CANCEL,
+    doc="AATU (v2, as docs/theory-related.md reads it) simulates the masked reverse chain by uniformization with "
+    "O(L ln L) score evaluations and no discretization error (eps-free TV, up to the score's own error; the "
+    "constant is not recovered, nor any tightness statement: [U]). With exact scores (the oracle) the "
+    "one-position-a-step random order is exact with exactly L calls, inside that budget: under the oracle "
+    "exactness itself needs no ln L factor. Left: TV of the exact law by the block decoders' DP (llada, random "
+    "remasking, N = L, T = 1) on random 2- and 3-grams (some pruned); its expected calls are L (AATU.1.calls). "
+    "The paper's i.i.d.-reveal sampler at N = L is not exact (two positions can share a "
+    "step): the anchor is the one-a-step order.",
+    parameters={"language": "tiny n-gram", "L": "length"}, steps=("AATU.1.calls",),
+))
+register(Claim(
+    id="AATU.1.calls", paper="proof of AATU.1's anchor: its calls [D]",
+    title="E[calls] = L for the random-order sampler revealing one position a step (N = L)",
+    lhs=S.fn("E")(S.tex(r"\mathrm{calls}")), rhs=S.L, relation="==",
+    evaluate=lambda inst: (float(one_at_a_time_law(inst["language"], int(inst["L"])).expected_calls.value),
+                           float(inst["L"])),
+    domain=_aatu_domain, generate=_aatu_gen,
+    doc="Left: the expected calls of the same exact law (the block decoders' DP); right: L. Every run costs L "
+    "calls, within AATU's O(L ln L) for any constant c >= 1 / ln 3 at L >= 3 (the constant is not recovered: "
+    "no comparison is checked).",
+    parameters={"language": "tiny n-gram", "L": "length"},
 ))

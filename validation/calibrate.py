@@ -78,6 +78,7 @@ __all__ = [
     "aup",
     "family_aup",
     "search_family",
+    "check_lossless_names",
     "lossless_settings",
 ]
 
@@ -646,6 +647,21 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
                        confidence)
 
 
+def check_lossless_names(names: Sequence[str], metric: str) -> None:
+    """What :func:`lossless_settings` refuses, before any work: an unknown name, spiffy (its law is its base
+    sampler's), self-spec for a metric other than SER (:class:`~numerics.sampling.lossless.LosslessError`)."""
+    from numerics.sampling.lossless import LosslessError
+    from numerics.sampling.registry import lossless_spec
+
+    for name in names:
+        lossless_spec(name)
+        if name == "spiffy":
+            raise LosslessError("spiffy's output law is its base sampler's (at the base's own settings): calibrate "
+                                "the base sampler and read spiffy's calls from `mdm-theory lossless --decoder spiffy`")
+        if name == "self-spec" and metric != "ser":
+            raise LosslessError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
+
+
 def lossless_settings(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
                       samples: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None) -> list:
     """One :class:`Setting` per lossless decoder: ``(E[calls], metric)`` with the metric
@@ -653,16 +669,11 @@ def lossless_settings(language: str, length: int, metric: str, target: float, na
     sequence: SER = 0, KL and TER not finite), the calls by Monte Carlo. spiffy (whose law is its base
     sampler's) is refused here: its metric is its base's at ``N``.
     """
-    from numerics.sampling.lossless import LosslessError
     from validation.lossless import lossless_point
 
+    check_lossless_names(names, metric)
     out = []
     for name in names:
-        if name == "spiffy":
-            raise LosslessError("spiffy's output law is its base sampler's (random at N): calibrate the base sampler "
-                             "and read spiffy's calls from `mdm-theory lossless --decoder spiffy`")
-        if name == "self-spec" and metric != "ser":
-            raise LosslessError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
         point = lossless_point(language, length, name, options if name != "autospec" else None,
                                samples=samples, seed=seed)
         if metric == "ter":

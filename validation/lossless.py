@@ -32,24 +32,31 @@ def _language(language: str | Any):
 
 
 def build_lossless(name: str, options: Mapping[str, Any] | None, length: int, *, steps: int | None = None,
-                   schedule: str = "linear"):
+                   schedule: str = "linear", base_options: Mapping[str, Any] | None = None):
     """The decoder ``name`` with ``options`` (registry defaults for the unset ones), checked against ``L``.
 
-    ``spiffy`` needs ``steps`` (its base sampler's ``N``). A bad name, option or draft length is a
-    ``ValueError`` naming it (:class:`~numerics.sampling.lossless.LosslessError`).
+    ``spiffy`` takes its base sampler's ``steps`` N (and ``schedule``) where the base does (``random``,
+    ``llada``, ...) and the base's registry options ``base_options``. A bad name, option or draft
+    length is a ``ValueError`` naming it (:class:`~numerics.sampling.lossless.LosslessError`).
     """
+    from dataclasses import replace
+
     from numerics.sampling.registry import lossless_spec
     from numerics.schedules import make_schedule
 
     spec = lossless_spec(name)
-    sched = None
-    if "schedule" in spec.needs:
-        if steps is None:
-            raise ValueError(f"{name} needs the base sampler's steps N (-N)")
-        sched = make_schedule(schedule, int(steps))
-    elif steps is not None:
-        raise ValueError(f"{name} takes no steps N (its rounds are random; -N is spiffy's base sampler's)")
-    decoder = spec.build(options, schedule=sched, tie_seed=None)
+    if name != "spiffy":
+        if steps is not None:
+            raise ValueError(f"{name} takes no steps N (its rounds are random; -N is spiffy's base sampler's)")
+        if base_options:
+            raise ValueError(f"{name} has no base sampler (only spiffy)")
+        decoder = spec.build(options, tie_seed=None)
+    else:
+        sched = None if steps is None else make_schedule(schedule, int(steps))
+        decoder = replace(spec.build(options, tie_seed=None), schedule=sched,
+                          base_options=tuple(sorted((base_options or {}).items())))
+        if decoder.base != "random":
+            decoder.base_sampler  # noqa: B018 - built (and its options checked) here, before any work
     decoder.check_length(length)
     return decoder
 
@@ -96,15 +103,15 @@ class LosslessPoint:
 
 
 def lossless_point(language: str | Any, length: int, name: str, options: Mapping[str, Any] | None = None, *,
-                   samples: int = 1000, seed: int = 0, steps: int | None = None,
-                   schedule: str = "linear") -> LosslessPoint:
+                   samples: int = 1000, seed: int = 0, steps: int | None = None, schedule: str = "linear",
+                   base_options: Mapping[str, Any] | None = None) -> LosslessPoint:
     """``samples`` sequences of decoder ``name`` at ``L = length`` (seeded), their rounds, calls and SER."""
     from numerics.inference.forward_backward import log_q
 
     if int(samples) != samples or samples < 2:
         raise ValueError(f"samples must be an integer >= 2 (a standard error needs two), got {samples!r}")
     lang, lang_name = _language(language)
-    decoder = build_lossless(name, options, length, steps=steps, schedule=schedule)
+    decoder = build_lossless(name, options, length, steps=steps, schedule=schedule, base_options=base_options)
     t0 = time.perf_counter()
     run = decoder.sample(lang, length, int(samples), np.random.default_rng(seed))
     seconds = time.perf_counter() - t0
@@ -114,16 +121,17 @@ def lossless_point(language: str | Any, length: int, name: str, options: Mapping
 
 
 def lossless_exact(language: str | Any, length: int, name: str, options: Mapping[str, Any] | None = None, *,
-                   steps: int | None = None, schedule: str = "linear") -> dict:
+                   steps: int | None = None, schedule: str = "linear",
+                   base_options: Mapping[str, Any] | None = None) -> dict:
     """The exact law of (rounds, calls) of decoder ``name`` on a tiny case, and how far its output law is
     from ``q`` (``max_abs_p_minus_q``; for spiffy also from its base sampler's exact law)."""
     from numerics.exact import lossless as ex
     from numerics.exact.enumerate import enumerate_output_law
 
     lang, lang_name = _language(language)
-    decoder = build_lossless(name, options, length, steps=steps, schedule=schedule)
+    decoder = build_lossless(name, options, length, steps=steps, schedule=schedule, base_options=base_options)
     if name == "assd":
-        law = ex.assd_law(lang, length, decoder.draft_length)
+        law = ex.assd_law(lang, length, decoder.draft_length, decoder.order)
     elif name == "self-spec":
         law = ex.self_spec_law(lang, length, decoder.draft_length)
     elif name == "autospec":
@@ -135,7 +143,10 @@ def lossless_exact(language: str | Any, length: int, name: str, options: Mapping
            "calls": Estimate(law.expected("calls"), 0.0, "enumerate"),
            "cost_law": [{"rounds": r, "calls": c, "probability": p} for (r, c), p in sorted(law.cost.items())],
            "max_abs_p_minus_q": float(np.abs(law.p - law.q).max())}
-    if name == "spiffy":
-        base = enumerate_output_law(lang, length, decoder.schedule, undefined="uniform").law.p
+    if name == "spiffy":  # the base's exact law: enumeration (random) or the decoders' DP (numerics.exact.decoders)
+        from numerics.exact.decoders import decoder_exact
+
+        base = (enumerate_output_law(lang, length, decoder.schedule, undefined="uniform").law.p if decoder.base == "random"
+                else decoder_exact(lang, length, decoder.base_sampler).law.p)
         out["max_abs_p_minus_base"] = float(np.abs(law.p - base).max())
     return out

@@ -55,6 +55,9 @@ class StepsNeeded:
     evaluations : tuple of Evaluation
         Every ``N`` evaluated, in the order the search visited them.
     max_steps : int
+    lossless : tuple of Setting
+        Lossless decoders reported beside the answer (:func:`validation.calibrate.lossless_settings`:
+        no steps, the metric of their output law, ``E[calls]``); empty unless asked for.
     """
 
     n_steps: int | None
@@ -62,6 +65,7 @@ class StepsNeeded:
     at_n_minus_1: Evaluation | None
     evaluations: tuple
     max_steps: int
+    lossless: tuple = ()
 
     @property
     def met(self) -> bool:

@@ -27,7 +27,7 @@ exactly, so KL and TER are not defined here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -116,7 +116,7 @@ def model_ser(model: Any, language: Any, length: int, schedule_name: str, sample
 def steps_needed(language: str | Any, length: int, metric: str, target: float, sampler: str = "random", *,
                  schedule: str = "linear", method: str = "auto", samples: int = 1000, confidence: float = 0.95,
                  max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0, tie_seed: int = 0, batch_size: int | None = None,
-                 denoiser: Any = None) -> StepsNeeded:
+                 denoiser: Any = None, lossless: str | Sequence[str] = "") -> StepsNeeded:
     """``mdm-theory steps-needed`` from Python, with its names and defaults: the smallest ``N`` with
     ``metric <= target`` (:class:`StepsNeeded`; ``n_steps`` is ``None`` when no ``N <= max_steps`` meets it).
 
@@ -129,10 +129,33 @@ def steps_needed(language: str | Any, length: int, metric: str, target: float, s
     schedule, method, samples, confidence, max_steps, seed, tie_seed, batch_size : as on the command line.
     denoiser : any :class:`numerics.sampling.denoiser.Denoiser` (your own network, say) instead of the
         oracle: the steps the factorized sampler needs with it, by Monte Carlo (``metric="ser"`` only).
+    lossless : lossless decoders reported beside the answer (``--lossless``: names comma-separated, or a
+        sequence; ``assd``, ``autospec``, ``self-spec``): :attr:`StepsNeeded.lossless`, one
+        :class:`validation.calibrate.Setting` each (the metric of the output law, no steps, ``E[calls]``
+        by Monte Carlo with ``samples`` and ``seed``). Needs a preset name or file.
     """
     from numerics.languages.presets import load_language
+    from validation.calibrate import check_lossless_names, lossless_settings
 
-    lang = load_language(language) if isinstance(language, str) else language
+    names = [n.strip() for n in (lossless.split(",") if isinstance(lossless, str) else lossless) if n.strip()]
+    if names:
+        if not isinstance(language, str):
+            raise ValueError("lossless decoders are reported for a preset name or an .npz path (they read the "
+                             "language's joint density), not a language object")
+        check_lossless_names(names, metric)
+    found = _search(language, length, metric, target, sampler=sampler, schedule=schedule, method=method,
+                    samples=samples, confidence=confidence, max_steps=max_steps, seed=seed, tie_seed=tie_seed,
+                    batch_size=batch_size, denoiser=denoiser,
+                    lang=load_language(language) if isinstance(language, str) else language)
+    if names:
+        found = replace(found, lossless=tuple(lossless_settings(language, length, metric, target, names,
+                                                                samples=samples, seed=seed)))
+    return found
+
+
+def _search(language, length, metric, target, *, sampler, schedule, method, samples, confidence, max_steps, seed,
+            tie_seed, batch_size, denoiser, lang) -> StepsNeeded:
+    """:func:`steps_needed`'s search (its lossless rows aside)."""
     if denoiser is not None:
         if metric != "ser" or sampler != "random":
             raise ValueError("a denoiser of your own is searched for metric='ser' with sampler='random' only "

@@ -4,7 +4,8 @@ By enumeration of every random choice the decoder makes (``docs/methods/lossless
 conditional read from the brute-force joint table (:func:`numerics.exact.joint_table.masked_marginal_table`:
 ``q(x_j = v | x_obs) = Q[obs, x_j = v] / Q[obs]``), not from the oracle the decoders use:
 
-* :func:`assd_law`: drafts (``V^w`` a round), each drafted token's accept / reject, the residual draw;
+* :func:`assd_law`: the order of generation (every permutation for ``random``), drafts (``V^w`` a
+  round), each drafted token's accept / reject, the residual draw;
 * :func:`self_spec_law`: the one path of the greedy rule;
 * :func:`autospec_law`: the decoder is a function of its uniforms ``u``; it depends on ``u_j`` only
   through the cell of ``u_j`` among the breakpoints of every law it may invert at position ``j``
@@ -21,6 +22,7 @@ Carlo of :mod:`numerics.sampling.lossless` fits :attr:`LosslessLaw.cost`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import defaultdict
@@ -30,7 +32,7 @@ import numpy as np
 
 from numerics.exact.joint_table import joint_table, masked_marginal_table
 from numerics.inference.queries import PrefixOracle
-from numerics.sampling.lossless import Autospec, Spiffy, _check_width
+from numerics.sampling.lossless import ASSD_ORDERS, Autospec, BlockChain, Spiffy, _check_width
 
 __all__ = ["MAX_CELLS", "LosslessLaw", "assd_law", "autospec_law", "self_spec_law", "spiffy_law"]
 
@@ -96,52 +98,61 @@ class _Table:
         return a + (self.V,) * (self.L - len(a))
 
 
-def assd_law(language, length: int, draft_length: int) -> LosslessLaw:
-    """The exact law of :class:`~numerics.sampling.lossless.Assd` (``k = draft_length``) by enumeration."""
+def assd_law(language, length: int, draft_length: int, order: str = "random") -> LosslessLaw:
+    """The exact law of :class:`~numerics.sampling.lossless.Assd` (``k = draft_length``, ``order``) by
+    enumeration: for each order of generation ``sigma`` (every permutation, each ``1 / L!``, for
+    ``random``; the identity for ``left-to-right``) the drafts, accepts and residual draws."""
     _check_width(draft_length, length, "assd")
+    if order not in ASSD_ORDERS:
+        raise ValueError(f"assd: unknown order {order!r}; choose one of {ASSD_ORDERS}")
     t = _Table(language, length)
     V, L = t.V, length
+    orders = list(itertools.permutations(range(L))) if order == "random" else [tuple(range(L))]
 
-    def rounds_from(a: tuple) -> dict:
-        p = len(a)
+    def put(obs: tuple, j: int, v: int) -> tuple:
+        return obs[:j] + (v,) + obs[j + 1:]
+
+    @functools.cache
+    def rounds_from(sigma: tuple, obs: tuple) -> dict:
+        """``{(output, rounds, calls): prob}`` from the committed positions ``sigma[:p]`` of ``obs``."""
+        p = sum(v != V for v in obs)
         if p == L:
-            return {((), 0, 0): 1.0}
+            return {(obs, 0, 0): 1.0}
         w = min(draft_length, L - p)
         cost = 1 if w == 1 else 2
-        marg = [t.cond(t.prefix(a), p + m) for m in range(w)]
+        win = sigma[p:p + w]
+        marg = [t.cond(obs, j) for j in win]
         nxt: dict = defaultdict(float)
         for y in itertools.product(range(V), repeat=w):
             py = math.prod(marg[m][y[m]] for m in range(w))
             if py == 0.0:
                 continue
-            stay = 1.0
+            stay, cur = 1.0, obs
             for m in range(w):
-                c = t.cond(t.prefix(a + y[:m]), p + m)
+                c = t.cond(cur, win[m])
                 acc = min(1.0, c[y[m]] / marg[m][y[m]])
                 if acc < 1.0:
                     resid = np.maximum(c - marg[m], 0.0)
                     for v in range(V):
                         if resid[v] > 0:
-                            nxt[a + y[:m] + (v,)] += py * stay * (1.0 - acc) * resid[v] / resid.sum()
+                            nxt[put(cur, win[m], v)] += py * stay * (1.0 - acc) * resid[v] / resid.sum()
                 stay *= acc
                 if stay == 0.0:
                     break
+                cur = put(cur, win[m], y[m])
             if stay > 0.0:
-                nxt[a + y] += py * stay
+                nxt[cur] += py * stay
         out: dict = defaultdict(float)
         for b, w_b in nxt.items():
-            for (suffix, r, c), w_s in memo(b).items():
-                out[(b[p:] + suffix, r + cost, c + cost)] += w_b * w_s
-        return out
+            for (x, r, c), w_s in rounds_from(sigma, b).items():
+                out[(x, r + cost, c + cost)] += w_b * w_s
+        return dict(out)
 
-    cache: dict = {}
-
-    def memo(a):
-        if a not in cache:
-            cache[a] = rounds_from(a)
-        return cache[a]
-
-    return _finish(t.q, {(x, r, c): w for (x, r, c), w in memo(()).items()})
+    joint: dict = defaultdict(float)
+    for sigma in orders:
+        for key, w in rounds_from(sigma, (V,) * L).items():
+            joint[key] += w / len(orders)
+    return _finish(t.q, dict(joint))
 
 
 def self_spec_law(language, length: int, draft_length: int) -> LosslessLaw:
@@ -192,9 +203,11 @@ def autospec_law(language, length: int) -> LosslessLaw:
 
 
 def spiffy_law(language, length: int, decoder: Spiffy) -> LosslessLaw:
-    """The exact law of :class:`~numerics.sampling.lossless.Spiffy` (base ``random``) by enumeration."""
+    """The exact law of :class:`~numerics.sampling.lossless.Spiffy` by enumeration (any base)."""
     decoder.check_length(length)
     t = _Table(language, length)
+    if decoder.base != "random":
+        return _spiffy_chain_law(t, decoder)
     V, L = t.V, length
     r = decoder.reveal_probs()
     N, D = r.size, decoder.draft_length
@@ -272,4 +285,66 @@ def spiffy_law(language, length: int, decoder: Spiffy) -> LosslessLaw:
 
     start = (V,) * L
     joint = {(x, rr + 1, cc + 1): w for (x, rr, cc), w in from_state(start, 0).items()}
+    return _finish(t.q, joint)
+
+
+def _spiffy_chain_law(t: _Table, decoder: Spiffy) -> LosslessLaw:
+    """Spiffy over a block base: every drafted chain of base steps (their law from the stale marginals),
+    each drafted step's accept / reject against the fresh marginals, and the residual's states; the
+    marginals are the table's (``_Table.cond``), the step laws :meth:`BlockChain.law`."""
+    V, L, D = t.V, t.L, decoder.draft_length
+    chain = BlockChain(decoder.base_sampler, L, V)
+
+    @functools.cache
+    def marginals(codes: tuple) -> np.ndarray:
+        return np.array([t.cond(codes, i) if codes[i] == V else np.full(V, 1.0 / V) for i in range(L)])
+
+    @functools.cache
+    def law(state: tuple, source: tuple) -> dict:
+        """The step law from ``state`` with the marginals of canvas ``source`` (stale or fresh)."""
+        return chain.law(state, marginals(source))
+
+    def drafts(state: tuple) -> list:
+        """Every drafted chain from ``state``: ``(probability, [states], [stale step laws])``."""
+        out, todo = [], [(1.0, [state], [])]
+        while todo:
+            w, dr, stale = todo.pop()
+            if len(stale) == D or chain.done(dr[-1]):
+                out.append((w, dr, stale))
+                continue
+            Q = law(dr[-1], state[0])
+            todo.extend((w * p, dr + [s], stale + [Q]) for s, p in Q.items())
+        return out
+
+    @functools.cache
+    def from_state(state: tuple) -> dict:
+        """``{(output, rounds, calls): prob}`` of the rest from ``state`` (its canvas evaluated)."""
+        if chain.done(state):
+            return {(state[0], 0, 0): 1.0}
+        nxt: dict = defaultdict(float)  # (next state, rounds, calls of this round) -> prob
+        for w, dr, stale in drafts(state):
+            e = len(dr) - 2 + (not chain.done(dr[-1]))  # drafted canvases evaluated in one pass
+            r0 = 1 if e else 0
+            stay = 1.0
+            for j in range(1, len(stale)):
+                P, Q, s = law(dr[j], dr[j][0]), stale[j], dr[j + 1]
+                acc = min(1.0, P.get(s, 0.0) / Q[s])
+                if acc < 1.0:
+                    resid = {k: p - Q.get(k, 0.0) for k, p in P.items() if p > Q.get(k, 0.0)}
+                    total = sum(resid.values())
+                    for k, m in resid.items():
+                        extra = 0 if chain.done(k) else 1
+                        nxt[(k, r0 + extra, e + extra)] += w * stay * (1.0 - acc) * m / total
+                stay *= acc
+                if stay == 0.0:
+                    break
+            if stay > 0.0:
+                nxt[(dr[-1], r0, e)] += w * stay
+        out: dict = defaultdict(float)
+        for (s, r, c), w in nxt.items():
+            for (x, rr, cc), w2 in from_state(s).items():
+                out[(x, r + rr, c + cc)] += w * w2
+        return dict(out)
+
+    joint = {(x, r + 1, c + 1): w for (x, r, c), w in from_state(chain.start()).items()}
     return _finish(t.q, joint)

@@ -27,9 +27,45 @@ from numerics.exact.output_law import ExactMetrics, OutputLaw, law_metrics
 from numerics.sampling.block_decoder import tempered
 from numerics.sampling.revisers import CanvasState, Reviser, oracle_laws, reviser_step
 
-__all__ = ["MAX_DRAWS", "RevisedExact", "reviser_exact"]
+__all__ = ["MAX_CHAIN_WORK", "MAX_DRAWS", "REVISER_METHODS", "RevisedExact", "choose_reviser_method", "chain_work",
+           "reviser_exact"]
 
 MAX_DRAWS = 4096  # V^B draws of one state's block
+MAX_CHAIN_WORK = 1 << 22  # (V+1)^L canvases times V^B draws: what method auto runs exactly (seconds at L <= 6)
+#: The methods of a reviser's point: the exact chain (``enumerate``) or Monte Carlo.
+REVISER_METHODS = ("auto", "enumerate", "mc")
+
+
+def _power(base: int, exponent: int) -> int:
+    """``base^exponent``, counted only as far as the limits need (``exponent`` capped at 64: ``2^64`` is past them)."""
+    return int(base) ** min(int(exponent), 64)
+
+
+def chain_work(rv: Reviser, vocab_size: int, length: int) -> int:
+    """``(V+1)^L V^B``: canvases times draws of one block, a bound on the rows the chain steps per call
+    (exponents capped at 64, so a huge ``L`` is counted, not computed)."""
+    return _power(int(vocab_size) + 1, length) * _power(vocab_size, rv.block(int(length)))
+
+
+def choose_reviser_method(method: str, rv: Reviser, vocab_size: int, length: int) -> str:
+    """``auto``: ``enumerate`` (the exact chain) within :data:`MAX_CHAIN_WORK`, else ``mc``; a named one checked.
+
+    ``dp`` and ``closed-form`` are refused (the chain is not a product along reveal paths); ``enumerate``
+    beyond :data:`MAX_DRAWS` is refused with its size.
+    """
+    if method not in REVISER_METHODS:
+        raise ValueError(f"--method {method}: a revising decoder is computed by the exact chain over canvases "
+                         f"(enumerate) or Monte Carlo (mc); choose one of {', '.join(REVISER_METHODS)}")
+    V, L = int(vocab_size), int(length)
+    B = rv.block(L)
+    over = _power(V, B) > MAX_DRAWS or _power(V, L) > MAX_DRAWS
+    if method == "enumerate" and over:
+        raise ValueError(f"--method enumerate: the exact reviser chain enumerates V^B = {V}^{B} draws per state over "
+                         f"V^L = {V}^{L} canvases; at most {MAX_DRAWS} each (use --method mc or a smaller -L)")
+    if method != "auto":
+        return method
+    fits = not over and chain_work(rv, V, L) <= MAX_CHAIN_WORK
+    return "enumerate" if fits else "mc"
 
 
 @dataclass(frozen=True)
@@ -68,7 +104,7 @@ def reviser_exact(rv: Reviser, language, length: int,
     """
     V, L = language.vocab_size, int(length)
     B = rv.block(L)
-    if V**B > MAX_DRAWS or V**L > MAX_DRAWS:
+    if _power(V, B) > MAX_DRAWS or _power(V, L) > MAX_DRAWS:
         raise ValueError(f"the exact reviser chain enumerates V^B = {V}^{B} draws per state over V^L = {V}^{L} "
                          f"canvases; at most {MAX_DRAWS} each (Monte Carlo at scale)")
     laws = laws or (lambda st: oracle_laws(language, st))

@@ -2,13 +2,15 @@
 
 DECODERS.md section 11, ``docs/methods/lossless.md``. Each decoder reads the oracle through the
 queries of :mod:`numerics.inference.queries` (the left-to-right predictive filter; the masked
-forward-backward for Spiffy's canvases) and reports per sequence
+forward-backward for Spiffy's canvases and ASSD in a random order) and reports per sequence
 
 * ``rounds``: sequential network passes (a pass that evaluates many positions or a batch of states
   at once counts one round), and
 * ``calls``: network evaluations, a verification counted as the method counts it (below).
 
-The decoders, with the order of generation left to right (the committed positions are a prefix ``x_<p``):
+The decoders, with the order of generation left to right (the committed positions are a prefix ``x_<p``;
+ASSD's default order is a uniformly random permutation ``sigma``, the same rule with ``x_<p`` read as
+``x_{sigma(<p)}`` and the window as the order's next ``w`` positions):
 
 * :class:`Assd` (any-subset speculative decoding, Guo & Ermon, arXiv 2504.20456): draft the next
   ``w = min(k, L - p)`` positions independently from their marginals ``q(x_j | x_<p)`` (one pass),
@@ -34,7 +36,8 @@ The decoders, with the order of generation left to right (the committed position
   paper's own pseudo-code was not available when this was written, so the rule above is this
   engine's, and its rounds are *measured* against the paper's ``O~(sqrt(L))`` claim, not assumed.
 * :class:`Spiffy` (Agrawal et al., arXiv 2509.18085), lossless with respect to a base sampler of the
-  registry (``random``: the i.i.d. schedule sampler over ``N`` steps): from a canvas whose marginals
+  registry (``random``: the i.i.d. schedule sampler over ``N`` steps, below; a block decoder such as
+  ``llada`` or ``fast-dllm``: :class:`BlockChain`, its step law enumerated): from a canvas whose marginals
   are known, draft ``D`` base steps with those (stale) marginals, evaluate the ``D`` drafted canvases in
   one batched pass, accept step ``j`` with ``min(1, P/Q)`` (the base step's value law with fresh
   marginals over the stale ones; the reveal sets have the same law in both), and at the first
@@ -46,6 +49,8 @@ The decoders, with the order of generation left to right (the committed position
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -57,11 +62,12 @@ from numerics.inference.forward_backward import masked_forward_backward
 from numerics.inference.queries import PrefixOracle, _kernel_hmm
 from numerics.schedules import Schedule
 
-__all__ = ["SPIFFY_BASES", "Assd", "Autospec", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
+__all__ = ["ASSD_ORDERS", "MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "Autospec", "BlockChain", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
            "inverse_cdf_numpy", "inverse_cdf_vec"]
 
-#: The base samplers Spiffy is lossless over (the registry's names).
-SPIFFY_BASES = ("random",)
+#: The base samplers Spiffy is lossless over (the registry's names): the random-order sampler, and the
+#: block decoders whose exact law the engine's DP computes (numerics.exact.decoders).
+SPIFFY_BASES = ("random", "llada", "fast-dllm", "eb", "llada2", "dream", "dus", "sdar", "dinfer")
 
 
 class LosslessError(ValueError):
@@ -177,11 +183,77 @@ class _LeftToRight:
         raise NotImplementedError
 
 
+#: ASSD's orders of generation: a uniformly random permutation per sequence (any subset), or left to right.
+ASSD_ORDERS = ("random", "left-to-right")
+
+
 @dataclass(frozen=True)
 class Assd(_LeftToRight):
-    """Any-subset speculative decoding, left to right (module docstring); ``draft_length`` = ``k``."""
+    """Any-subset speculative decoding (module docstring); ``draft_length`` = ``k``, ``order`` of generation
+    (:data:`ASSD_ORDERS`): ``random`` (a uniform permutation ``sigma`` per sequence, drawn first) or
+    ``left-to-right`` (the prefix filter's fast path)."""
 
+    order: str = "random"
     name: ClassVar[str] = "assd"
+
+    def __post_init__(self) -> None:
+        if self.order not in ASSD_ORDERS:
+            raise LosslessError(f"assd: unknown order {self.order!r}; choose one of {ASSD_ORDERS}")
+
+    @property
+    def label(self) -> str:
+        return f"assd, k={self.draft_length}" + (", random order" if self.order == "random" else "")
+
+    def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        """``n`` sequences of ``length`` tokens (``rng``: every draw, the orders first)."""
+        if self.order == "left-to-right":
+            return super().sample(language, length, n, rng)
+        self.check_length(length)
+        lang = _kernel_hmm(language)
+        order = np.argsort(rng.random((n, length)), axis=1)  # a uniform permutation per sequence
+        tokens = np.zeros((n, length), dtype=np.int64)
+        masked = np.ones((n, length), dtype=np.bool_)
+        rounds = np.zeros(n, dtype=np.int64)
+        pos = np.zeros(n, dtype=np.int64)
+        rows = np.arange(n)
+        while rows.size:
+            b = rows.size
+            width = np.minimum(self.draft_length, length - pos[rows])
+            K = int(width.max())
+            at = np.minimum(pos[rows][:, None] + np.arange(K)[None, :], length - 1)
+            win = np.take_along_axis(order[rows], at, axis=1)  # (b, K): the window's positions in order
+            inside = np.arange(K)[None, :] < width[:, None]
+            bi = np.arange(b)[:, None]
+            marg = _marginals(lang, tokens[rows], masked[rows])[bi, win]  # the draft pass: (b, K, V)
+            y = inverse_cdf_vec(marg, rng.random((b, K)))
+            # the verify pass: canvas m observes the window's drafts before m, q(x_{win m} | x_S, y_<m); canvas 0
+            # is the draft's own canvas (its conditional is the draft law), so canvases 1 .. K-1 are computed
+            vt = np.repeat(tokens[rows][:, None], K - 1, axis=1)
+            vm = np.repeat(masked[rows][:, None], K - 1, axis=1)
+            for mm in range(K - 1):  # draft mm is observed in the canvases m > mm
+                later = np.arange(mm, K - 1)[None, :]
+                vt[bi, later, win[:, mm:mm + 1]] = y[:, mm:mm + 1]
+                vm[bi, later, win[:, mm:mm + 1]] = False
+            cond = np.empty_like(marg)
+            cond[:, 0] = marg[:, 0]
+            if K > 1:
+                fresh = _marginals(lang, vt.reshape(b * (K - 1), length), vm.reshape(b * (K - 1), length))
+                cond[:, 1:] = fresh.reshape(b, K - 1, length, -1)[bi, np.arange(K - 1)[None, :], win[:, 1:]]
+            ratio = _take(cond, y) / _take(marg, y)
+            r = _first_false((rng.random(ratio.shape) < ratio) | ~inside)
+            rejected = r < width
+            count = np.where(rejected, r + 1, width)
+            if np.any(rejected):
+                j = np.flatnonzero(rejected)
+                y[j, r[j]] = inverse_cdf_vec(np.maximum(cond[j, r[j]] - marg[j, r[j]], 0.0), rng.random(j.size))
+            commit = np.arange(K)[None, :] < count[:, None]
+            ci, cm = np.nonzero(commit)
+            tokens[rows[ci], win[ci, cm]] = y[ci, cm]
+            masked[rows[ci], win[ci, cm]] = False
+            pos[rows] += count
+            rounds[rows] += np.where(width == 1, 1, 2)
+            rows = rows[pos[rows] < length]
+        return LosslessSample(tokens, rounds, rounds.copy())
 
     def _round(self, oracle, f, width, rng):
         K = int(width.max())
@@ -287,29 +359,156 @@ class Autospec:
         return LosslessSample(z, rounds, calls)
 
 
+#: Most value assignments ``V^B`` of one step's candidates a block base enumerates (its step law).
+MAX_STEP_DRAWS = 1 << 12
+
+
+class BlockChain:
+    """A block decoder of the registry (``llada``, ``fast-dllm``, ...) as a Markov chain on states, one
+    step a network call: the base sampler Spiffy keeps the law of.
+
+    A state is ``(codes, block, step)``: ``codes`` the canvas as a tuple (``V`` = masked), the current
+    block and the step within it, advanced as the decoder's own sampler advances them (its block
+    cursor: a block ends after its fixed steps, or, for a rule that stops there, when it has no
+    masked position). :meth:`law` is the step's law given the canvas's marginals, by enumerating the
+    ``V^m`` draws of the ``m`` candidates and the rule's selection through ``select_rows`` (random
+    scores: a uniform subset of the rule's count; Dream's random selection: its ``selection_law``).
+    """
+
+    def __init__(self, decoder, length: int, vocab_size: int):
+        self.decoder, self.L, self.V = decoder, int(length), int(vocab_size)
+        self.B = decoder.block_of(self.L)
+        self.fixed = decoder.fixed_steps(self.L)
+        self.prio = decoder.priority(self.L)
+        self.n_blocks = self.L // self.B
+        if self.V ** self.B > MAX_STEP_DRAWS:
+            raise LosslessError(f"spiffy over {decoder.name} enumerates the V^B = {self.V}^{self.B} draws of a step, "
+                                f"beyond {MAX_STEP_DRAWS}: use a smaller block length")
+
+    def start(self) -> tuple:
+        return ((self.V,) * self.L, 0, 0)
+
+    def done(self, state: tuple) -> bool:
+        return state[1] >= self.n_blocks
+
+    def canvas(self, state: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """``(tokens, masked)`` of a state's canvas (masked tokens 0)."""
+        codes = np.array(state[0], dtype=np.int64)
+        masked = codes == self.V
+        return np.where(masked, 0, codes), masked
+
+    def _advance(self, codes: tuple, block: int, step: int) -> tuple:
+        step += 1
+        cols = range(block * self.B, (block + 1) * self.B)
+        if (self.fixed is not None and step >= self.fixed.size) or (
+                self.decoder.stops_when_empty and all(codes[j] != self.V for j in cols)):
+            block, step = block + 1, 0
+        return (codes, block, step)
+
+    def law(self, state: tuple, marg: np.ndarray) -> dict:
+        """``{next state: probability}`` of one step from ``state`` given the marginals ``marg`` ``(L, V)``
+        of every masked position (the other rows are not read)."""
+        from numerics.sampling.block_decoder import StepRows, step_rows
+
+        codes, block, step = state
+        d, V = self.decoder, self.V
+        cand = np.array([j for j in range(block * self.B, (block + 1) * self.B) if codes[j] == V], dtype=np.int64)
+        m = cand.size
+        if m == 0:
+            return {self._advance(codes, block, step): 1.0}
+        rows = step_rows(marg[cand], d.temperature)
+        grid = np.indices((V,) * m).reshape(m, -1).T
+        w = np.prod(rows.draw_law[np.arange(m)[None, :], grid], axis=1)
+        grid, w = grid[w > 0], w[w > 0]
+        prio = self.prio[cand]
+        if d.random_selection:
+            choices = [d.selection_law(rows, y, prio, step, self.fixed) for y in grid]
+        else:
+            many = StepRows(*(np.broadcast_to(a, (grid.shape[0],) + a.shape) for a in rows))
+            u = np.zeros(grid.shape) if d.random_scores else None  # random scores: only the count is read here
+            chosen = d.select_rows(many, grid, u, prio, np.ones(grid.shape, dtype=bool), np.full(grid.shape[0], step),
+                                   self.fixed)
+            if d.random_scores:  # a uniformly random subset of the rule's count
+                subsets = [np.array(c, dtype=np.int64) for c in itertools.combinations(range(m), int(chosen[0].sum()))]
+                choices = [[(D, 1.0 / len(subsets)) for D in subsets]] * grid.shape[0]
+            else:
+                choices = [[(np.flatnonzero(c), 1.0)] for c in chosen]
+        out: dict = {}
+        for y, wy, ch in zip(grid, w, choices):
+            for D, wd in ch:
+                nxt = list(codes)
+                for i in D:
+                    nxt[cand[i]] = int(y[i])
+                key = self._advance(tuple(nxt), block, step)
+                out[key] = out.get(key, 0.0) + float(wy) * wd
+        return out
+
+
+def _draw(law: dict, rng: np.random.Generator):
+    """One key of ``law`` ``{key: weight}`` (weights need not sum to 1) by the engine's inverse CDF."""
+    keys = list(law)
+    return keys[int(inverse_cdf_vec(np.array([[law[k] for k in keys]]), np.array([rng.random()]))[0])]
+
+
 @dataclass(frozen=True)
 class Spiffy:
-    """Spiffy over a base sampler (module docstring): ``base`` (``random``), its ``schedule`` of ``N`` steps
-    and the draft length ``D`` (base steps drafted per round)."""
+    """Spiffy over a base sampler (module docstring): ``base`` (``random``, or a block decoder of the
+    registry, :data:`SPIFFY_BASES`, built by ``numerics.sampling.registry.spec(base).build`` with
+    ``base_options``), its ``schedule`` of ``N`` steps (``random``; the ``N`` of a base that takes
+    steps) and the draft length ``D`` (base steps drafted per round)."""
 
-    schedule: Schedule
+    schedule: Schedule | None = None
     draft_length: int = 4
     base: str = "random"
+    base_options: tuple = ()
     kind: ClassVar[str] = "lossless"
     name: ClassVar[str] = "spiffy"
 
     def __post_init__(self) -> None:
         if self.base not in SPIFFY_BASES:
             raise LosslessError(f"spiffy: unknown base sampler {self.base!r}; spiffy is lossless over {SPIFFY_BASES}")
+        if self.base == "random" and self.base_options:
+            raise LosslessError("spiffy: the random base sampler takes no options besides its steps N and schedule")
+
+    @functools.cached_property
+    def base_sampler(self):
+        """The base decoder (``None`` for ``random``), built by the registry; a bad option is a LosslessError."""
+        if self.base == "random":
+            return None
+        from numerics.sampling.registry import spec
+
+        s = spec(self.base)
+        takes_steps = bool({"steps", "schedule"} & s.needs)
+        if takes_steps and self.schedule is None:
+            raise LosslessError(f"spiffy needs the base sampler's steps N (-N): {self.base} takes steps")
+        if not takes_steps and self.schedule is not None:
+            raise LosslessError(f"spiffy: the base sampler {self.base} takes no steps N")
+        try:
+            return s.build(dict(self.base_options), steps=None if self.schedule is None else self.schedule.n_steps,
+                           schedule=self.schedule, tie_seed=0)
+        except ValueError as e:
+            raise LosslessError(f"spiffy: base sampler {self.base}: {e}") from None
 
     @property
     def label(self) -> str:
+        if self.base != "random":
+            return f"spiffy, base {self.base_sampler.label}, D={self.draft_length}"
         return f"spiffy, base {self.base} {self.schedule.name} N={self.schedule.n_steps}, D={self.draft_length}"
 
     def check_length(self, length: int) -> None:
-        _check_width(self.draft_length, self.schedule.n_steps, "spiffy (D against the base's N steps)")
         if int(length) != length or length < 1:
             raise LosslessError(f"spiffy: length must be a positive integer, got {length!r}")
+        if self.base != "random":
+            _check_width(self.draft_length, length, "spiffy (D against L)")
+            try:
+                self.base_sampler.blocks(length)
+                self.base_sampler.fixed_steps(length)
+            except ValueError as e:
+                raise LosslessError(f"spiffy: base sampler {self.base} at L = {length}: {e}") from None
+            return
+        if self.schedule is None:
+            raise LosslessError("spiffy needs the base sampler's steps N (-N)")
+        _check_width(self.draft_length, self.schedule.n_steps, "spiffy (D against the base's N steps)")
 
     def reveal_probs(self) -> np.ndarray:
         """``r_k``: the probability that a still-masked position is revealed at step ``k = 1..N``: ``(N,)``."""
@@ -318,9 +517,61 @@ class Spiffy:
             r = np.where(u[:-1] < 1.0, np.diff(u) / (1.0 - u[:-1]), 1.0)
         return np.clip(r, 0.0, 1.0)
 
+    def _sample_chain(self, lang, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        """Spiffy over a block base (:class:`BlockChain`): per round draft up to ``D`` base steps with the
+        current canvas's marginals, evaluate the drafted canvases in one batched pass, accept drafted
+        step ``j`` with ``min(1, P(s') / Q(s'))`` (the step's law with fresh over stale marginals), at the
+        first rejection draw the step from ``(P - Q)_+`` (enumerated exactly) and evaluate that canvas."""
+        chain = BlockChain(self.base_sampler, length, lang.vocab_size)
+        seen: dict = {}  # canvas -> its marginals, and (state, canvas) -> step law: the same numbers, once
+
+        def evaluate(states):  # a network pass (counted by the caller); a canvas seen before is not recomputed
+            new = list({s[0] for s in states if s[0] not in seen})
+            if new:
+                toks, masks = zip(*(chain.canvas((c, 0, 0)) for c in new))
+                seen.update(zip(new, _marginals(lang, np.array(toks), np.array(masks))))
+
+        def step_law(state, canvas):
+            key = (state, canvas)
+            if key not in seen:
+                seen[key] = chain.law(state, seen[canvas])
+            return seen[key]
+
+        rounds = np.ones(n, dtype=np.int64)  # the first pass: the all-masked canvas
+        calls = np.ones(n, dtype=np.int64)
+        out = np.empty((n, length), dtype=np.int64)
+        for b in range(n):
+            state = chain.start()
+            evaluate([state])
+            while not chain.done(state):
+                drafts, stale = [state], []
+                while len(stale) < self.draft_length and not chain.done(drafts[-1]):
+                    stale.append(step_law(drafts[-1], state[0]))
+                    drafts.append(_draw(stale[-1], rng))
+                todo = drafts[1:-1] + ([] if chain.done(drafts[-1]) else drafts[-1:])
+                if todo:
+                    evaluate(todo)  # one batched pass
+                    rounds[b] += 1
+                    calls[b] += len(todo)
+                state = drafts[-1]
+                for j in range(1, len(stale)):  # step 0 was drafted with its own (fresh) marginals
+                    P, Q, nxt = step_law(drafts[j], drafts[j][0]), stale[j], drafts[j + 1]
+                    if rng.random() < min(1.0, P.get(nxt, 0.0) / Q[nxt]):
+                        continue
+                    state = _draw({k: p - Q.get(k, 0.0) for k, p in P.items() if p > Q.get(k, 0.0)}, rng)
+                    if not chain.done(state):  # the redrawn canvas has not been evaluated: one more pass
+                        evaluate([state])
+                        rounds[b] += 1
+                        calls[b] += 1
+                    break
+            out[b] = np.array(state[0])
+        return LosslessSample(out, rounds, calls)
+
     def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
         self.check_length(length)
         lang = _kernel_hmm(language)
+        if self.base != "random":
+            return self._sample_chain(lang, length, n, rng)
         r = self.reveal_probs()
         N, D = r.size, self.draft_length
         rounds = np.ones(n, dtype=np.int64)  # the first pass: the all-masked canvas

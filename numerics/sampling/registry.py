@@ -52,8 +52,9 @@ import numpy as np
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
 from numerics.sampling.history_decoders import Credit, InfoGain, Klass, Prophet
-from numerics.sampling.lossless import SPIFFY_BASES, Assd, Autospec, LosslessError, SelfSpec, Spiffy
+from numerics.sampling.lossless import ASSD_ORDERS, SPIFFY_BASES, Assd, Autospec, LosslessError, SelfSpec, Spiffy
 from numerics.sampling.remdm import REMDM_VARIANTS, Remdm
+from numerics.sampling.revisers import Reviser
 from numerics.sampling.runtime_decoders import DREAM_ALGS, Dinfer, Dream, Dus
 from numerics.sampling.samplers import RandomOrder, Sampler
 from numerics.schedules import Schedule
@@ -65,6 +66,7 @@ __all__ = [
     "OPTIONS",
     "DecoderSpec",
     "LOSSLESS",
+    "REVISERS",
     "Knob",
     "Option",
     "Options",
@@ -73,6 +75,7 @@ __all__ = [
     "decoder_names",
     "lossless_spec",
     "option_takers",
+    "reviser_spec",
     "spec",
 ]
 
@@ -495,18 +498,20 @@ def option_takers(name: str) -> tuple[str, ...]:
 _DRAFT = Option("draft_length", int, "draft length k: positions (assd, self-spec) or base steps (spiffy) drafted "
                 "a round, 1..L (spiffy: 1..N)", default=4, low=1)
 _BASE = Option("base", str, "the base sampler spiffy is lossless over", default="random", choices=SPIFFY_BASES)
+_ORDER = Option("order", str, "assd's order of generation: random (a uniform permutation per sequence) or "
+                "left-to-right", default="random", choices=ASSD_ORDERS)
 
 #: The lossless decoders by command-line name (``mdm-theory lossless --decoder NAME``).
 LOSSLESS: dict[str, DecoderSpec] = {s.name: s for s in (
     DecoderSpec("assd", Assd, "lossless", "any-subset speculative decoding: draft k marginals, accept by the joint "
-                "density (min(1, q/p)), residual at the first rejection; output law q", (_DRAFT,), tie_seed=False),
+                "density (min(1, q/p)), residual at the first rejection; output law q", (_DRAFT, _ORDER), tie_seed=False),
     DecoderSpec("self-spec", SelfSpec, "lossless", "LinearSpec: draft k argmaxes, keep the prefix the causal argmax "
                 "agrees with; exactly greedy left-to-right", (_DRAFT,), tie_seed=False),
     DecoderSpec("autospec", Autospec, "lossless", "sequence-level self-speculation with shared uniforms: all "
                 "conditionals of the speculation at once, commit the agreeing prefix; output law q", tie_seed=False),
     DecoderSpec("spiffy", Spiffy, "lossless", "Spiffy: draft k base steps with stale marginals, verify in one batch, "
                 "speculative rejection per step; exactly the base sampler's law", (_DRAFT, _BASE),
-                frozenset({"schedule"}), tie_seed=False),
+                tie_seed=False),  # its base's steps N / schedule and options: validation.lossless.build_lossless
 )}
 
 
@@ -516,6 +521,44 @@ def lossless_spec(name: str) -> DecoderSpec:
         return LOSSLESS[name]
     except KeyError:
         raise LosslessError(f"unknown lossless decoder {name!r}; choose one of {tuple(LOSSLESS)}") from None
+
+
+# ----- the revising decoders (class C) -------------------------------------------------------------
+# A separate mapping for the reason LOSSLESS is one: a reviser changes revealed tokens, so no consumer of
+# DECODERS (the DP, sweep's tables, the report's families) can run it; numerics.metrics runs its exact
+# chain over canvases or Monte Carlo (kind "reviser", docs/methods/revisers.md). Only exact takes them.
+_UNIT = {"low": 0, "high": 1}
+_REVISER_THRESHOLD = Option("threshold", float, "reveal every masked position whose draw has confidence > TAU "
+                            "(llada21) or >= TAU (wino), at least the most confident one", **_UNIT)
+
+#: The revising decoders by command-line name (``mdm-theory exact --sampler NAME``).
+REVISERS: dict[str, DecoderSpec] = {s.name: s for s in (
+    DecoderSpec("llada21", Reviser, "reviser", "LLaDA2.1 joint threshold: reveal draws of confidence > tau, replace "
+                "revealed tokens whose leave-one-out draw differs with confidence > tau_edit, editing steps after a "
+                "full block (at most the cap)",
+                (_BLOCK, _TEMPERATURE, replace(_REVISER_THRESHOLD, default=0.9),
+                 Option("edit_threshold", float, "token-to-token: a revealed token whose leave-one-out draw differs "
+                        "with confidence > TAU_EDIT takes the draw", default=0.9, **_UNIT),
+                 Option("edit_cap", int, "editing steps after a block is full, stopping at one that changes nothing "
+                        "(0: no editing after the block)", default=16, low=0)),
+                fixed={"name": "llada21"}, tie_seed=False),
+    DecoderSpec("wino", Reviser, "reviser", "WINO wide in, narrow out: reveal draws of confidence >= tau, remask "
+                "revealed tokens whose leave-one-out probability is < the remask threshold",
+                (_BLOCK, _TEMPERATURE, replace(_REVISER_THRESHOLD, default=0.6),
+                 Option("remask_threshold", float, "narrow out: remask a revealed token whose leave-one-out "
+                        "probability is < TAU_REMASK", default=0.9, **_UNIT),
+                 Option("step_cap", int, "the engine's cap on steps per block: the last reveals every masked position "
+                        "[default: 2 B]", low=1)),
+                fixed={"name": "wino"}, tie_seed=False),
+)}
+
+
+def reviser_spec(name: str) -> DecoderSpec:
+    """The revising decoder called ``name``; an unknown name is a ``ValueError`` listing them."""
+    try:
+        return REVISERS[name]
+    except KeyError:
+        raise ValueError(f"unknown revising decoder {name!r}; choose one of {tuple(REVISERS)}") from None
 
 
 def build_sampler(name: str, options: Mapping[str, Any] | None = None, **kw: Any) -> Sampler:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class Reviser:
     remask_threshold: float = 0.9
     step_cap: int | None = None
     temperature: float = 1.0
+    kind: ClassVar[str] = "reviser"  # numerics.metrics.point_metrics's sampler kind
 
     def __post_init__(self) -> None:
         if self.name not in REVISERS:
@@ -100,6 +101,19 @@ class Reviser:
 
     def cap(self, length: int) -> int:
         return 2 * self.block(length) if self.step_cap is None else int(self.step_cap)
+
+    def parameters(self) -> dict:
+        """Every parameter this rule reads (``sampler``, ``block_length``, ``temperature`` and its own)."""
+        own = (("threshold", "edit_threshold", "edit_cap") if self.name == "llada21"
+               else ("threshold", "remask_threshold", "step_cap"))
+        return {"sampler": self.name, "block_length": self.block_length, "temperature": float(self.temperature),
+                **{k: getattr(self, k) for k in own}}
+
+    @property
+    def label(self) -> str:
+        """``llada21 (threshold=0.9, ...)``: the rule and its parameters (``None``: the default at ``L``)."""
+        params = ", ".join(f"{k}={v}" for k, v in self.parameters().items() if k != "sampler" and v is not None)
+        return f"{self.name} ({params})"
 
 
 class CanvasState(NamedTuple):

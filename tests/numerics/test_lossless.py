@@ -1,7 +1,8 @@
 """Lossless decoders (numerics.sampling.lossless) against their exact laws (numerics.exact.lossless).
 
-* exactness: the output law of assd and autospec is ``q`` (the brute-force table), that of spiffy the
-  base ``random`` sampler's exact law (numerics.exact.enumerate), that of self-spec the greedy
+* exactness: the output law of assd and autospec is ``q`` (the brute-force table), that of spiffy its
+  base sampler's exact law (``random``: numerics.exact.enumerate; a block decoder of the registry:
+  the decoders' DP, numerics.exact.decoders), that of self-spec the greedy
   left-to-right point mass, also as the engine's exact law of ``llada`` with one position a block at
   T = 0 (numerics.exact.decoders);
 * Monte Carlo: one chi-squared goodness of fit per decoder of the joint law of (output, rounds,
@@ -21,8 +22,10 @@ from numerics.exact.lossless import assd_law, autospec_law, self_spec_law, spiff
 from numerics.languages.hmm import HMM, NGram
 from numerics.languages.interval import IntervalLanguage
 from numerics.sampling.lossless import (
+    SPIFFY_BASES,
     Assd,
     Autospec,
+    BlockChain,
     LosslessError,
     SelfSpec,
     Spiffy,
@@ -56,11 +59,34 @@ LANGS = _languages()
 
 @pytest.mark.parametrize("name", list(LANGS))
 @pytest.mark.parametrize("k", [2, 3])
-def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k):
-    law = assd_law(LANGS[name], L, k)
+@pytest.mark.parametrize("order", ["random", "left-to-right"])
+def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k, order):
+    law = assd_law(LANGS[name], L, k, order)
     np.testing.assert_allclose(law.p, law.q, rtol=RTOL_EXACT, atol=ATOL_PROB)
     assert max(c for _, c in law.cost) <= L
     assert sum(law.cost.values()) == pytest.approx(1.0, rel=RTOL_EXACT)
+
+
+@pytest.mark.parametrize("name", ["hmm", "3gram-zeros", "interval-l2"])
+@pytest.mark.parametrize("order", ["random", "left-to-right"])
+def test_assd_expected_rounds_at_L_3_k_3_by_the_total_variation_formula(name, order):
+    """At L = k = 3 a round drafts the whole window: the first drafted token is always accepted, the second
+    with probability ``1 - TV(q(x_b | x_a), q(x_b))`` (``a, b`` the order's first two positions), and a
+    rejection there costs one more round of 1 call, else none: ``E[rounds] = 2 + E_{x_a} TV``, averaged over
+    the 3! orders for ``random``. Computed here from pair marginals of the joint table, not by the recursion."""
+    from itertools import permutations
+
+    from numerics.exact.joint_table import joint_table
+
+    q = joint_table(LANGS[name], 3)
+    orders = list(permutations(range(3))) if order == "random" else [(0, 1, 2)]
+    tv = 0.0
+    for a, b, _ in orders:
+        pair = np.moveaxis(q, (a, b), (0, 1)).sum(axis=2)  # q(x_a, x_b)
+        tv += 0.5 * np.abs(pair - np.outer(pair.sum(axis=1), pair.sum(axis=0))).sum() / len(orders)
+    law = assd_law(LANGS[name], 3, 3, order)
+    assert law.expected("rounds") == pytest.approx(2.0 + tv, rel=RTOL_EXACT)
+    assert law.expected("calls") == law.expected("rounds")
 
 
 @pytest.mark.parametrize("name", list(LANGS))
@@ -97,6 +123,48 @@ def test_spiffy_output_law_is_its_base_samplers(name, D):
         assert law.cost == pytest.approx({(3, 3): 1.0})
 
 
+#: Spiffy's block bases on a tiny case: (registry name, options, steps N or None).
+BLOCK_BASES = [
+    ("llada", (("block_length", 2),), 2),  # low-confidence at T = 1: the revealed set depends on the draws
+    ("llada", (("remasking", "random"),), 2),  # random scores: a uniform subset
+    ("fast-dllm", (("threshold", 0.6),), None),  # a random number of steps
+    ("eb", (("gamma", 0.5),), None),
+    ("llada2", (("block_length", 2),), 4),
+    ("dream", (), 3),  # origin: Dream's own selection law
+    ("dus", (("block_length", 4),), None),
+    ("sdar", (), 2),
+    ("dinfer", (("block_length", 4),), None),
+]
+
+
+@pytest.mark.parametrize("base, options, N", BLOCK_BASES, ids=[f"{b}-{dict(o)}" for b, o, _ in BLOCK_BASES])
+def test_spiffy_over_a_block_decoder_keeps_its_exact_law(base, options, N):
+    """Spiffy's output law (its every draft, accept and residual enumerated from the joint table) is the
+    base decoder's law as the engine's DP computes it (numerics.exact.decoders), at D = 2 and 3."""
+    from numerics.exact.decoders import decoder_exact
+
+    lang = LANGS["3gram-zeros"]
+    for D in (2, 3):
+        dec = Spiffy(None if N is None else make_schedule("linear", N), D, base, options)
+        law = spiffy_law(lang, L, dec)
+        np.testing.assert_allclose(law.p, decoder_exact(lang, L, dec.base_sampler).law.p, rtol=RTOL_EXACT,
+                                   atol=ATOL_PROB)
+        assert sum(law.cost.values()) == pytest.approx(1.0, rel=RTOL_EXACT)
+
+
+def test_spiffy_bases_are_the_registrys_random_and_block_decoders():
+    from numerics.sampling.block_decoder import BlockDecoder
+    from numerics.sampling.history_decoders import HistoryDecoder
+    from numerics.sampling.registry import DECODERS
+    from numerics.sampling.remdm import Remdm
+
+    assert SPIFFY_BASES[0] == "random"
+    for name in SPIFFY_BASES[1:]:
+        cls = DECODERS[name].cls
+        assert issubclass(cls, BlockDecoder) and not issubclass(cls, (Remdm, HistoryDecoder)), name
+    assert {b for b, _, _ in BLOCK_BASES} == set(SPIFFY_BASES[1:])  # each base tested above
+
+
 def _joint_counts(run, law):
     keys = list(law.joint)
     index = {k: i for i, k in enumerate(keys)}
@@ -109,7 +177,8 @@ def _joint_counts(run, law):
 
 
 @pytest.mark.parametrize("decoder, law_of", [
-    (Assd(2), lambda lang: assd_law(lang, L, 2)),
+    (Assd(3), lambda lang: assd_law(lang, L, 3)),  # the random order (the default)
+    (Assd(2, "left-to-right"), lambda lang: assd_law(lang, L, 2, "left-to-right")),
     (Autospec(), lambda lang: autospec_law(lang, L)),
 ])
 def test_monte_carlo_fits_the_exact_joint_law_of_output_rounds_and_calls(decoder, law_of):
@@ -122,6 +191,12 @@ def test_spiffy_monte_carlo_fits_its_exact_joint_law():
     lang, dec = LANGS["hmm"], Spiffy(make_schedule("linear", 3), 2)
     run = dec.sample(lang, 3, 1500, np.random.default_rng(12))
     assert_gof(*_joint_counts(run, spiffy_law(lang, 3, dec)), what=dec.label)
+
+
+def test_spiffy_over_fast_dllm_monte_carlo_fits_its_exact_joint_law():
+    lang, dec = LANGS["3gram-zeros"], Spiffy(None, 2, "fast-dllm", (("threshold", 0.6),))
+    run = dec.sample(lang, L, 1000, np.random.default_rng(13))
+    assert_gof(*_joint_counts(run, spiffy_law(lang, L, dec)), what=dec.label)
 
 
 def test_vectorized_inverse_cdf_is_the_engines():
@@ -137,8 +212,15 @@ def test_vectorized_inverse_cdf_is_the_engines():
 
 @pytest.mark.parametrize("make, words", [
     (lambda: Assd(0).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 0"),
+    (lambda: Assd(2, "right-to-left"), "assd: unknown order 'right-to-left'"),
     (lambda: SelfSpec(L + 1).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 5"),
-    (lambda: Spiffy(make_schedule("linear", 3), 2, base="llada"), "unknown base sampler 'llada'"),
+    (lambda: Spiffy(make_schedule("linear", 3), 2, base="nope"), "unknown base sampler 'nope'"),
+    (lambda: Spiffy(None, 2, base="llada").base_sampler, "spiffy needs the base sampler's steps N"),
+    (lambda: Spiffy(make_schedule("linear", 3), 2, base="fast-dllm").base_sampler, "fast-dllm takes no steps N"),
+    (lambda: Spiffy(None, 2, base="fast-dllm", base_options=(("gamma", 1.0),)).base_sampler,
+     "base sampler fast-dllm: the fast-dllm decoder does not take gamma"),
+    (lambda: BlockChain(Spiffy(None, 2, "eb", (("block_length", 16), ("gamma", 1.0))).base_sampler, 16, 2),
+     "V\\^B = 2\\^16 draws of a step, beyond 4096"),
     (lambda: Spiffy(make_schedule("linear", 3), 4).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)),
      "draft length 4"),
 ])

@@ -14,6 +14,7 @@ from numerics.exact.floors import MARGINAL, DecoderClass, class_floor, expected_
 from numerics.exact.joint_table import joint_table, masked_marginal_table
 from numerics.exact.revisers import reviser_exact
 from numerics.languages.hmm import NGram
+from numerics.languages.presets import load_language
 from numerics.sampling.revisers import Reviser, sample_reviser
 from tests.gof import assert_gof, law_bins
 from tests.tolerances import ATOL_PROB, RTOL_EXACT
@@ -111,3 +112,45 @@ def test_finding_revisers_and_the_monotone_floor():
 def test_bad_parameters_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Reviser(**kwargs)
+
+
+PRESET_CASES = [  # (language, L, reviser, exact SER, exact E[calls], monotone floor at floor(E[calls]) calls)
+    ("2gram-pruned", 3, Reviser("llada21", threshold=0.0, edit_threshold=0.5, edit_cap=1), 0.124944, 2.0, 0.0),
+    ("2gram-pruned", 3, Reviser("llada21", threshold=0.9, edit_threshold=0.9, edit_cap=16), 5.43256e-08, 4.00653, 0.0),
+    ("2gram-pruned", 3, Reviser("wino", threshold=0.6, remask_threshold=0.9), 0.0772572, 6.0, 0.0),
+    ("interval-l3", 3, Reviser("llada21", threshold=0.0, edit_threshold=0.5, edit_cap=1), 0.5, 2.0, 0.5),
+    ("interval-l3", 3, Reviser("wino", threshold=0.3, remask_threshold=0.5), 0.125, 4.25, 0.0),
+    ("interval-l3", 6, Reviser("llada21", block_length=3, threshold=0.0, edit_threshold=0.5, edit_cap=1), 0.75, 4.0,
+     0.0),
+]
+
+
+@pytest.mark.parametrize(("name", "length", "rv", "ser", "calls", "floor"), PRESET_CASES,
+                         ids=[f"{c[0]}-{c[2].name}-{c[2].threshold}" for c in PRESET_CASES])
+def test_finding_presets_stay_above_the_monotone_floor(name, length, rv, ser, calls, floor):
+    """FINDING (the tiny preset cases, exact): no reviser setting tried goes below the monotone optimal
+    decoder's SER floor (the marginal class of numerics.exact.optimal_decoder) at no more calls. The floor used
+    is the exact minimum SER over monotone decoders with at most ``floor(E[calls])`` calls (``class_floor`` at
+    that budget): a monotone decoder reaching it never makes more calls than the reviser's mean, so a reviser
+    at or above it is not below the floor at equal expected calls. Numbers (exact SER at E[calls]; floor at
+    floor(E[calls]) calls):
+
+    * 2gram-pruned, L = 3: llada21 tau 0, tau_edit 0.5, cap 1: 0.124944 at exactly 2 calls (floor 0; without
+      the edit, one call: 0.237017, the floor at 1 call); llada21 0.9 / 0.9 / cap 16: 5.43e-8 at 4.00653
+      (floor 0; its no-edit twin: SER 0 at 3 calls); wino 0.6 / 0.9: 0.0772572 at 6 calls, every run at the
+      engine's step cap 2B (floor 0);
+    * interval-l3, L = 3: llada21 tau 0, tau_edit 0.5, cap 1: 0.5 at exactly 2 calls, *equal* to the floor
+      (0.5 at 2 calls; one call: 0.875, the floor at 1 call; the draw-then-select floor at 2 calls is 0.0625);
+      wino 0.3 / 0.5: 0.125 at 4.25 calls (floor 0);
+    * interval-l3, L = 6, blocks of 3: llada21 tau 0, tau_edit 0.5, cap 1: 0.75 at exactly 4 calls (floor 0;
+      without the edits, 2 calls: 0.984375, against 0.75 for the best monotone decoder with at most 2 calls).
+
+    On the hand-made 2-gram above (test_finding_revisers_and_the_monotone_floor) revisers do go below the
+    marginal floor, but through draw-then-select selection, not revision."""
+    lang = load_language(name)
+    r = reviser_exact(rv, lang, length)
+    assert r.ser == pytest.approx(ser, rel=1e-5, abs=ATOL_PROB) and r.expected_calls.value == pytest.approx(calls, rel=1e-5)
+    budget = min(int(np.floor(r.expected_calls.value * (1 + RTOL_EXACT))), length)  # E[calls] 2 by a sum: 2
+    monotone = class_floor(lang, length, budget, MARGINAL, "ser").value
+    assert monotone == pytest.approx(floor, abs=ATOL_PROB)
+    assert r.ser >= monotone - ATOL_PROB  # not below the floor at equal expected calls

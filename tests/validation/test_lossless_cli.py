@@ -55,3 +55,36 @@ def test_steps_needed_reports_the_lossless_points_beside_the_answer():
 def test_bench_lossless_measures_random_and_each_decoder_in_one_run():
     out = _run(["bench", "lossless", "-L", "16", "--samples", "8", "-N", "4", "--decoders", "assd"])
     assert set(out["seconds"]) == {"random", "assd"} and out["target_ratio"] == 5.0
+
+
+def test_the_python_steps_needed_reports_the_lossless_points_as_the_cli_does():
+    """``validation.api.steps_needed(..., lossless=...)``: the command line's option, name and defaults
+    (samples, seed): the same rows, number for number, as ``steps-needed --lossless``."""
+    from validation.api import steps_needed
+
+    args = ["steps-needed", "--language", "interval", "-L", "10", "--metric", "ser", "--target", "0.1",
+            "--samples", "20"]
+    cli = _run([*args, "--lossless", "assd,autospec"])
+    found = steps_needed("interval", 10, "ser", 0.1, samples=20, lossless="assd,autospec")
+    assert found.n_steps == cli["n_steps"]
+    assert [r.family for r in found.lossless] == [r["decoder"] for r in cli["lossless"]]
+    assert [r.calls.value for r in found.lossless] == [r["calls"]["value"] for r in cli["lossless"]]
+    assert all(r.metric.value == 0.0 and r.status == "meets" for r in found.lossless)
+    assert steps_needed("interval", 10, "ser", 0.1, samples=20).lossless == ()  # the default: none
+
+
+@pytest.mark.parametrize("lossless, words", [("assd,nope", "unknown lossless decoder 'nope'"),
+                                             (["spiffy"], "spiffy's output law is its base sampler's")])
+def test_the_python_steps_needed_refuses_a_bad_lossless_name_before_searching(lossless, words, monkeypatch):
+    import validation.steps_needed as sn
+
+    monkeypatch.setattr(sn, "_search", lambda *a, **k: pytest.fail("searched before refusing"))
+    with pytest.raises(ValueError, match=words):
+        sn.steps_needed("interval", 10, "ser", 0.1, lossless=lossless)
+
+
+def test_spiffy_over_llada_exact_on_the_command_line_is_its_base():
+    out = _run(["lossless", "--language", "2gram-pruned", "-L", "3", "--decoder", "spiffy", "--base", "llada",
+                "-N", "3", "-k", "2", "--method", "exact"])
+    assert out["max_abs_p_minus_base"] < 1e-15 and out["max_abs_p_minus_q"] > 1e-3  # its base's law, not q
+    assert sum(c["probability"] for c in out["cost_law"]) == pytest.approx(1.0, rel=1e-12)

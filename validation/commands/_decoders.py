@@ -55,15 +55,22 @@ def check_decoder_method(sampler: str, method: str) -> None:
         raise click.UsageError(f"--method {method}: a decoder is computed by one of {', '.join(DECODER_METHODS)}")
 
 
-def _help(o: Option) -> str:
-    """Which samplers take the option and what it does for each (grouped where they say the same)."""
+def _help(o: Option, revisers: bool = False) -> str:
+    """Which samplers take the option and what it does for each (grouped where they say the same);
+    ``revisers``: also the revising decoders that take it (``exact``)."""
     said: dict[str, list[str]] = {}
     for n in option_takers(o.name):
         mine = DECODERS[n].option(o.name)
         default = f" [default: {mine.default}]" if mine.default is not None else ""
         said.setdefault(mine.help + default, []).append(n)
     limits = "" if o.choices or o.range_text() == "any" else f" Range {o.range_text()}."
-    return "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items()) + "." + limits
+    text = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items()) + "." + limits
+    if revisers:
+        from validation.commands._revisers import reviser_help
+
+        more = reviser_help(o.name)
+        text += f" {more}." if more else ""
+    return text
 
 
 def parse_values(o: Option, text: str | None) -> tuple:
@@ -84,18 +91,19 @@ def parse_values(o: Option, text: str | None) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
-def _click_option(o: Option, lists: bool):
+def _click_option(o: Option, lists: bool, revisers: bool = False):
     if lists:
         return click.option(o.flag, o.name, type=str, default=None, help=_help(o) + " A comma list sweeps it.")
     kind = click.Choice(list(o.choices)) if o.choices else o.type
-    return click.option(o.flag, o.name, type=kind, default=None, help=_help(o))
+    return click.option(o.flag, o.name, type=kind, default=None, help=_help(o, revisers))
 
 
-def decoder_options(f=None, *, lists: bool = False):
+def decoder_options(f=None, *, lists: bool = False, revisers: bool = False):
     """Add the registry's decoder options to a click command; it receives ``decoder_opts``
-    (:class:`DecoderOptions`), or with ``lists`` ``decoder_grid`` (every combination of the comma lists)."""
+    (:class:`DecoderOptions`), or with ``lists`` ``decoder_grid`` (every combination of the comma lists);
+    ``revisers``: the help also says what the revising decoders do with an option (``exact``)."""
     if f is None:
-        return functools.partial(decoder_options, lists=lists)
+        return functools.partial(decoder_options, lists=lists, revisers=revisers)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
@@ -109,5 +117,5 @@ def decoder_options(f=None, *, lists: bool = False):
         return f(*args, **kwargs)
 
     for name in reversed(DECODER_FIELDS):
-        wrapper = _click_option(OPTIONS[name], lists)(wrapper)
+        wrapper = _click_option(OPTIONS[name], lists, revisers)(wrapper)
     return wrapper

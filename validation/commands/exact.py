@@ -19,6 +19,13 @@ import click
 from numerics.sampling.registry import DECODERS
 from validation.commands._common import AliasOption, emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method, decoder_options, parse_values
+from validation.commands._revisers import (
+    REVISER_NAMES,
+    check_reviser_options,
+    reviser_options,
+    reviser_point,
+    reviser_summaries,
+)
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.guards import check_increasing, check_same_vocabulary, check_steps_list
 
@@ -85,11 +92,12 @@ _batch = click.option("--batch-size", type=int, default=1, show_default=True,
                       help="Sequences per sampler batch (ddpm_cache NFE is per batch).")
 
 
-def _sampler_options(f, decoders: bool = False, lists: bool = False):
+def _sampler_options(f, decoders: bool = False, lists: bool = False, revisers: bool = False, extra: tuple = ()):
     """``--sampler`` (the registry's names, :data:`numerics.sampling.registry.DECODERS`), ``--gamma``,
     ``--confidence``, ``--tie-seed`` (the tie seed serves the adaptive rules and the decoders);
     ``decoders``: the ``--sampler`` choices include the decoders (the command then takes
-    :func:`decoder_options`); ``lists``: ``--gamma`` takes a comma list (``sweep``), handed on as a tuple."""
+    :func:`decoder_options`); ``lists``: ``--gamma`` takes a comma list (``sweep``), handed on as a tuple; ``extra``: ``(name, help)`` of more ``--sampler`` choices outside the
+    registry."""
     from numerics.sampling.registry import DECODERS, OPTIONS
 
     confidence_help = "Confidence of topk/threshold (entropy-sum orders by entropy)."
@@ -111,12 +119,40 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
     f = click.option("--tie-seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the tie priority of the adaptive rules and decoders (positions of equal "
                           "confidence or score are revealed in a random order fixed by it); reported as tie_seed.")(f)
-    names = [n for n, s in DECODERS.items() if decoders or s.kind != "decoder"]
+    names = [n for n, s in DECODERS.items() if decoders or s.kind != "decoder"] + [n for n, _ in extra]
     more = ("; " + "; ".join(f"{n}: {DECODERS[n].summary}" for n in DECODER_NAMES)
             + " (docs/methods/decoders.md)") if decoders else ""
+    more += "".join(f"; {n}: {text}" for n, text in extra)
+    if revisers:  # exact alone runs the revising decoders (validation.commands._revisers)
+        names += list(REVISER_NAMES)
+        more += f"; {reviser_summaries()} (docs/methods/revisers.md)"
     return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
                         help="random: i.i.d. schedule; topk: k_t from the schedule; threshold / entropy-sum: "
                              f"adaptive with --gamma (steps ignored){more}.")(f)
+
+
+def _gemma_options(f):
+    """The options of ``--sampler gemma-renoise`` (:class:`numerics.sampling.gemma.Renoise`), handed to the
+    command as one dict ``gemma`` of those given."""
+    specs = [("--committed", click.Choice(["yes", "no"]), "gemma-renoise (required with it): keep accepted "
+              "positions fixed (yes, diffusers) or reselect from scratch each call (no, SGLang)."),
+             ("--t-max", float, "gemma-renoise: temperature of the first call [default: 0.8]."),
+             ("--t-min", float, "gemma-renoise: end of the temperature ramp, 0 < t-min <= t-max [default: 0.4]."),
+             ("--halt-entropy", float, "gemma-renoise: stop when the mean entropy is below this (nats) and the "
+              "argmax is unchanged [default: 0.005]."),
+             ("--oracle-alpha", float, "gemma-renoise: the oracle reads the canvas at level alpha k / L, k the "
+              "positions that kept a draw; in [0, 1) [default: 0.99].")]
+    names = [flag[2:].replace("-", "_") for flag, _, _ in specs]
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        raw = {k: kwargs.pop(k) for k in names}
+        kwargs["gemma"] = {k: v for k, v in raw.items() if v is not None}
+        return f(*args, **kwargs)
+
+    for flag, typ, text in reversed(specs):
+        wrapper = click.option(flag, type=typ, default=None, help=text)(wrapper)
+    return wrapper
 
 
 @click.command("exact")
@@ -131,27 +167,51 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False):
 @_samples
 @_seed
 @_batch
-@functools.partial(_sampler_options, decoders=True)
-@decoder_options
+@functools.partial(_sampler_options, decoders=True, revisers=True,
+                   extra=(("gemma-renoise", "DiffusionGemma's renoise sampler (--noise uniform; --gamma is its "
+                                            "entropy bound)"),))
+@decoder_options(revisers=True)
+@reviser_options(also={"step_cap": "gemma-renoise: calls at most, >= 1 [default: 48]."})
 @click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
               help="mask: masked (absorbing) diffusion; uniform: uniform-noise diffusion, the factorized reverse "
-                   "process with the oracle (--sampler random only; docs/methods/uniform-noise.md).")
+                   "process with the oracle (--sampler random) or DiffusionGemma's renoise sampler (--sampler "
+                   "gemma-renoise); docs/methods/uniform-noise.md.")
+@_gemma_options
 @progress_option
 @json_option
 def exact_command(language, ser_language, length, steps, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_opts, noise, progress, as_json):
+                  confidence, tie_seed, decoder_opts, reviser_opts, noise, gemma, progress, as_json):
     """KL, Jensen bound, TER, SER, generative perplexity and NFE of the oracle sampler (random order,
-    an adaptive rule, or a decoder: llada, fast-dllm, eb, remdm).
+    an adaptive rule, a decoder: llada, fast-dllm, eb, remdm, ..., or a revising decoder: llada21, wino).
 
     For each of kl, kl_jensen_bound, kl_chain_rule, log_ter_gap, ter, ter_data, ser,
     ser_kl_certificate, gen_ppl, gen_ppl_data, nfe, nfe_realized, reverse_kl, tv, calls: an
     estimate {value, stderr, ci_low, ci_high, confidence, method, samples, exact}
     (docs/schema.md); value null with a null_reason when it is not a finite number or the method
     cannot give it. An exact KL of round-off size below 0, and an exact TV of round-off size, are
-    reported as 0. A decoder's row also carries sampler_parameters (every parameter).
+    reported as 0. A decoder's row also carries sampler_parameters (every parameter); a revising
+    decoder's also calls_law (P(calls = t), t = 0, 1, ...: exact, or the Monte Carlo shares).
     """
     from validation.sweep import PointConfig, evaluate_point
 
+    if sampler == "gemma-renoise" or gemma:
+        if "step_cap" in reviser_opts:  # --step-cap is one flag: the revisers' and gemma-renoise's cap on calls
+            gemma = {**gemma, "step_cap": reviser_opts.pop("step_cap")}
+        if reviser_opts:
+            raise click.UsageError(f"{', '.join(sorted(reviser_opts))}: options of the revising decoders, not of "
+                                   "gemma-renoise")
+        _gemma_point(language, ser_language, length, steps, method, samples, seed, sampler, gamma, decoder_opts, noise,
+                     gemma, as_json)
+        return
+    if sampler in REVISER_NAMES or reviser_opts:
+        options = check_reviser_options(sampler, dict(decoder_opts), reviser_opts, gamma)
+        if noise == "uniform":
+            raise click.UsageError(f"--noise uniform supports --sampler random only, not {sampler!r}")
+        if show_progress(progress):
+            click.echo(f"computing {sampler} on {language} L={length} ({method}) ...", err=True)
+        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed)
+        emit(result, as_json, _human_point(result) + "\n" + _calls_law_text(result["calls_law"], result["method"]))
+        return
     if noise == "uniform":
         if gamma is not None or decoder_opts.given():
             raise click.UsageError("--noise uniform takes no --gamma or decoder option (its sampler is the "
@@ -209,6 +269,84 @@ def _uniform_point(language, ser_language, length, steps, schedule, method, samp
     emit(result, as_json, _human_point(result))
 
 
+def _gemma_point(language, ser_language, length, steps, method, samples, seed, sampler, gamma, decoder_opts, noise,
+                 opts, as_json) -> None:
+    """``exact --noise uniform --sampler gemma-renoise``: the exact chain (``auto``: when its states fit) or Monte
+    Carlo."""
+    import math
+
+    import numpy as np
+
+    from numerics.estimate import Estimate, clopper_pearson, mean_estimate
+    from numerics.exact.gemma import MAX_CANVASES, ChainTooLarge, renoise_exact
+    from numerics.exact.joint_table import joint_table
+    from numerics.inference import log_q
+    from numerics.languages.presets import load_language
+    from numerics.sampling import montecarlo as mc
+    from numerics.sampling.gemma import Renoise, sample_renoise
+
+    if sampler != "gemma-renoise" or noise != "uniform" or "committed" not in opts:
+        raise click.UsageError("--sampler gemma-renoise needs --noise uniform and --committed yes|no; --committed, "
+                               "--step-cap, --t-max, --t-min, --halt-entropy and --oracle-alpha are for it only")
+    if decoder_opts.given() or steps is not None:
+        raise click.UsageError("--sampler gemma-renoise takes no -N or decoder option (its halting rule and "
+                               "--step-cap decide the calls; --gamma is its entropy bound)")
+    if method not in ("auto", "enumerate", "mc"):
+        raise click.UsageError(f"--sampler gemma-renoise supports --method auto, enumerate, mc, not {method!r}")
+    if length < 1 or samples < 2:
+        raise click.UsageError("--sampler gemma-renoise needs -L >= 1 and --samples >= 2")
+    fields = {"step_cap": "step_cap", "t_max": "t_max", "t_min": "t_min", "halt_entropy": "halt_entropy",
+              "oracle_alpha": "alpha"}
+    try:
+        rn = Renoise(opts["committed"] == "yes", **({} if gamma is None else {"entropy_bound": gamma}),
+                     **{fields[k]: v for k, v in opts.items() if k != "committed"})
+        lang = load_language(language)
+        ser_lang = lang if ser_language is None else load_language(ser_language)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    check_same_vocabulary([(language, ser_language)], "--ser-language")
+    fits = lang.vocab_size ** length <= MAX_CANVASES
+    if method == "enumerate" and not fits:
+        raise click.UsageError(f"--method enumerate with gemma-renoise needs V^L <= {MAX_CANVASES}, got "
+                               f"{lang.vocab_size}^{length}")
+    started = time.perf_counter()
+    ex = None
+    if method == "enumerate" or (method == "auto" and fits):
+        try:
+            ex = renoise_exact(rn, lang, length)
+        except ChainTooLarge as exc:  # auto: too many states, Monte Carlo instead
+            if method == "enumerate":
+                raise click.UsageError(str(exc)) from None
+    method = "enumerate" if ex is not None else "mc"
+    out: dict = {"inputs": {"language": language, "ser_language": ser_language, "length": length, "noise": "uniform"},
+                 "sampler_name": rn.name, "sampler_parameters": dict(vars(rn)), "method": method}
+    if ex is not None:
+        m = ex.metrics
+        out["ser"] = Estimate(float(ex.law.p[joint_table(ser_lang, length) == 0].sum()), 0.0, "canvas-chain")
+        out["kl"] = m.kl if m is not None else Estimate(math.inf, 0.0, "canvas-chain")
+        if m is not None:
+            out.update(ter=m.ter, gen_ppl=m.gen_ppl)
+        out["calls"] = ex.expected_calls
+        out["capped"] = Estimate(ex.capped, 0.0, "canvas-chain")
+        out["calls_law"] = [float(c) for c in ex.calls]
+    else:
+        from numerics.machine import check_memory
+
+        check_memory(8.0 * 6 * samples * length * lang.vocab_size, f"gemma-renoise ({samples} samples, L = {length})",
+                     "use fewer --samples or a smaller -L")
+        s = sample_renoise(rn, lang, samples, length, np.random.default_rng([seed, length]))
+        out["ser"] = mc.ser_from_loglik(log_q(ser_lang, s.tokens))
+        out["gen_ppl"] = mc.gen_ppl_from_loglik(log_q(lang, s.tokens), length)
+        out["calls"] = mean_estimate(s.calls, "mc")
+        k = int(s.capped.sum())
+        share = k / samples
+        out["capped"] = Estimate(share, math.sqrt(share * (1 - share) / samples), "mc (Clopper-Pearson)", samples,
+                                 *clopper_pearson(k, samples))
+        out["calls_law"] = [float(c) for c in np.bincount(s.calls, minlength=rn.step_cap + 1) / samples]
+    out["elapsed_s"] = time.perf_counter() - started
+    emit(out, as_json, _human_point(out))
+
+
 #: The samplers that take a number of steps N, from the registry (a schedule or steps among their needs; the
 #: others: a threshold, factor or gamma decides their calls).
 STEPS_SAMPLERS = tuple(name for name, s in DECODERS.items() if s.needs & {"steps", "schedule"})
@@ -233,6 +371,12 @@ def _human_point(result: dict) -> str:
     metrics = [(k, v) for k, v in data.items() if is_estimate_record(v)]
     width = max(len(k) for k, _ in metrics)
     return "\n".join([head] + [f"  {k:<{width}}  {format_estimate(v)}" for k, v in metrics])
+
+
+def _calls_law_text(law: list[float], method: str) -> str:
+    """``  calls_law  P(calls = 3) = 0.99, P(calls = 4) = 0.0088 (exact)``: the nonzero terms."""
+    terms = ", ".join(f"P(calls = {t}) = {p:.6g}" for t, p in enumerate(law) if p > 0)
+    return f"  calls_law  {terms} ({'exact' if method != 'mc' else 'Monte Carlo shares'})"
 
 
 def _progress_bar(total: int, enabled: bool):

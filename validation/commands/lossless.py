@@ -21,8 +21,31 @@ __all__ = ["BENCH_COMMANDS", "bench_lossless_command", "lossless_command"]
 _NAMES = ("assd", "self-spec", "autospec", "spiffy")  # numerics.sampling.registry.LOSSLESS, in its order
 
 
-def _options(draft_length, base) -> dict:
-    return {k: v for k, v in {"draft_length": draft_length, "base": base}.items() if v is not None}
+def _options(draft_length, base, order=None) -> dict:
+    return {k: v for k, v in {"draft_length": draft_length, "base": base, "order": order}.items() if v is not None}
+
+
+def _base_options(base: str, given: tuple[str, ...]) -> dict:
+    """``NAME=VALUE`` options of spiffy's base sampler, typed by its registry entry (``ValueError`` naming a bad one)."""
+    from numerics.sampling.registry import DECODERS
+
+    out: dict = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--base-option {item!r}: expected NAME=VALUE")
+        if base not in DECODERS or base == "random":
+            raise ValueError(f"--base-option {item!r}: the base sampler {base!r} takes no options")
+        try:
+            option = DECODERS[base].option(key.replace("-", "_"))
+        except KeyError:
+            raise ValueError(f"--base-option {item!r}: {base} takes no option {key!r}; it takes "
+                             f"{DECODERS[base].option_names}") from None
+        try:
+            out[option.name] = option.type(value)
+        except ValueError:
+            raise ValueError(f"--base-option {item!r}: {key} must be {option.type.__name__}") from None
+    return out
 
 
 @click.command("lossless")
@@ -33,7 +56,15 @@ def _options(draft_length, base) -> dict:
                    "self-speculation; spiffy: lossless over its --base sampler (docs/methods/lossless.md).")
 @click.option("--draft-length", "-k", type=int, default=None,
               help="Positions (assd, self-spec) or base steps (spiffy) drafted a round: 1..L (spiffy 1..N) [default: 4].")
-@click.option("--base", default=None, help="spiffy's base sampler [default: random].")
+@click.option("--base", default=None,
+              help="spiffy's base sampler: random or a block decoder (llada, fast-dllm, eb, llada2, dream, dus, sdar, "
+                   "dinfer) [default: random].")
+@click.option("--base-option", "base_option", multiple=True, metavar="NAME=VALUE",
+              help="spiffy: an option of its base sampler, by the registry's name (block_length=2, threshold=0.9); "
+                   "repeatable.")
+@click.option("--order", type=click.Choice(["random", "left-to-right"]), default=None,
+              help="assd: the order of generation, a uniform random permutation per sequence (any subset) or left "
+                   "to right [default: random].")
 @click.option("--steps", "-N", type=int, default=None, help="spiffy: the base sampler's steps N.")
 @click.option("--schedule", default="linear", show_default=True, help="spiffy: the base sampler's schedule.")
 @click.option("--method", type=click.Choice(["mc", "exact"]), default="mc", show_default=True,
@@ -41,22 +72,30 @@ def _options(draft_length, base) -> dict:
 @click.option("--samples", type=int, default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
-def lossless_command(language, length, decoder, draft_length, base, steps, schedule, method, samples, seed, as_json):
+def lossless_command(language, length, decoder, draft_length, base, base_option, order, steps, schedule, method,
+                     samples, seed, as_json):
     """A lossless decoder's expected rounds and calls (SER = 0 on the support) with the oracle."""
     from validation.lossless import lossless_exact, lossless_point
 
-    if decoder != "spiffy" and base is not None:
-        raise click.BadParameter(f"{decoder} has no base sampler (only spiffy)", param_hint="--base")
-    opts = _options(draft_length, base)
+    if decoder != "spiffy" and (base is not None or base_option):
+        raise click.BadParameter(f"{decoder} has no base sampler (only spiffy)",
+                                 param_hint="--base" if base is not None else "--base-option")
+    if decoder != "assd" and order is not None:
+        raise click.BadParameter(f"{decoder} has no order option (only assd)", param_hint="--order")
+    opts = _options(draft_length, base, order)
     try:
+        base_options = _base_options(base or "random", base_option)
         if method == "exact":
-            result = lossless_exact(language, length, decoder, opts, steps=steps, schedule=schedule)
+            result = lossless_exact(language, length, decoder, opts, steps=steps, schedule=schedule,
+                                    base_options=base_options)
             human = (f"{result['label']} on {language}, L = {length}: E[rounds] = {result['rounds'].value:.6g}, "
                      f"E[calls] = {result['calls'].value:.6g} (exact, enumeration); max |p - q| = "
-                     f"{result['max_abs_p_minus_q']:.3g}")
+                     f"{result['max_abs_p_minus_q']:.3g}"
+                     + (f", from its base's exact law {result['max_abs_p_minus_base']:.3g}"
+                        if "max_abs_p_minus_base" in result else ""))
         else:
             p = lossless_point(language, length, decoder, opts, samples=samples, seed=seed, steps=steps,
-                               schedule=schedule)
+                               schedule=schedule, base_options=base_options)
             result = {"language": p.language, "length": p.length, "decoder": p.decoder, "label": p.label,
                       "rounds": p.rounds, "calls": p.calls, "rounds_quantiles": p.rounds_quantiles,
                       "calls_quantiles": p.calls_quantiles, "ser": p.ser, "seconds": p.seconds}
@@ -71,14 +110,16 @@ def lossless_command(language, length, decoder, draft_length, base, steps, sched
 
 
 def run_lossless_benchmark(language: str = "2gram", length: int = 512, steps: int = 64, samples: int = 1000,
-                           names: tuple[str, ...] = ("assd", "autospec"), draft_length: int = 4) -> dict:
+                           names: tuple[str, ...] = ("assd", "autospec"), draft_length: int = 4,
+                           order: str = "random") -> dict:
     """Seconds of the random point (:func:`validation.sweep.evaluate_point`, ``method="mc"``) and of each
     lossless decoder's point, measured back to back after a warm-up of each, and their ratios."""
     from validation.lossless import BENCH_RATIO_TARGET, lossless_point
     from validation.sweep import PointConfig, evaluate_point
 
     def opts(n):
-        return {"draft_length": draft_length} if n in ("assd", "self-spec", "spiffy") else None
+        return {"draft_length": draft_length, **({"order": order} if n == "assd" else {})} if n in (
+            "assd", "self-spec", "spiffy") else None
 
     def point(name: str, L: int, n: int) -> tuple[float, float, dict]:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -114,8 +155,10 @@ def run_lossless_benchmark(language: str = "2gram", length: int = 512, steps: in
 @click.option("--decoders", "names", default="assd,autospec", show_default=True,
               help="Comma-separated lossless decoders: " + ", ".join(_NAMES) + ".")
 @click.option("--draft-length", "-k", type=int, default=4, show_default=True)
+@click.option("--order", type=click.Choice(["random", "left-to-right"]), default="random", show_default=True,
+              help="assd's order of generation.")
 @json_option
-def bench_lossless_command(language, length, steps, samples, names, draft_length, as_json):
+def bench_lossless_command(language, length, steps, samples, names, draft_length, order, as_json):
     """Lossless decoders vs random sampler Monte Carlo point, same run (target: <= 5x random at N = 64)."""
     chosen = tuple(s.strip() for s in names.split(",") if s.strip())
     unknown = [n for n in chosen if n not in _NAMES]
@@ -123,7 +166,7 @@ def bench_lossless_command(language, length, steps, samples, names, draft_length
         raise click.BadParameter(f"unknown lossless decoder(s) {unknown or chosen}; choose from {_NAMES}",
                                  param_hint="--decoders")
     try:
-        r = run_lossless_benchmark(language, length, steps, samples, chosen, draft_length)
+        r = run_lossless_benchmark(language, length, steps, samples, chosen, draft_length, order)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     lines = [f"random (N = {steps}): {r['seconds']['random']:.2f} s ({r['cpu_seconds']['random']:.2f} s CPU)"]
