@@ -86,15 +86,15 @@ def _left(expected: dict[str, float] | None, names: list[str], spent: float, pla
 #: two workers that reach the same kernel at once both compile it: from an empty numba cache (2026-11-27,
 #: the idle 2-core machine) the adaptive, ter, cost and decoders sections cost 175, 156, 138 and 85 CPU-s
 #: side by side, 12, 39, 46 and 3 with the kernels compiled; one after another in one process 192, 42, 45
-#: and 60. The tiny runs compile most of it (adaptive 107 CPU-s, decoders 61, noise 11, one after another);
-#: adaptive's also runs on the hmm (its tiny config has n-grams and the interval language only), whose
-#: kernels the ter and adaptive sections otherwise both compiled at once (98 and 91 CPU-s after a warm-up
-#: without it). A section waits only for the lane whose kernels it reads most (the reveal and adaptive
-#: kernels: adaptive, ter, ser, calls), so the other worker starts on its sections as soon as its own lane
-#: is done. A warm numba cache makes the lanes a few seconds.
+#: and 60. Two compiling lanes duplicate the message-passing kernels every family calls (lanes of adaptive
+#: and of decoders, noise and cost: 217 and 151 CPU-s at once beside the training, against about 185 in one
+#: process), so one lane compiles everything, one tiny run after another (adaptive's also on the hmm,
+#: whose kernels its tiny config lacks), and releases the sections that read those kernels; the other
+#: worker meanwhile runs the sections that need few of them. A warm numba cache makes the lane a few seconds.
 WARM_LANES: tuple[tuple[tuple, tuple[str, ...]], ...] = (
-    ((("adaptive", {"ter_languages": ("2gram", "hmm")}),), ("adaptive", "ter", "ser", "calls")),
-    (("decoders", "noise", "cost"), ()),
+    ((("adaptive", {"ter_languages": ("2gram", "hmm")}), "decoders", "noise", "cost"),
+     ("adaptive", "ter", "ser", "calls", "decoders", "cost", "noise")),
+    ((), ()),
 )
 
 
