@@ -90,11 +90,12 @@ def _left(expected: dict[str, float] | None, names: list[str], spent: float, pla
 #: and of decoders, noise and cost: 217 and 151 CPU-s at once beside the training, against about 185 in one
 #: process), so one lane compiles everything, one tiny run after another (adaptive's also on the hmm,
 #: whose kernels its tiny config lacks), and releases the sections that read those kernels (the runtimes
-#: section too: run beside the lane it compiled the decoder kernels again, 88 CPU-s against 9 warm); the other
+#: and lossless sections too: beside the lane they compiled its kernels again, 88 and 39 CPU-s against 9 and 4
+#: warm); the other
 #: worker meanwhile runs the sections that need few of them. A warm numba cache makes the lane a few seconds.
 WARM_LANES: tuple[tuple[tuple, tuple[str, ...]], ...] = (
     ((("adaptive", {"ter_languages": ("2gram", "hmm")}), "decoders", "noise", "cost"),
-     ("adaptive", "ter", "ser", "calls", "decoders", "cost", "noise", "runtimes")),
+     ("adaptive", "ter", "ser", "calls", "decoders", "cost", "noise", "runtimes", "lossless")),
     ((), ()),
 )
 

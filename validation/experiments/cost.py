@@ -81,7 +81,7 @@ class Config:
     timing_steps: tuple[int, ...] = (8, 32, 128)
     timing_batch: int = 16
     timing_repeats: int = 3
-    timing_threads: int = 2
+    timing_threads: int = 1  # make report runs two sections at once: two torch threads each would spin on the other's core
     seed: int = 0
 
     @classmethod
