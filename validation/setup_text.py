@@ -15,25 +15,30 @@ __all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_sta
 #: empty results cache (the progress lines print both); CPU includes the training pool's processes.
 #: ``whole_s``: the whole ``make report`` timed on an idle machine (None: not timed as a whole yet).
 REPORT_TIMING: dict = {
-    "date": "2026-11-27",
+    "date": "2026-11-28",
     "machine": "the project's 2-core development machine (Intel Xeon, Linux x86-64, 24 GiB), idle",
-    "what": "make report in a fresh clone of 5a3d766 (14 sections; mdm-theory report --train --progress --jobs 2: "
-            "the learned section in the main process while two workers run the others, so the wall seconds "
-            "below overlap): installation (about 75 s), numba compilation from an empty cache in each of the "
-            "three processes, and the report from an empty results cache; the progress lines' CPU and wall "
-            "seconds per section",
-    "sections": {"learned": (519, 581), "ter": (171, 327), "decoders": (92, 206), "adaptive": (193, 398),
-                 "ser": (31, 51), "cost": (159, 196), "lemmas": (18, 25), "thresholds": (2, 3),
-                 "schedules": (2, 2), "runtimes": (7, 8), "lossless": (4, 4), "noise": (15, 16),
-                 "realtext": (18, 15), "calls": (66, 67)},
-    "training_cpu_s": {},
-    "whole_s": 767,
-    "install_s": 75,
-    "previous": "the same day at 7dff539 (11 sections, one at a time): 594 s; at fb5a937: 646 s; 2026-11-25, "
-                "before the cuts of issue 34: 838 s with warm numba kernels",
+    "what": "make report in a fresh clone of ba05bb9 (14 sections; mdm-theory report --train --progress --jobs 2: "
+            "the learned section in the main process from the start, its training pool of two processes beside "
+            "the numba warm-up (one lane in a worker: tiny runs of adaptive, decoders, noise and cost, so each "
+            "kernel is compiled once) and the light sections in the other worker, then the sections that read "
+            "the compiled kernels two at a time; so the wall seconds below overlap): installation (about 60 s), "
+            "numba compilation from an empty cache, and the report from an empty results cache; the progress "
+            "lines' CPU and wall seconds per section",
+    "warm_up": (256, 376),
+    "sections": {"learned": (388, 316), "thresholds": (3, 6), "schedules": (2, 4), "lemmas": (20, 41),
+                 "adaptive": (11, 13), "decoders": (3, 4), "ter": (41, 37), "cost": (29, 36), "ser": (27, 26),
+                 "noise": (6, 6), "runtimes": (7, 8), "lossless": (4, 4), "calls": (66, 68), "realtext": (16, 12)},
+    "training_cpu_s": {"2gram MDM": 73, "lee-char-2gram MDM": 35, "lee-char-2gram AR": 10, "interval MDM": 147,
+                       "interval AR": 21, "2gram AR": 21},
+    "whole_s": 564,
+    "install_s": 60,
+    "previous": "the day before at 5a3d766 (the three processes compiling the same kernels at once, the cost "
+                "section timing on two threads, the cpu-small 2gram MDM): 767 s; at 7dff539 (11 sections, one at "
+                "a time): 594 s; at fb5a937: 646 s; 2026-11-25, before the cuts of issue 34: 838 s with warm numba "
+                "kernels",
 }
 
-MAKE_REPORT_MINUTES = 13
+MAKE_REPORT_MINUTES = 10
 """Wall-clock minutes of ``make report`` stated to readers: the last whole run timed on an idle machine
 (``REPORT_TIMING["previous"]``) until ``REPORT_TIMING["whole_s"]`` holds a new one. After timing it, set both,
 then run ``mdm-theory docs`` to refresh README.md, docs/getting-started.md and docs/performance.md."""
@@ -69,6 +74,8 @@ def timing_markdown() -> str:
     """docs/performance.md's ``make report`` table, from :data:`REPORT_TIMING` (Markdown)."""
     t = REPORT_TIMING
     rows = ["| section | CPU seconds | wall seconds |", "|---|---|---|"]
+    if t.get("warm_up"):
+        rows.append(f"| numba warm-up (one lane) | {t['warm_up'][0]:.0f} | {t['warm_up'][1]:.0f} |")
     rows += [f"| `{name}` | {cpu:.0f} | {wall:.0f} |" for name, (cpu, wall) in t["sections"].items()]
     if t["sections"]:
         rows.append(f"| the sections above | {sum(c for c, _ in t['sections'].values()):.0f} | "
