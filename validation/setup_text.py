@@ -65,7 +65,7 @@ def quick_start_sentences() -> list[str]:
         "line per section and long step. " + run_time_sentence().replace("`make report` (which runs `mdm-theory "
                                                                           "report --train`) takes", "It takes"),
         "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 10 minutes "
-        "on an idle 2-core CPU from a fresh clone (594 s measured on 2026-11-27: the suite 537 s, numba "
+        "on an idle 2-core CPU from a fresh clone (587 s measured on 2026-11-28: the suite 523 s, numba "
         "compilation included).",
     ]
 

@@ -6,19 +6,21 @@ One entry point for every sampler of the registry (:data:`numerics.sampling.regi
 own options by their command-line names (``gamma``, ``confidence``, ``block_length``, ``remasking``,
 ``temperature``, ``threshold``, ``factor``, ``remdm_variant``, ``eta``, ...). The registry builds and
 checks the sampler, so an option the sampler does not take is a ``ValueError`` naming it, exactly as
-on the command line.
+on the command line. The revising decoders (``llada21``, ``wino``: :data:`~numerics.sampling.registry.REVISERS`)
+and DiffusionGemma's uniform-noise ``gemma-renoise`` (:class:`~numerics.sampling.gemma.Renoise`, its fields
+as keywords, ``committed`` required) take no ``n_steps`` and no schedule: their rules decide the calls.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from numerics.sampling.registry import DECODERS, spec
+from numerics.sampling.registry import DECODERS, REVISERS, spec
 from numerics.schedules import Schedule, make_schedule
 
 __all__ = ["ALL_SAMPLERS", "make_sampler"]
 
-ALL_SAMPLERS = tuple(DECODERS)
+ALL_SAMPLERS = (*DECODERS, *REVISERS, "gemma-renoise")
 """Every name :func:`make_sampler` accepts, as ``mdm-theory exact --sampler`` lists them."""
 
 
@@ -42,8 +44,16 @@ def make_sampler(name: str, *, n_steps: int | None = None, schedule: Schedule | 
     -------
     A sampler for :func:`numerics.point_metrics` and :func:`numerics.sample_factorized`.
     """
-    if name not in DECODERS:
+    if name not in ALL_SAMPLERS:
         raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(ALL_SAMPLERS)}")
+    if name not in DECODERS:  # a reviser or gemma-renoise: its rule decides the calls
+        if n_steps is not None or isinstance(schedule, Schedule):
+            raise ValueError(f"the {name} sampler takes no n_steps and no schedule (its rule decides the calls)")
+        if name in REVISERS:
+            return REVISERS[name].build(options)
+        from numerics.sampling.gemma import Renoise
+
+        return Renoise(**options)
     s = spec(name)
     if n_steps is not None and not s.needs:
         knob = f"its {s.knob.name}" if s.knob is not None else "its rule"

@@ -14,6 +14,16 @@ def test_every_command_line_sampler_is_made_by_name():
     assert set(choices) == set(numerics.ALL_SAMPLERS)
 
 
+def test_revisers_and_gemma_renoise_are_made_by_name_without_steps():
+    from numerics.sampling.gemma import Renoise
+    from numerics.sampling.registry import REVISERS
+
+    assert numerics.make_sampler("llada21").label == REVISERS["llada21"].build({}).label
+    assert numerics.make_sampler("gemma-renoise", committed=True) == Renoise(True)
+    with pytest.raises(ValueError, match="takes no n_steps"):
+        numerics.make_sampler("wino", n_steps=4)
+
+
 @pytest.mark.parametrize(("name", "kwargs", "expected"), [
     ("llada", {"n_steps": 16}, lambda: make_decoder("llada", steps=16)),
     ("fast-dllm", {"threshold": 0.9}, lambda: make_decoder("fast-dllm", threshold=0.9)),
