@@ -600,7 +600,7 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     ``relative`` (TER only): the target is the relative excess over the data's ``TER(q)``, i.e.
     ``TER <= (1 + target) TER(q)`` ("perplexity within 1%" is ``target = 0.01``). A family that
     cannot run at ``L`` is reported with its reason; when none can, :class:`NoFamilyError`.
-    ``lossless``: lossless decoders (:data:`numerics.sampling.registry.LOSSLESS`) put on the front as
+    ``lossless``: lossless decoders (:data:`numerics.sampling.lossless.LOSSLESS`) put on the front as
     ``(E[calls], metric)`` (:func:`lossless_settings`), each a family of one setting.
     """
     from numerics.languages.presets import load_language
@@ -650,8 +650,7 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
 def check_lossless_names(names: Sequence[str], metric: str) -> None:
     """What :func:`lossless_settings` refuses, before any work: an unknown name, spiffy (its law is its base
     sampler's), self-spec for a metric other than SER (:class:`~numerics.sampling.lossless.LosslessError`)."""
-    from numerics.sampling.lossless import LosslessError
-    from numerics.sampling.registry import lossless_spec
+    from numerics.sampling.lossless import LosslessError, lossless_spec
 
     for name in names:
         lossless_spec(name)

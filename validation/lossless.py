@@ -1,6 +1,6 @@
 """A lossless decoder's point: its expected rounds and calls at SER = 0, by Monte Carlo or exactly.
 
-The lossless decoders (:data:`numerics.sampling.registry.LOSSLESS`, ``docs/methods/lossless.md``) have
+The lossless decoders (:data:`numerics.sampling.lossless.LOSSLESS`, ``docs/methods/lossless.md``) have
 SER = 0 on the support with the oracle (their output law is ``q``; ``spiffy``'s is its base sampler's)
 and a *random* number of rounds and calls. :func:`lossless_point` estimates both (mean, standard error,
 sample count, quantiles, the SER of the samples as a check); :func:`lossless_exact` gives their exact
@@ -41,7 +41,7 @@ def build_lossless(name: str, options: Mapping[str, Any] | None, length: int, *,
     """
     from dataclasses import replace
 
-    from numerics.sampling.registry import lossless_spec
+    from numerics.sampling.lossless import lossless_spec
     from numerics.schedules import make_schedule
 
     spec = lossless_spec(name)

@@ -60,9 +60,11 @@ from numerics._jit import jit
 from numerics.draws import inverse_cdf
 from numerics.inference.forward_backward import masked_forward_backward
 from numerics.inference.queries import PrefixOracle, _kernel_hmm
+from numerics.sampling.registry import DecoderSpec, Option, spec
 from numerics.schedules import Schedule
 
-__all__ = ["ASSD_ORDERS", "MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "Autospec", "BlockChain", "LosslessError", "LosslessSample", "SelfSpec", "Spiffy",
+__all__ = ["ASSD_ORDERS", "LOSSLESS", "MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "Autospec", "BlockChain", "LosslessError",
+           "LosslessSample", "SelfSpec", "Spiffy", "lossless_spec",
            "inverse_cdf_numpy", "inverse_cdf_vec"]
 
 #: The base samplers Spiffy is lossless over (the registry's names): the random-order sampler, and the
@@ -475,8 +477,6 @@ class Spiffy:
         """The base decoder (``None`` for ``random``), built by the registry; a bad option is a LosslessError."""
         if self.base == "random":
             return None
-        from numerics.sampling.registry import spec
-
         s = spec(self.base)
         takes_steps = bool({"steps", "schedule"} & s.needs)
         if takes_steps and self.schedule is None:
@@ -655,3 +655,37 @@ def _residual_draw(P: np.ndarray, Q: np.ndarray, rng: np.random.Generator) -> np
         v = inverse_cdf_vec(P, rng.random(k))
         if rng.random() < 1.0 - np.exp(min(0.0, _log_prod(Q, v) - _log_prod(P, v))):
             return v
+
+
+# ----- the registry's entries of the lossless decoders (class D) ------------------------------------
+# A separate mapping, not entries of DECODERS: every consumer of DECODERS (exact, sweep, the decoder
+# test table, the report's families) reads a monotone rule or a factorized sampler whose law the DP
+# computes from a denoiser's marginals; a lossless decoder needs the oracle's joint density and has a
+# random number of calls (this module, docs/methods/lossless.md). Same DecoderSpec, kind
+# "lossless", no knob (its point is (E[calls], SER = 0)); built by lossless_spec(name).build(...).
+_DRAFT = Option("draft_length", int, "draft length k: positions (assd, self-spec) or base steps (spiffy) drafted "
+                "a round, 1..L (spiffy: 1..N)", default=4, low=1)
+_BASE = Option("base", str, "the base sampler spiffy is lossless over", default="random", choices=SPIFFY_BASES)
+_ORDER = Option("order", str, "assd's order of generation: random (a uniform permutation per sequence) or "
+                "left-to-right", default="random", choices=ASSD_ORDERS)
+
+#: The lossless decoders by command-line name (``mdm-theory lossless --decoder NAME``).
+LOSSLESS: dict[str, DecoderSpec] = {s.name: s for s in (
+    DecoderSpec("assd", Assd, "lossless", "any-subset speculative decoding: draft k marginals, accept by the joint "
+                "density (min(1, q/p)), residual at the first rejection; output law q", (_DRAFT, _ORDER), tie_seed=False),
+    DecoderSpec("self-spec", SelfSpec, "lossless", "LinearSpec: draft k argmaxes, keep the prefix the causal argmax "
+                "agrees with; exactly greedy left-to-right", (_DRAFT,), tie_seed=False),
+    DecoderSpec("autospec", Autospec, "lossless", "sequence-level self-speculation with shared uniforms: all "
+                "conditionals of the speculation at once, commit the agreeing prefix; output law q", tie_seed=False),
+    DecoderSpec("spiffy", Spiffy, "lossless", "Spiffy: draft k base steps with stale marginals, verify in one batch, "
+                "speculative rejection per step; exactly the base sampler's law", (_DRAFT, _BASE),
+                tie_seed=False),  # its base's steps N / schedule and options: validation.lossless.build_lossless
+)}
+
+
+def lossless_spec(name: str) -> DecoderSpec:
+    """The lossless decoder called ``name``; an unknown name is a :class:`LosslessError` listing them."""
+    try:
+        return LOSSLESS[name]
+    except KeyError:
+        raise LosslessError(f"unknown lossless decoder {name!r}; choose one of {tuple(LOSSLESS)}") from None

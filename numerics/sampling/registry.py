@@ -52,7 +52,6 @@ import numpy as np
 from numerics.sampling.adaptive import CONFIDENCES, AdaptiveSampler
 from numerics.sampling.block_decoder import REMASKINGS, EntropyBound, FastDllm, Llada
 from numerics.sampling.history_decoders import Credit, InfoGain, Klass, Prophet
-from numerics.sampling.lossless import ASSD_ORDERS, SPIFFY_BASES, Assd, Autospec, LosslessError, SelfSpec, Spiffy
 from numerics.sampling.remdm import REMDM_VARIANTS, Remdm
 from numerics.sampling.revisers import Reviser
 from numerics.sampling.runtime_decoders import DREAM_ALGS, Dinfer, Dream, Dus
@@ -65,7 +64,6 @@ __all__ = [
     "DECODER_FIELDS",
     "OPTIONS",
     "DecoderSpec",
-    "LOSSLESS",
     "REVISERS",
     "Knob",
     "Option",
@@ -73,7 +71,6 @@ __all__ = [
     "Rule",
     "build_sampler",
     "decoder_names",
-    "lossless_spec",
     "option_takers",
     "reviser_spec",
     "spec",
@@ -489,42 +486,8 @@ def option_takers(name: str) -> tuple[str, ...]:
     return tuple(n for n, s in DECODERS.items() if name in s.option_names)
 
 
-# ----- the lossless decoders (class D) ------------------------------------------------------------
-# A separate mapping, not entries of DECODERS: every consumer of DECODERS (exact, sweep, the decoder
-# test table, the report's families) reads a monotone rule or a factorized sampler whose law the DP
-# computes from a denoiser's marginals; a lossless decoder needs the oracle's joint density and has a
-# random number of calls (numerics.sampling.lossless, docs/methods/lossless.md). Same DecoderSpec, kind
-# "lossless", no knob (its point is (E[calls], SER = 0)); built by lossless_spec(name).build(...).
-_DRAFT = Option("draft_length", int, "draft length k: positions (assd, self-spec) or base steps (spiffy) drafted "
-                "a round, 1..L (spiffy: 1..N)", default=4, low=1)
-_BASE = Option("base", str, "the base sampler spiffy is lossless over", default="random", choices=SPIFFY_BASES)
-_ORDER = Option("order", str, "assd's order of generation: random (a uniform permutation per sequence) or "
-                "left-to-right", default="random", choices=ASSD_ORDERS)
-
-#: The lossless decoders by command-line name (``mdm-theory lossless --decoder NAME``).
-LOSSLESS: dict[str, DecoderSpec] = {s.name: s for s in (
-    DecoderSpec("assd", Assd, "lossless", "any-subset speculative decoding: draft k marginals, accept by the joint "
-                "density (min(1, q/p)), residual at the first rejection; output law q", (_DRAFT, _ORDER), tie_seed=False),
-    DecoderSpec("self-spec", SelfSpec, "lossless", "LinearSpec: draft k argmaxes, keep the prefix the causal argmax "
-                "agrees with; exactly greedy left-to-right", (_DRAFT,), tie_seed=False),
-    DecoderSpec("autospec", Autospec, "lossless", "sequence-level self-speculation with shared uniforms: all "
-                "conditionals of the speculation at once, commit the agreeing prefix; output law q", tie_seed=False),
-    DecoderSpec("spiffy", Spiffy, "lossless", "Spiffy: draft k base steps with stale marginals, verify in one batch, "
-                "speculative rejection per step; exactly the base sampler's law", (_DRAFT, _BASE),
-                tie_seed=False),  # its base's steps N / schedule and options: validation.lossless.build_lossless
-)}
-
-
-def lossless_spec(name: str) -> DecoderSpec:
-    """The lossless decoder called ``name``; an unknown name is a :class:`LosslessError` listing them."""
-    try:
-        return LOSSLESS[name]
-    except KeyError:
-        raise LosslessError(f"unknown lossless decoder {name!r}; choose one of {tuple(LOSSLESS)}") from None
-
-
 # ----- the revising decoders (class C) -------------------------------------------------------------
-# A separate mapping for the reason LOSSLESS is one: a reviser changes revealed tokens, so no consumer of
+# A separate mapping for the reason the lossless decoders have one (numerics.sampling.lossless.LOSSLESS): a reviser changes revealed tokens, so no consumer of
 # DECODERS (the DP, sweep's tables, the report's families) can run it; numerics.metrics runs its exact
 # chain over canvases or Monte Carlo (kind "reviser", docs/methods/revisers.md). Only exact takes them.
 _UNIT = {"low": 0, "high": 1}

@@ -18,7 +18,7 @@ from validation.commands._common import emit, format_estimate, json_option
 
 __all__ = ["BENCH_COMMANDS", "bench_lossless_command", "lossless_command"]
 
-_NAMES = ("assd", "self-spec", "autospec", "spiffy")  # numerics.sampling.registry.LOSSLESS, in its order
+_NAMES = ("assd", "self-spec", "autospec", "spiffy")  # numerics.sampling.lossless.LOSSLESS, in its order
 
 
 def _options(draft_length, base, order=None) -> dict:
