@@ -190,6 +190,25 @@ def test_module_docstrings_are_shown_as_text_not_markup():
     assert "<li>first</li>" in html and "second &lt;b&gt;" in html and "*" not in html
 
 
+def test_a_warm_up_lane_releases_its_sections_after_its_tiny_runs(tmp_path, monkeypatch, capsys):
+    """--jobs 2 with a warm-up lane (validation.report.WARM_LANES): the lane's tiny run happens first (its line
+    printed, nothing of it cached), then its sections run, with the results of the one-at-a-time run."""
+    import validation.report as report
+
+    only = ["schedules", "thresholds"]
+    monkeypatch.setattr(report, "WARM_LANES", (((("thresholds", {"points": 5}),), ("thresholds",)), ((), ())))
+    one = build_report(tmp_path / "a", scale="tiny", only=only, progress=False)
+    two = build_report(tmp_path / "b", scale="tiny", only=only, progress=True, jobs=2)
+    err = capsys.readouterr().err
+    assert "lane 1: tiny runs of thresholds" in err and "lane 1 compiled in" in err and not two.errors
+    done = re.search(r"section \d/2 thresholds: \w+ in", err)
+    assert done and err.index("lane 1 compiled in") < done.start()  # the section ran after its lane
+    assert two.cache_counts == one.cache_counts  # the tiny run stored nothing
+    for name in only:
+        assert json.dumps(two.results[name].tables, sort_keys=True, default=str) == json.dumps(
+            one.results[name].tables, sort_keys=True, default=str)
+
+
 def test_sections_run_two_at_a_time_give_the_same_report(tmp_path):
     """make report's --jobs 2: the sections in two worker processes give the results, order and cache
     counts of the one-at-a-time run (they share only the cache)."""
