@@ -30,6 +30,7 @@ from validation.docs import (
 from validation.screenshot import browser_check
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.xdist_group("docs-site")  # one worker builds the site (module fixture) once, not each worker
 EXTRA_METHOD = "zz-added-by-a-test.md"
 
 

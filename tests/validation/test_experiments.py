@@ -97,8 +97,11 @@ def test_cost_simulated_nfe_matches_the_formula():
     """
     from validation.experiments import cost
 
+    tiny = cost.Config.tiny()  # the networks' timing table is not under test here: its tiny size
     cfg = cost.Config(lengths=(4, 32), n_steps=(1, 2, 3, 8, 40), schedules=("linear", "cosine"), runs=300,
-                      sampler_steps=())
+                      sampler_steps=(), **{f: getattr(tiny, f) for f in ("timing_preset", "timing_lengths",
+                                                                          "timing_steps", "timing_batch",
+                                                                          "timing_repeats")})
     result = cost.run(cfg, strict=True)
     for r in result.tables["nfe"]:
         if r["steps"] == 1:

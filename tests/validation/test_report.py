@@ -25,11 +25,10 @@ def strict_load(path):
     return json.loads(path.read_text(), parse_constant=_no_constants)
 
 
-def test_report_command_end_to_end(tmp_path):
-    out = tmp_path / "rep"
-    res = CliRunner().invoke(main, ["report", "--tiny", "--out", str(out), "--no-progress", "--json"])
-    summary = json.loads(res.output.strip().splitlines()[-1])
-    assert res.exit_code == 0, (res.output, summary)
+@pytest.mark.xdist_group("tiny-report")
+def test_report_command_end_to_end(tiny_report_run):
+    out, summary = tiny_report_run.out, tiny_report_run.summary  # `report --tiny --json`, run once (conftest)
+    assert tiny_report_run.exit_code == 0, (tiny_report_run.output, summary)
     index = out / "index.html"
     assert summary["index"] == str(index) and index.is_file()
     assert set(summary["experiments"]) == set(EXPERIMENTS)  # every registered experiment ran

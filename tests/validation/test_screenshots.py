@@ -12,16 +12,19 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from validation.report import build_report
 from validation.screenshot import MAX_HEIGHT, browser_check
 
 WIDTH = 1280  # a laptop window
 NARROW = 760  # a half-screen window: the page must still not scroll sideways
 
 
+pytestmark = pytest.mark.xdist_group("tiny-report")  # the report of test_report.py's end-to-end run, built once
+
+
 @pytest.fixture(scope="module")
-def tiny_report(tmp_path_factory):
-    return build_report(tmp_path_factory.mktemp("report"), scale="tiny", progress=False).index
+def tiny_report(tiny_report_run):
+    assert tiny_report_run.exit_code == 0, tiny_report_run.output
+    return tiny_report_run.out / "index.html"
 
 
 def _shots(tmp_path) -> Path:
