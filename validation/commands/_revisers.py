@@ -1,8 +1,9 @@
-"""``mdm-theory exact --sampler llada21|wino``: the revising decoders' options and their point.
+"""``--sampler llada21|wino`` on ``exact``, ``sweep`` and ``steps-needed`` (``calibrate --revisers``): the
+revising decoders' options, and ``exact``'s point.
 
 The revisers are :data:`numerics.sampling.registry.REVISERS` (not :data:`~numerics.sampling.registry.DECODERS`:
-no DP, sweep table or report family can run a rule that edits revealed tokens), so ``exact`` alone takes
-them. Their options shared with the decoders (``--block-length``, ``--temperature``, ``--threshold``) are
+no DP or report family can run a rule that edits revealed tokens); their options are checked once, for
+every command, by :func:`validation.canvas_samplers.check_reviser`. Their options shared with the decoders (``--block-length``, ``--temperature``, ``--threshold``) are
 the decoder options' flags; the ones of their own (``--edit-threshold``, ``--edit-cap``,
 ``--remask-threshold``, ``--step-cap``) are added here from the registry (:func:`reviser_options`). A
 point is :func:`numerics.metrics.point_metrics` of the :class:`~numerics.sampling.revisers.Reviser`
@@ -18,14 +19,11 @@ from typing import Any
 
 import click
 
-from numerics.sampling.registry import OPTIONS, REVISERS, Option
+from numerics.sampling.registry import REVISERS, Option
+from validation.canvas_samplers import REVISER_FIELDS, REVISER_NAMES, check_reviser
 
 __all__ = ["REVISER_FIELDS", "REVISER_NAMES", "check_reviser_options", "reviser_options", "reviser_point",
            "reviser_summaries"]
-
-REVISER_NAMES = tuple(REVISERS)
-#: The revisers' options that no decoder has (a flag of their own), in registry order.
-REVISER_FIELDS = tuple(dict.fromkeys(o.name for s in REVISERS.values() for o in s.options if o.name not in OPTIONS))
 
 
 def _takers(name: str) -> list[str]:
@@ -75,26 +73,10 @@ def check_reviser_options(sampler: str, decoder_opts: dict, reviser_opts: dict, 
     A reviser's own option given to another sampler, an option the reviser does not take, ``--gamma``, and a
     value out of its range are each a ``click.UsageError`` naming the flag. Returns the reviser's options.
     """
-    if sampler not in REVISERS:
-        flags = ", ".join(_option(k).flag for k in reviser_opts)
-        raise click.UsageError(f"{flags}: an option of the revising decoders ({', '.join(REVISER_NAMES)}) only, not "
-                               f"of --sampler {sampler}")
-    spec = REVISERS[sampler]
-    takes = ", ".join(o.flag for o in spec.options)
-    foreign = [OPTIONS[k].flag if k in OPTIONS else _option(k).flag for k in {**decoder_opts, **reviser_opts}
-               if k not in spec.option_names]
-    if gamma is not None:
-        foreign.insert(0, "--gamma")
-    if foreign:
-        raise click.UsageError(f"--sampler {sampler} does not take {', '.join(foreign)} (it takes {takes})")
-    given = {**decoder_opts, **reviser_opts}
-    for k, v in given.items():
-        o = spec.option(k)
-        if not o.contains(v):
-            where = o.range_text()
-            where = f"in {where}" if where[0] in "[(" else where
-            raise click.UsageError(f"{o.flag} {v}: the {sampler} {k.replace('_', ' ')} must be {where}")
-    return given
+    try:
+        return check_reviser(sampler, {**decoder_opts, **reviser_opts}, gamma)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def reviser_point(sampler: str, options: dict, language: str, ser_language: str | None, length: int, method: str,
