@@ -65,3 +65,11 @@ def test_calibrate_puts_the_revisers_on_the_front_and_says_when_one_is_cheapest(
                    "--grid", "3", "--refine", "2"]).stdout
     assert ("a revising decoder (wino) is the cheapest way" in text) == (out["cheapest_class"] == "reviser")
 
+
+
+def test_bench_revisers_times_each_reviser_against_the_random_point():
+    out = _json("bench", "revisers", "--language", "2gram-pruned", "-L", "4", "-N", "2", "--samples", "4")
+    assert set(out["ratio_to_random"]) == {"llada21", "wino"} and out["target_ratio"] == 5.0
+    for name in ("llada21", "wino"):
+        assert out["ratio_to_random"][name] == out["seconds"][name] / out["seconds"]["random"]
+        assert out["within_target"][name] == (out["ratio_to_random"][name] <= 5.0) and out["calls"][name] >= 1

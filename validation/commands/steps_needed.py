@@ -249,7 +249,7 @@ def _family_steps(cfg, name, opts, metric, target, language, confidence, max_ste
 
     result = {
         "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": fam.sampler,
-        "schedule": cfg.schedule if steps else None, "method": cfg.method, "checkpoint": None,
+        "schedule": cfg.schedule if steps else None, "method": cfg.method, "checkpoint": None, "noise": "mask",
         "tie_seed": cfg.tie_seed, "options": fs.grid["options"], "parameter": fs.parameter,
         "sampler_parameters": _parameters(fam, cfg, s),
         "n_steps": int(s.value) if steps and s is not None else None, "met": s is not None,
