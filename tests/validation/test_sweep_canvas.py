@@ -94,7 +94,11 @@ def test_new_fields_enter_the_hash_only_when_set(tmp_path):
 
 
 def test_a_reviser_monte_carlo_row_carries_its_sample_count_and_calls_shares(tmp_path):
-    (row,) = _sweep(tmp_path, "--sampler", "wino", "--method", "mc", "--samples", "30", "--step-cap", "3")
-    res = row.result
-    assert res["method"] == "mc" and res["ser"]["samples"] == 30 and res["calls"]["samples"] == 30
-    assert sum(res["calls_law"]) == pytest.approx(1.0, abs=1e-12) and res["kl"]["value"] is None
+    """A reviser's own option takes a comma list (a grid); each Monte Carlo row says its samples and calls' shares."""
+    rows = _sweep(tmp_path, "--sampler", "wino", "--method", "mc", "--samples", "30", "--step-cap", "1,3")
+    assert sorted(r.config["step_cap"] for r in rows) == [1, 3]
+    for row in rows:
+        res = row.result
+        assert res["method"] == "mc" and res["ser"]["samples"] == 30 and res["calls"]["samples"] == 30
+        assert sum(res["calls_law"]) == pytest.approx(1.0, abs=1e-12) and res["kl"]["value"] is None
+        assert max(t for t, p in enumerate(res["calls_law"]) if p > 0) <= row.config["step_cap"]  # one block of L

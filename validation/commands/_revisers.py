@@ -14,6 +14,7 @@ of the calls (``calls_law``).
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ import click
 
 from numerics.sampling.registry import REVISERS, Option
 from validation.canvas_samplers import REVISER_FIELDS, REVISER_NAMES, check_reviser
+from validation.commands._decoders import parse_values
 
 __all__ = ["REVISER_FIELDS", "REVISER_NAMES", "check_reviser_options", "reviser_options", "reviser_point",
            "reviser_summaries"]
@@ -48,21 +50,30 @@ def reviser_summaries() -> str:
     return "; ".join(f"{n}: {s.summary}" for n, s in REVISERS.items())
 
 
-def reviser_options(f=None, *, also: dict[str, str] | None = None):
+def reviser_options(f=None, *, also: dict[str, str] | None = None, lists: bool = False):
     """Add the revisers' own options (:data:`REVISER_FIELDS`); the command receives ``reviser_opts`` (the given ones).
-    ``also``: option name -> help of another sampler that takes the same flag (appended to its help)."""
+    ``also``: option name -> help of another sampler that takes the same flag (appended to its help); ``lists``
+    (``sweep``): each takes a comma list and the command receives ``reviser_grid``, every combination of them
+    (a list of dicts of the options given)."""
     if f is None:
-        return functools.partial(reviser_options, also=also)
+        return functools.partial(reviser_options, also=also, lists=lists)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        kwargs["reviser_opts"] = {k: v for k in REVISER_FIELDS if (v := kwargs.pop(k)) is not None}
+        raw = {k: kwargs.pop(k) for k in REVISER_FIELDS}
+        if lists:
+            axes = [parse_values(_option(k), raw[k]) for k in REVISER_FIELDS]
+            kwargs["reviser_grid"] = [{k: v for k, v in zip(REVISER_FIELDS, combo) if v is not None}
+                                      for combo in itertools.product(*axes)]
+        else:
+            kwargs["reviser_opts"] = {k: v for k, v in raw.items() if v is not None}
         return f(*args, **kwargs)
 
     for name in reversed(REVISER_FIELDS):
         o = _option(name)
-        wrapper = click.option(o.flag, o.name, type=o.type, default=None,
+        wrapper = click.option(o.flag, o.name, type=str if lists else o.type, default=None,
                                help=f"{reviser_help(name)}. Range {o.range_text()}."
+                                    + (" A comma list sweeps it." if lists else "")
                                     + (f" {also[name]}" if also and name in also else ""))(wrapper)
     return wrapper
 

@@ -356,7 +356,7 @@ def _progress_bar(total: int, enabled: bool):
 @_batch
 @functools.partial(_sampler_options, decoders=True, lists=True, revisers=True, extra=_GEMMA_CHOICE)
 @decoder_options(lists=True)
-@reviser_options(also=_GEMMA_STEP_CAP)
+@reviser_options(also=_GEMMA_STEP_CAP, lists=True)
 @_noise_option
 @_gemma_options
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
@@ -370,14 +370,15 @@ def _progress_bar(total: int, enabled: bool):
 @progress_option
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_grid, reviser_opts, noise, gemma, out, drop_bad_rows, executor,
+                  confidence, tie_seed, decoder_grid, reviser_grid, noise, gemma, out, drop_bad_rows, executor,
                   scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
     Every sampler option (--gamma, --confidence and the decoder options) takes a comma list: the grid is crossed with
-    every combination of them. The revising decoders (llada21, wino) and gemma-renoise (--noise uniform) take no
-    steps (no -N): their point is exact's (the chain over canvases, or Monte Carlo), with the law of the calls; their
-    own options (--edit-cap, --committed, ...) take one value each.
+    every combination of them, the revisers' own options (--edit-cap, --step-cap, ...) too. The revising decoders
+    (llada21, wino) and gemma-renoise (--noise uniform) take no steps (no -N): their point is exact's (the chain
+    over canvases, or Monte Carlo), with the law of the calls; gemma-renoise's --committed, --t-max, ... take one
+    value each.
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
     CSV copies (one row per point, docs/schema.md) are written beside the table.
@@ -385,13 +386,13 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     from validation.sweep import CorruptRowsError, check_costs, grid, run_sweep
 
     check_decoder_method(sampler, method)
-    own = _canvas_options(sampler, steps_text, reviser_opts, noise, gemma, decoder_grid, gamma)
+    own_grid = [_canvas_options(sampler, steps_text, ro, noise, gemma, decoder_grid, gamma) for ro in reviser_grid]
     try:
         check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
         langs = [s.strip() for s in languages.split(",") if s.strip()]
         Ls = check_increasing(parse_int_list(lengths), "-L")
         Ns = [1] if steps_text is None else check_increasing(_steps(steps_text), "-N")
-        configs = [cfg for g in gamma for conf in confidence for opts in decoder_grid
+        configs = [cfg for g in gamma for conf in confidence for opts in decoder_grid for own in own_grid
                    for cfg in grid(langs, Ls, Ns, schedule=schedule, method=method, samples=samples, seed=seed,
                                    batch_size=batch_size, sampler=sampler, gamma=g, confidence=conf,
                                    tie_seed=tie_seed, options={**opts, **own}, noise=noise)]
