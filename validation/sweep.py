@@ -363,7 +363,11 @@ def _canvas_point(cfg: PointConfig, t0: float) -> dict[str, Any]:
     from numerics.languages.presets import load_language
     from numerics.metrics import point_metrics
 
-    out: dict[str, Any] = {"inputs": cfg.as_dict()}
+    inputs = cfg.as_dict()
+    if cfg.sampler in CANVAS_SAMPLERS:  # no steps, schedule or batches (hashed, unused): not said to be inputs
+        for name in ("steps", "schedule", "batch_size", "confidence"):
+            inputs.pop(name)
+    out: dict[str, Any] = {"inputs": inputs}
     if cfg.sampler in REVISERS:
         same = cfg.ser_language in (None, cfg.language)
         m = point_metrics(load_language(cfg.language), cfg.length, cfg.make_sampler(), method=cfg.method,

@@ -3,19 +3,19 @@ revising decoders' options, and ``exact``'s point.
 
 The revisers are :data:`numerics.sampling.registry.REVISERS` (not :data:`~numerics.sampling.registry.DECODERS`:
 no DP or report family can run a rule that edits revealed tokens); their options are checked once, for
-every command, by :func:`validation.canvas_samplers.check_reviser`. Their options shared with the decoders (``--block-length``, ``--temperature``, ``--threshold``) are
-the decoder options' flags; the ones of their own (``--edit-threshold``, ``--edit-cap``,
-``--remask-threshold``, ``--step-cap``) are added here from the registry (:func:`reviser_options`). A
-point is :func:`numerics.metrics.point_metrics` of the :class:`~numerics.sampling.revisers.Reviser`
-(the exact chain over canvases, or Monte Carlo), written as ``exact`` writes a decoder's point plus the law
-of the calls (``calls_law``).
+every command, by :func:`validation.canvas_samplers.check_reviser`. Their options shared with the
+decoders (``--block-length``, ``--temperature``, ``--threshold``) are the decoder options' flags; the ones of
+their own (``--edit-threshold``, ``--edit-cap``, ``--remask-threshold``, ``--step-cap``) are added here from
+the registry (:func:`reviser_options`; comma lists on ``sweep``). A point (:func:`reviser_point`) is
+``sweep``'s: :func:`validation.sweep.evaluate_point`, i.e. :func:`numerics.metrics.point_metrics` of the
+:class:`~numerics.sampling.revisers.Reviser` (the exact chain over canvases, or Monte Carlo), written as
+``exact`` writes a decoder's point plus the law of the calls (``calls_law``).
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import time
 from typing import Any
 
 import click
@@ -91,35 +91,21 @@ def check_reviser_options(sampler: str, decoder_opts: dict, reviser_opts: dict, 
 
 
 def reviser_point(sampler: str, options: dict, language: str, ser_language: str | None, length: int, method: str,
-                  samples: int, seed: int) -> dict[str, Any]:
-    """One point of a reviser (:func:`numerics.metrics.point_metrics`), as ``exact`` writes a decoder's point.
+                  samples: int, seed: int, tie_seed: int = 0, confidence: str = "maxprob") -> dict[str, Any]:
+    """One point of a reviser, as ``sweep`` computes it: :func:`validation.sweep.evaluate_point` of its
+    :class:`~validation.sweep.PointConfig` (:func:`numerics.metrics.point_metrics` with the point's streams).
 
     Bad sizes (a block length that does not divide ``L``, ``--method dp``, the exact chain beyond its size,
     too few samples, a Monte Carlo run beyond the memory) are a ``click.UsageError`` before any work.
     """
-    from numerics.exact.revisers import choose_reviser_method
-    from numerics.languages.presets import load_language
-    from numerics.machine import check_memory
-    from numerics.metrics import point_metrics
-    from numerics.provenance import to_jsonable
+    from validation.sweep import PointConfig, check_costs, evaluate_point
 
-    t0 = time.perf_counter()
     if length < 1 or samples < 2:
         raise click.UsageError("a revising decoder needs -L >= 1 and --samples >= 2")
     try:
-        rv = REVISERS[sampler].build(options)
-        lang = load_language(language)
-        ser_lang = None if ser_language in (None, language) else load_language(ser_language)
-        ran = choose_reviser_method(method, rv, lang.vocab_size, length)
+        cfg = PointConfig(language, length, 1, method=method, samples=samples, seed=seed, ser_language=ser_language,
+                          sampler=sampler, confidence=confidence, tie_seed=tie_seed, options=options)
+        check_costs([cfg])
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    if ran == "mc":  # the oracle's laws (n, L, V) and their tempered copy, the draws and the canvases
-        check_memory(8.0 * samples * length * (3 * lang.vocab_size + 4), f"{sampler} by Monte Carlo ({samples} "
-                     f"samples, L = {length})", "use fewer --samples or a smaller -L")
-    m = point_metrics(lang, length, rv, method=method, samples=samples, rng=seed, ser_language=ser_lang,
-                      names=(language, ser_language))
-    inputs = {"language": language, "ser_language": ser_language, "length": length, "method": method,
-              "samples": samples, "seed": seed, "sampler": sampler, **options}
-    out = {"inputs": inputs, "method": m.how.method, "schedule_name": None, "sampler_name": m.how.sampler,
-           "tie_seed": None, "sampler_parameters": m.how.parameters, "calls_law": list(m.how.calls_law)}
-    return {**out, **{k: to_jsonable(v) for k, v in m.metrics().items()}, "elapsed_s": time.perf_counter() - t0}
+    return evaluate_point(cfg)

@@ -212,7 +212,8 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
             raise click.UsageError(f"--noise uniform supports --sampler random only, not {sampler!r}")
         if show_progress(progress):
             click.echo(f"computing {sampler} on {language} L={length} ({method}) ...", err=True)
-        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed)
+        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed, tie_seed,
+                               confidence)
         emit(result, as_json, _human_point(result) + "\n" + _calls_law_text(result["calls_law"], result["method"]))
         return
     if noise == "uniform":
