@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numerics.estimate import Estimate, Unavailable, clopper_pearson, meaningful
-from numerics.sampling.registry import DECODERS, Knob
+from numerics.sampling.registry import DECODERS, REVISERS, Knob
 from validation.step_search import Evaluation, search_steps
 from validation.sweep import PointConfig
 
@@ -101,6 +101,9 @@ class TargetError(ValueError):
 
 #: Each sampler's knobs, the main one first: the decoder registry's (a sampler registered with a knob is a family).
 KNOBS: dict[str, tuple[Knob, ...]] = {name: spec.knobs for name, spec in DECODERS.items() if spec.knobs}
+#: The revising decoders' knobs (:data:`numerics.sampling.registry.REVISERS`): families of ``revisers=``, whose
+#: points may go below the monotone decoders' floor (they change revealed tokens).
+REVISER_KNOBS: dict[str, tuple[Knob, ...]] = {name: spec.knobs for name, spec in REVISERS.items() if spec.knobs}
 #: Samplers whose steps must be a multiple of the number of blocks L/B, and which never use more than L steps:
 #: topk and the decoders that take a number of steps (llada, llada2).
 _FIXED_COUNTS = ("topk", *(name for name, spec in DECODERS.items() if "steps" in spec.needs))
@@ -153,6 +156,11 @@ class Family:
         return self.knob.name
 
     @property
+    def revises(self) -> bool:
+        """A revising decoder (it changes revealed tokens: the monotone decoders' floor does not bind it)."""
+        return self.sampler in REVISERS
+
+    @property
     def integer(self) -> bool:
         return self.knob.integer
 
@@ -170,7 +178,7 @@ class Family:
             return replace(base, sampler=self.sampler, n_steps=int(value), **opts)
         # a real knob of a rule that also takes steps (llada2's threshold) is searched at N = L: a floor of one
         # token per step, the threshold deciding how many more
-        steps = base.length if "steps" in DECODERS[self.sampler].needs else 1
+        steps = base.length if "steps" in getattr(DECODERS.get(self.sampler), "needs", ()) else 1
         return replace(base, sampler=self.sampler, n_steps=steps, schedule="linear", **opts,
                        **{self.knob.name: float(value)})
 
@@ -220,10 +228,11 @@ def family(name: str, options: Mapping[str, Any] | None = None) -> Family:
     else:
         sampler, _, knob_name = text.partition(":")
         knob_name = knob_name or None
-    if sampler not in KNOBS:
-        raise ValueError(f"unknown sampler family {name!r}; choose from {', '.join(KNOBS)} (or SAMPLER:KNOB, "
+    every = {**KNOBS, **REVISER_KNOBS}
+    if sampler not in every:
+        raise ValueError(f"unknown sampler family {name!r}; choose from {', '.join(every)} (or SAMPLER:KNOB, "
                          "llada-bB, fast-dllm-factor)")
-    knobs = KNOBS[sampler]
+    knobs = every[sampler]
     knob = knobs[0] if knob_name is None else next((k for k in knobs if k.name == knob_name), None)
     if knob is None:
         raise ValueError(f"unknown sampler family {name!r}: {sampler}'s knobs are {', '.join(k.name for k in knobs)}")
@@ -478,7 +487,7 @@ def search_family(fam: Family, base: PointConfig, metric: str, target: float, la
         raise ValueError(f"refine must be an integer >= 0, got {refine!r}")
     space = fam.space(base.length, language.vocab_size, max_steps)
     desc = {"knob": fam.parameter, "low": space.low, "high": space.high, "unit": space.unit,
-            "options": _options_text(fam.options)}
+            "options": _options_text(fam.options), **({"revises": True} if fam.revises else {})}
     try:  # what the cheapest setting refuses (a block length that does not divide L, an option it does not take)
         fam.build(base, space.low if fam.integer else space.grid(2)[0]).make_sampler()
     except ValueError as exc:
@@ -592,7 +601,8 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
               seed: int = 0, confidence: float = 0.95, max_steps: int = 1 << 12,
               on_setting: Callable[[Setting], None] | None = None, options: Mapping[str, Any] | None = None,
               tie_seed: int = 0, grid: int = GRID_POINTS, refine: int = REFINE_BISECTIONS,
-              lossless: Sequence[str] = ()) -> Calibration:
+              lossless: Sequence[str] = (), revisers: Sequence[str] = (),
+              reviser_options: Mapping[str, Any] | None = None) -> Calibration:
     """The cheapest setting of any of ``samplers`` with ``metric <= target`` (module docstring).
 
     ``samplers`` are family names (:func:`family`); ``options`` the decoder options every family
@@ -602,15 +612,24 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     cannot run at ``L`` is reported with its reason; when none can, :class:`NoFamilyError`.
     ``lossless``: lossless decoders (:data:`numerics.sampling.lossless.LOSSLESS`) put on the front as
     ``(E[calls], metric)`` (:func:`lossless_settings`), each a family of one setting.
+    ``revisers``: revising decoders (:data:`REVISER_KNOBS`: ``llada21``, ``wino``), each a family whose
+    knob (the reveal threshold) is searched like any real knob, at ``options`` and their own
+    ``reviser_options`` (``edit_cap``, ``remask_threshold``, ...; one a reviser does not take makes that
+    family inapplicable, with the reason). Their settings enter the front beside the monotone ones
+    (:attr:`Family.revises`: the monotone decoders' floor does not bind them).
     """
     from numerics.languages.presets import load_language
 
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
     names = list(samplers)
-    if not names and not lossless:
+    if not names and not lossless and not revisers:
         raise ValueError("no sampler family given: name at least one of " + ", ".join(KNOBS))
+    unknown = [n for n in revisers if n not in REVISER_KNOBS]
+    if unknown:
+        raise ValueError(f"unknown revising decoder(s) {', '.join(unknown)}; choose from {', '.join(REVISER_KNOBS)}")
     fams = [family(n, options) for n in names]
+    fams += [family(n, {**(options or {}), **(reviser_options or {})}) for n in revisers]
     lang = load_language(language)
     ter_q = None
     if metric == "ter":

@@ -55,6 +55,7 @@ LAZY_BENCH_COMMANDS: dict[str, str] = {
     "calibrate": "validation.commands.calibrate:bench_calibrate_command",
     "decoders": "validation.commands.bench_decoders:bench_decoders_command",
     "lossless": "validation.commands.lossless:bench_lossless_command",
+    "revisers": "validation.commands.bench_revisers:bench_revisers_command",
 }
 
 

@@ -38,7 +38,7 @@ from validation.step_search import DEFAULT_MAX_STEPS, Evaluation, StepsNeeded, s
 from validation.sweep import PointConfig
 
 __all__ = ["METRICS", "Evaluation", "StepsNeeded", "search_steps", "oracle_metric", "model_ser", "steps_needed",
-           "DEFAULT_MAX_STEPS"]
+           "uniform_noise_metric", "DEFAULT_MAX_STEPS"]
 
 METRICS = ("ser", "ter", "kl")
 def _meets(e: Estimate, target: float) -> bool:
@@ -73,18 +73,56 @@ def oracle_metric(cfg: PointConfig, metric: str, target: float, language: Any, c
                              steps_rng=point.rng("jensen-steps"), confidence=level)
         if metric == "kl":
             return Evaluation(n, "kl_jensen_bound", bound, _meets(bound, target))
-        from validation.calibrate import data_entropy
-
-        H = data_entropy(language, L)
-        if H is None:
-            raise ValueError(f"--metric ter at L = {L}: {spec} has no exact entropy H(q) and no exact method fits; "
-                             "use a smaller --length, an n-gram or interval language, or --metric kl")
-        lo, hi = bound.interval()
-        e = Estimate(math.exp((H.value + bound.value) / L), math.exp((H.value + bound.value) / L) * bound.stderr / L,
-                     f"exp((H(q) + Jensen bound) / L): H {H.method}, bound {bound.method}", bound.samples,
-                     None if bound.exact else math.exp((H.value + lo) / L),
-                     None if bound.exact else math.exp((H.value + hi) / L), bound.confidence)
+        e = _ter_bound(bound, "Jensen", spec, language, L)
         return Evaluation(n, "ter_jensen_bound", e, _meets(e, target))
+
+    return evaluate
+
+
+def _ter_bound(bound: Estimate, what: str, spec: str, language: Any, L: int) -> Estimate:
+    """``exp((H(q) + bound) / L)``: an upper bound on TER from an upper bound on KL, its interval mapped along."""
+    from validation.calibrate import data_entropy
+
+    H = data_entropy(language, L)
+    if H is None:
+        raise ValueError(f"--metric ter at L = {L}: {spec} has no exact entropy H(q) and no exact method fits; "
+                         "use a smaller --length, an n-gram or interval language, or --metric kl")
+    lo, hi = bound.interval()
+    return Estimate(math.exp((H.value + bound.value) / L), math.exp((H.value + bound.value) / L) * bound.stderr / L,
+                    f"exp((H(q) + {what} bound) / L): H {H.method}, bound {bound.method}", bound.samples,
+                    None if bound.exact else math.exp((H.value + lo) / L),
+                    None if bound.exact else math.exp((H.value + hi) / L), bound.confidence)
+
+
+def uniform_noise_metric(cfg: PointConfig, metric: str, target: float, language: Any,
+                         confidence: float) -> Callable[[int], Evaluation]:
+    """``N -> Evaluation`` of the factorized uniform-noise sampler's ``metric`` at ``cfg`` with ``steps = N``
+    (:func:`validation.experiments.noise.uniform_point`, as ``exact --noise uniform`` computes it).
+
+    Exact (the chain over canvases) while ``V^L`` fits; beyond, Monte Carlo: SER with its Clopper-Pearson
+    bound, ``kl`` through the path KL (an upper bound on ``KL(q || p)``, quantity ``kl_path_bound``) and
+    ``ter`` through ``exp((H(q) + path bound) / L)`` (``ter_path_bound``): an ``N`` found by a bound suffices.
+    ``confidence`` is one-sided, as in :func:`oracle_metric`.
+    """
+    from validation.calibrate import _one_sided
+    from validation.experiments.noise import uniform_point
+
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
+
+    def evaluate(n: int) -> Evaluation:
+        p = uniform_point(cfg.language, cfg.length, int(n), cfg.schedule, cfg.method, cfg.samples, cfg.seed)
+        if p["method"] != "mc":
+            e = p[metric]
+            return Evaluation(n, metric, e, _meets(e, target))
+        if metric == "ser":
+            e = _one_sided(p["ser"], confidence)
+            return Evaluation(n, metric, e, _meets(e, target))
+        bound = _one_sided(p["kl_path_bound"], confidence)
+        if metric == "kl":
+            return Evaluation(n, "kl_path_bound", bound, _meets(bound, target))
+        e = _ter_bound(bound, "path", cfg.language, language, cfg.length)
+        return Evaluation(n, "ter_path_bound", e, _meets(e, target))
 
     return evaluate
 

@@ -35,8 +35,9 @@ from numerics.provenance import (
     provenance,
     to_jsonable,
 )
-from numerics.sampling.registry import DECODER_FIELDS, OPTIONS, Options, option_takers
+from numerics.sampling.registry import DECODER_FIELDS, OPTIONS, REVISERS, Options, option_takers
 from numerics.schedules import Schedule, make_schedule
+from validation.canvas_samplers import GEMMA, GEMMA_FIELDS, GEMMA_METHODS, NOISES, REVISER_FIELDS, check_reviser
 from validation.executors import EXECUTORS, run_dask, run_local
 from validation.guards import guard_output
 
@@ -44,6 +45,7 @@ __all__ = [
     "METHODS",
     "CorruptRowsError",
     "PointConfig",
+    "SAMPLER_FIELDS",
     "SweepReport",
     "SweepRow",
     "check_costs",
@@ -58,10 +60,17 @@ __all__ = [
 
 #: Fields left out of :meth:`PointConfig.as_dict` at their default, so that the config hash of a
 #: point is what it was before the field existed (tables stay resumable).
-_HASH_DEFAULTS = {"tie_seed": 0}
+_HASH_DEFAULTS = {"tie_seed": 0, "noise": "mask"}
 
 _FIELDS = ("language", "length", "n_steps", "schedule", "method", "samples", "seed", "ser_language", "batch_size",
-           "sampler", "gamma", "confidence", "tie_seed")
+           "sampler", "gamma", "confidence", "tie_seed", "noise")
+
+#: Every option a point's ``options`` may hold: the decoders' (:data:`~numerics.sampling.registry.DECODER_FIELDS`),
+#: then the revisers' own and gemma-renoise's (:mod:`validation.canvas_samplers`). Each enters the hash and the
+#: random streams only when set, so the points of the samplers before them keep theirs.
+SAMPLER_FIELDS = DECODER_FIELDS + REVISER_FIELDS + tuple(k for k in GEMMA_FIELDS if k not in REVISER_FIELDS)
+#: The samplers that act on a canvas and take no steps (``n_steps`` is 1, unused): the revisers, gemma-renoise.
+CANVAS_SAMPLERS = (*REVISERS, GEMMA)
 
 
 @dataclass(frozen=True, init=False)
@@ -91,9 +100,12 @@ class PointConfig:
         A name of the sampler registry :data:`numerics.sampling.registry.DECODERS`: ``random`` (the
         i.i.d. schedule sampler), an adaptive rule (``topk``, ``threshold``, ``entropy-sum``) or a
         decoder (``llada``, ``fast-dllm``, ``eb``, ``remdm``, ...). What it needs (``n_steps``, the
-        ``schedule``) and takes is its registry entry's.
+        ``schedule``) and takes is its registry entry's. Or a sampler that acts on a canvas
+        (:data:`CANVAS_SAMPLERS`, :mod:`validation.canvas_samplers`): a revising decoder of
+        :data:`~numerics.sampling.registry.REVISERS` (``llada21``, ``wino``) or ``gemma-renoise``
+        (``noise="uniform"``); these take no steps (``n_steps`` 1) and no schedule.
     gamma : float or None
-        Threshold of ``threshold`` / entropy bound (nats) of ``entropy-sum`` and ``eb``.
+        Threshold of ``threshold`` / entropy bound (nats) of ``entropy-sum``, ``eb`` and ``gemma-renoise``.
     confidence : str
         ``maxprob``, ``margin`` or ``neg-entropy`` (``topk``, ``threshold``).
     tie_seed : int
@@ -105,7 +117,11 @@ class PointConfig:
         frozen mapping of the options given (unset = the registry's default). The constructor also takes
         them as keywords (``PointConfig(..., eta=0.1)``, ``dataclasses.replace(cfg, eta=0.2)``; ``None``
         unsets) and ``cfg.eta`` reads one (``None`` when not given). Each enters the hash as its own
-        key, only when set, so every table written before the mapping existed keeps its hashes.
+        key, only when set, so every table written before the mapping existed keeps its hashes. The revisers'
+        own options and gemma-renoise's (:data:`SAMPLER_FIELDS`) likewise.
+    noise : str
+        ``"mask"`` (masked diffusion) or ``"uniform"`` (uniform-noise diffusion: the factorized reverse
+        process of ``random``, or ``gemma-renoise``). Left out of the hash at ``"mask"``.
     """
 
     language: str
@@ -122,29 +138,30 @@ class PointConfig:
     confidence: str = "maxprob"
     tie_seed: int = 0
     options: Options = field(default_factory=Options)
+    noise: str = "mask"
 
     def __init__(self, language: str, length: int, n_steps: int, schedule: str = "linear", method: str = "auto",  # noqa: PLR0917 (the dataclass order)
                  samples: int = 1000, seed: int = 0, ser_language: str | None = None, batch_size: int = 1,
                  sampler: str = "random", gamma: float | None = None, confidence: str = "maxprob", tie_seed: int = 0,
-                 options: Mapping[str, Any] | None = None, **flat: Any) -> None:
+                 options: Mapping[str, Any] | None = None, noise: str = "mask", **flat: Any) -> None:
         values = dict(zip(_FIELDS, (language, length, n_steps, schedule, method, samples, seed, ser_language,
-                                    batch_size, sampler, gamma, confidence, tie_seed)))
-        unknown = sorted(set(flat) - set(DECODER_FIELDS))
+                                    batch_size, sampler, gamma, confidence, tie_seed, noise)))
+        unknown = sorted(set(flat) - set(SAMPLER_FIELDS))
         if unknown:
             raise TypeError(f"PointConfig got unknown option(s) {', '.join(unknown)}; "
-                            f"the sampler options are {', '.join(DECODER_FIELDS)}")
+                            f"the sampler options are {', '.join(SAMPLER_FIELDS)}")
         opts = {**dict(options or {}), **flat}
-        foreign = sorted(set(opts) - set(DECODER_FIELDS))
+        foreign = sorted(set(opts) - set(SAMPLER_FIELDS))
         if foreign:
             raise ValueError(f"unknown option(s) {', '.join(foreign)}; the sampler options are "
-                             f"{', '.join(DECODER_FIELDS)}")
+                             f"{', '.join(SAMPLER_FIELDS)}")
         for k, v in values.items():
             object.__setattr__(self, k, v)
         object.__setattr__(self, "options", Options(opts))
         self.__post_init__()
 
     def __getattr__(self, name: str) -> Any:
-        if name in DECODER_FIELDS and "options" in self.__dict__:
+        if name in SAMPLER_FIELDS and "options" in self.__dict__:
             return self.__dict__["options"].get(name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -174,9 +191,11 @@ class PointConfig:
             key += f"|{self.sampler}|{self.gamma}|{self.confidence}"
             if self.tie_seed != _HASH_DEFAULTS["tie_seed"]:
                 key += f"|tie{self.tie_seed}"
-            for name in DECODER_FIELDS:  # a decoder's options, only when set (the other samplers' keys unchanged)
+            for name in SAMPLER_FIELDS:  # a sampler's options, only when set (the other samplers' keys unchanged)
                 if name in self.options:
                     key += f"|{name}={self.options[name]}"
+        if self.noise != _HASH_DEFAULTS["noise"]:
+            key += f"|noise={self.noise}"
         return np.random.default_rng([int(self.seed), zlib.crc32(key.encode())])
 
     def as_dict(self) -> dict:
@@ -215,10 +234,27 @@ class PointConfig:
         """The sampler of the registry entry :attr:`sampler` from this point's options (module docstring)."""
         from numerics.sampling.registry import DECODERS, decoder_names
 
+        if self.noise not in NOISES:
+            raise ValueError(f"unknown noise {self.noise!r}; choose one of {NOISES}")
+        if self.sampler in CANVAS_SAMPLERS:
+            return self._build_canvas_sampler()
         spec = DECODERS.get(self.sampler)
         if spec is None:
-            raise ValueError(f"unknown sampler {self.sampler!r}; choose one of {tuple(DECODERS)}")
+            raise ValueError(f"unknown sampler {self.sampler!r}; choose one of {tuple(DECODERS) + CANVAS_SAMPLERS}")
+        if self.noise != "mask" and self.sampler != "random":
+            raise ValueError(f"--noise {self.noise} supports --sampler random (the factorized reverse process) and "
+                             f"{GEMMA}, not {self.sampler!r}")
+        if self.noise != "mask" and (self.method not in GEMMA_METHODS or self.schedule == "optimal"):
+            raise ValueError(f"--noise {self.noise} supports --method {', '.join(GEMMA_METHODS)} and a schedule "
+                             f"family other than optimal (optimal for masking), not --method {self.method} "
+                             f"--schedule {self.schedule}")
         opts = dict(self.options)
+        canvas = [k for k in opts if k not in DECODER_FIELDS]
+        if any(k in REVISER_FIELDS for k in canvas):
+            check_reviser(self.sampler, opts)  # raises: a reviser's own option given to another sampler
+        if canvas:
+            raise ValueError(f"{', '.join('--' + k.replace('_', '-') for k in canvas)}: option(s) of --sampler "
+                             f"{GEMMA} only, not of --sampler {self.sampler}")
         foreign = [k for k in DECODER_FIELDS if k in opts and k not in spec.option_names]
         if foreign and spec.kind != "decoder":
             names = ", ".join(decoder_names("decoder"))
@@ -239,6 +275,28 @@ class PointConfig:
         return spec.build(opts, steps=self.n_steps if "steps" in spec.needs else None,
                           schedule=self.make_schedule() if "schedule" in spec.needs else None,
                           tie_seed=self.tie_seed, length=self.length)
+
+    def _build_canvas_sampler(self):
+        """A reviser (:class:`~numerics.sampling.revisers.Reviser`, its blocks checked against ``L``) or
+        gemma-renoise (:class:`~numerics.sampling.gemma.Renoise`); a ValueError naming what does not fit."""
+        from validation.canvas_samplers import build_renoise
+
+        if self.confidence != OPTIONS["confidence"].default:
+            raise ValueError(f"--sampler {self.sampler} does not take --confidence")
+        if self.tie_seed != _HASH_DEFAULTS["tie_seed"]:
+            raise ValueError(f"--sampler {self.sampler} takes no --tie-seed (its ties go to the lowest index)")
+        if self.sampler == GEMMA:
+            if self.noise != "uniform":
+                raise ValueError(f"--sampler {GEMMA} needs --noise uniform (it renoises a uniform-noise canvas)")
+            if self.method not in GEMMA_METHODS:
+                raise ValueError(f"--sampler {GEMMA} supports --method {', '.join(GEMMA_METHODS)}, not "
+                                 f"{self.method!r}")
+            return build_renoise(self.options, self.gamma)
+        if self.noise != "mask":
+            raise ValueError(f"--noise {self.noise} supports --sampler random and {GEMMA}, not {self.sampler!r}")
+        rv = REVISERS[self.sampler].build(check_reviser(self.sampler, self.options, self.gamma))
+        rv.block(self.length)
+        return rv
 
     def make_schedule(self) -> Schedule:
         """The schedule family at ``n_steps``; ``"optimal"``: the information-curve DP schedule for this
@@ -279,6 +337,8 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     from numerics.metrics import point_metrics
 
     t0 = time.perf_counter()
+    if cfg.noise != "mask" or cfg.sampler in CANVAS_SAMPLERS:
+        return _canvas_point(cfg, t0)
     language = load_language(cfg.language)
     same = cfg.ser_language in (None, cfg.language)
     ser_language = None if same else load_language(cfg.ser_language)
@@ -295,6 +355,71 @@ def evaluate_point(cfg: PointConfig) -> dict[str, Any]:
     return {**out, **{k: to_jsonable(v) for k, v in m.metrics().items()}, "elapsed_s": time.perf_counter() - t0}
 
 
+def _canvas_point(cfg: PointConfig, t0: float) -> dict[str, Any]:
+    """:func:`evaluate_point` of a reviser (:func:`numerics.metrics.point_metrics` of its chain over canvases or
+    Monte Carlo, with the law of its calls ``calls_law``), of gemma-renoise
+    (:func:`validation.canvas_samplers.gemma_point`) or of the factorized uniform-noise sampler
+    (:func:`validation.experiments.noise.uniform_point`), as ``exact`` computes them."""
+    from numerics.languages.presets import load_language
+    from numerics.metrics import point_metrics
+
+    inputs = cfg.as_dict()
+    if cfg.sampler in CANVAS_SAMPLERS:  # no steps, schedule or batches (hashed, unused): not said to be inputs
+        for name in ("steps", "schedule", "batch_size", "confidence"):
+            inputs.pop(name)
+    out: dict[str, Any] = {"inputs": inputs}
+    if cfg.sampler in REVISERS:
+        same = cfg.ser_language in (None, cfg.language)
+        m = point_metrics(load_language(cfg.language), cfg.length, cfg.make_sampler(), method=cfg.method,
+                          samples=cfg.samples, rng=cfg.rng, ser_language=None if same else load_language(cfg.ser_language),
+                          names=(cfg.language, cfg.ser_language))
+        out.update(method=m.how.method, schedule_name=None, sampler_name=m.how.sampler, tie_seed=None,
+                   sampler_parameters=m.how.parameters, calls_law=list(m.how.calls_law),
+                   **{k: to_jsonable(v) for k, v in m.metrics().items()})
+    elif cfg.sampler == GEMMA:
+        from validation.canvas_samplers import gemma_point
+
+        res = gemma_point(cfg.make_sampler(), cfg.language, cfg.length, cfg.method, cfg.samples, cfg.seed,
+                          cfg.ser_language)
+        out.update(schedule_name=None, tie_seed=None, **{k: to_jsonable(v) for k, v in res.items() if k != "elapsed_s"})
+    else:
+        from validation.experiments.noise import uniform_point
+
+        res = uniform_point(cfg.language, cfg.length, cfg.n_steps, cfg.schedule, cfg.method, cfg.samples, cfg.seed,
+                            cfg.ser_language)
+        out.update(tie_seed=None, **{k: to_jsonable(v) for k, v in res.items() if k not in ("inputs", "elapsed_s")})
+    return {**out, "elapsed_s": time.perf_counter() - t0}
+
+
+def _check_canvas_cost(cfg: PointConfig, language: Any) -> None:
+    """What a reviser, gemma-renoise or uniform-noise point refuses before any work: the exact chain beyond its
+    size (a method named), a Monte Carlo run beyond the memory (ValueError)."""
+    from numerics.machine import check_memory
+
+    L, V, n = cfg.length, language.vocab_size, cfg.samples
+    if cfg.sampler in REVISERS:
+        from numerics.exact.revisers import choose_reviser_method
+
+        if choose_reviser_method(cfg.method, cfg.make_sampler(), V, L) == "mc":
+            check_memory(8.0 * n * L * (3 * V + 4), f"{cfg.sampler} by Monte Carlo ({n} samples, L = {L})",
+                         "use fewer --samples or a smaller -L")
+        return
+    if cfg.sampler == GEMMA:
+        from numerics.exact.gemma import MAX_CANVASES
+
+        per, what = 6 * n * L * V, f"{GEMMA} ({n} samples, L = {L})"
+    else:
+        from numerics.exact.uniform_noise import MAX_CANVASES
+
+        per, what = 4 * n * L * V + 2 * 64 * L * language.kernel_language().n_states, f"--noise uniform ({n} samples, L = {L})"
+    fits = V**L <= MAX_CANVASES
+    if cfg.method == "enumerate" and not fits:
+        raise ValueError(f"--method enumerate with {cfg.sampler if cfg.sampler == GEMMA else '--noise uniform'} "
+                         f"needs V^L <= {MAX_CANVASES}, got {V}^{L}")
+    if not fits or cfg.method == "mc":
+        check_memory(8.0 * per, what, "use fewer --samples or a smaller -L")
+
+
 def check_costs(configs: Iterable[PointConfig]) -> None:
     """Refuse, before any point is computed, a grid with a point whose method cannot run at its size
     or whose Monte Carlo would run too long (:func:`numerics.methods.choose_method`,
@@ -308,7 +433,9 @@ def check_costs(configs: Iterable[PointConfig]) -> None:
         for spec in dict.fromkeys(s for s in (cfg.language, cfg.ser_language) if s):
             language = load_language(spec)
             try:
-                if sampler.kind == "random":
+                if cfg.noise != "mask" or cfg.sampler in CANVAS_SAMPLERS:
+                    _check_canvas_cost(cfg, language)
+                elif sampler.kind == "random":
                     choose_method(cfg.method, language, cfg.length, sampler.schedule, cfg.samples, name=spec)
                 elif sampler.kind == "adaptive":
                     choose_adaptive_method(cfg.method, language.vocab_size, cfg.length, language=language,

@@ -489,10 +489,14 @@ def option_takers(name: str) -> tuple[str, ...]:
 # ----- the revising decoders (class C) -------------------------------------------------------------
 # A separate mapping for the reason the lossless decoders have one (numerics.sampling.lossless.LOSSLESS): a reviser changes revealed tokens, so no consumer of
 # DECODERS (the DP, sweep's tables, the report's families) can run it; numerics.metrics runs its exact
-# chain over canvases or Monte Carlo (kind "reviser", docs/methods/revisers.md). Only exact takes them.
+# chain over canvases or Monte Carlo (kind "reviser", docs/methods/revisers.md). exact, sweep,
+# steps-needed and calibrate (--revisers) take them (validation/canvas_samplers.py).
 _UNIT = {"low": 0, "high": 1}
 _REVISER_THRESHOLD = Option("threshold", float, "reveal every masked position whose draw has confidence > TAU "
                             "(llada21) or >= TAU (wino), at least the most confident one", **_UNIT)
+
+#: Calibration's knob of both revisers (validation.calibrate): a higher reveal threshold reveals fewer positions a call.
+_REVISER_KNOB = Knob("threshold", "more", 0.0, 1.0)
 
 #: The revising decoders by command-line name (``mdm-theory exact --sampler NAME``).
 REVISERS: dict[str, DecoderSpec] = {s.name: s for s in (
@@ -504,7 +508,7 @@ REVISERS: dict[str, DecoderSpec] = {s.name: s for s in (
                         "with confidence > TAU_EDIT takes the draw", default=0.9, **_UNIT),
                  Option("edit_cap", int, "editing steps after a block is full, stopping at one that changes nothing "
                         "(0: no editing after the block)", default=16, low=0)),
-                fixed={"name": "llada21"}, tie_seed=False),
+                knobs=(_REVISER_KNOB,), fixed={"name": "llada21"}, tie_seed=False),
     DecoderSpec("wino", Reviser, "reviser", "WINO wide in, narrow out: reveal draws of confidence >= tau, remask "
                 "revealed tokens whose leave-one-out probability is < the remask threshold",
                 (_BLOCK, _TEMPERATURE, replace(_REVISER_THRESHOLD, default=0.6),
@@ -512,7 +516,7 @@ REVISERS: dict[str, DecoderSpec] = {s.name: s for s in (
                         "probability is < TAU_REMASK", default=0.9, **_UNIT),
                  Option("step_cap", int, "the engine's cap on steps per block: the last reveals every masked position "
                         "[default: 2 B]", low=1)),
-                fixed={"name": "wino"}, tie_seed=False),
+                knobs=(_REVISER_KNOB,), fixed={"name": "wino"}, tie_seed=False),
 )}
 
 

@@ -9,6 +9,8 @@ import time
 
 import click
 
+from numerics.sampling.registry import REVISERS
+from validation.canvas_samplers import option_flag
 from validation.commands._common import (
     emit,
     format_estimate,
@@ -17,6 +19,7 @@ from validation.commands._common import (
     show_progress,
 )
 from validation.commands._decoders import DECODER_NAMES, check_decoder_method
+from validation.commands._revisers import REVISER_NAMES, check_reviser_options, reviser_options
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.commands.calibrate_options import search_options
 
@@ -38,6 +41,14 @@ def search_record(fs) -> dict:
             "settings": [_setting(s) for s in fs.settings]}
 
 
+def _cheapest_class(c) -> str | None:
+    """``lossless``, ``reviser`` or ``monotone``: the kind of decoder of the answer (``None``: not met)."""
+    fs = next((fs for fs in c.searches if c.met and fs.cheapest is c.cheapest), None)
+    if fs is None:
+        return None
+    return "lossless" if fs.grid.get("kind") == "lossless" else "reviser" if fs.grid.get("revises") else "monotone"
+
+
 def calibration_record(c) -> dict:
     """The JSON shape of a :class:`validation.calibrate.Calibration` (docs/schema.md)."""
     return {
@@ -45,6 +56,7 @@ def calibration_record(c) -> dict:
         "setting": _setting(c.cheapest), "calls": c.cheapest.calls if c.met else None,
         "best": _setting(c.best), "may_meet": _setting(c.may_meet), "confidence": c.confidence,
         "front": [_setting(s) for s in c.front],
+        "cheapest_class": _cheapest_class(c),
         "families": [search_record(fs) for fs in c.searches],
         "aup": c.aup,
     }
@@ -67,12 +79,19 @@ def calibration_record(c) -> dict:
 @click.option("--lossless", default="", metavar="NAMES",
               help="Comma-separated lossless decoders (assd, autospec, self-spec) put on the front at (E[calls] by "
                    "Monte Carlo, metric exact from their output law q: SER = KL = 0); says when one is the cheapest.")
+@click.option("--revisers", default="", metavar="NAMES",
+              help="Comma-separated revising decoders (llada21, wino), each a family whose reveal threshold is "
+                   "searched like any real knob (the chain over canvases, or Monte Carlo), at the decoder options "
+                   "and their own options below; their settings enter the front beside the monotone ones (they "
+                   "change revealed tokens: the monotone floor does not bind them); says when one is the cheapest.")
 @schedule_option
 @search_options
+@reviser_options
 @progress_option
 @json_option
-def calibrate_command(language, length, metric, target, relative, samplers, lossless, schedule, method, samples,
-                      confidence, max_steps, seed, tie_seed, grid, refine, decoder_opts, progress, as_json):
+def calibrate_command(language, length, metric, target, relative, samplers, lossless, revisers, schedule, method,
+                      samples, confidence, max_steps, seed, tie_seed, grid, refine, decoder_opts, reviser_opts,
+                      progress, as_json):
     """The cheapest setting (fewest expected denoiser calls) of each sampler family that meets a target.
 
     A real knob (threshold, factor, gamma) is evaluated on a uniform grid over its range (--grid
@@ -92,6 +111,16 @@ def calibrate_command(language, length, metric, target, relative, samplers, loss
     names = [s.strip() for s in samplers.split(",") if s.strip()]
     if not names:
         raise click.BadParameter("name at least one sampler family", param_hint="--sampler")
+    rev = [s.strip() for s in revisers.split(",") if s.strip()]
+    bad = [n for n in rev if n not in REVISER_NAMES]
+    if bad:
+        raise click.BadParameter(f"{', '.join(bad)}: not a revising decoder; choose from {', '.join(REVISER_NAMES)}",
+                                 param_hint="--revisers")
+    if reviser_opts and not rev:
+        raise click.UsageError(f"{', '.join(option_flag(k) for k in reviser_opts)}: option(s) of the revising decoders "
+                               f"({', '.join(REVISER_NAMES)}), which calibrate searches with --revisers only")
+    for n in rev:  # an option out of its range, named before any work (one a reviser does not take: inapplicable)
+        check_reviser_options(n, {}, {k: v for k, v in reviser_opts.items() if k in REVISERS[n].option_names}, None)
     check_schedule(schedule, [language], [length])
     check_decoder_method(names[0] if all(n.split(":")[0] in DECODER_NAMES for n in names) else "random", method)
     verbose = show_progress(progress)
@@ -106,7 +135,8 @@ def calibrate_command(language, length, metric, target, relative, samplers, loss
                       samples=samples, seed=seed, confidence=confidence, max_steps=max_steps, on_setting=log,
                       options=decoder_opts.fields(), tie_seed=tie_seed,
                       grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine,
-                      lossless=[n.strip() for n in lossless.split(",") if n.strip()])
+                      lossless=[n.strip() for n in lossless.split(",") if n.strip()], revisers=rev,
+                      reviser_options=reviser_opts)
     except TargetError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
     except NoFamilyError as exc:
@@ -147,6 +177,8 @@ def grid_text(fs) -> str:
     else:
         how = (f"{fs.parameter} = {g['low']:g}, 2x, 4x, ... up to {g['high']:g} (or the first N meeting the "
                "target), then bisection")
+    if g.get("revises"):
+        how += " (a revising decoder)"
     mono = "monotone" if fs.monotone else "NOT monotone"
     stopped = f"; {fs.error}" if fs.error is not None else ""
     return f"{where}: {how}; {len(fs.settings)} settings, metric {mono} on them{stopped}"
@@ -163,8 +195,12 @@ def _human(result: dict, c) -> str:
         head = (f"{c.language}, L = {c.length}: not met: no setting evaluated gives {what}; best found {b.label}, "
                 f"{b.quantity} {format_estimate(_rec(b.metric))}")
     lines = [head]
-    if c.met and any(fs.cheapest is c.cheapest and fs.grid.get("kind") == "lossless" for fs in c.searches):
+    kind = _cheapest_class(c)
+    if kind == "lossless":
         lines.append(f"  a lossless decoder ({c.cheapest.family}) is the cheapest way to meet the target")
+    elif kind == "reviser":
+        lines.append(f"  a revising decoder ({c.cheapest.family}) is the cheapest way to meet the target (it changes "
+                     "revealed tokens: the monotone decoders' floor does not bind it)")
     lines.append("  Families:")
     for fs in c.searches:
         lines.append(f"    {grid_text(fs)}")

@@ -123,7 +123,7 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False, revisers: b
     more = ("; " + "; ".join(f"{n}: {DECODERS[n].summary}" for n in DECODER_NAMES)
             + " (docs/methods/decoders.md)") if decoders else ""
     more += "".join(f"; {n}: {text}" for n, text in extra)
-    if revisers:  # exact alone runs the revising decoders (validation.commands._revisers)
+    if revisers:  # the revising decoders (validation.commands._revisers)
         names += list(REVISER_NAMES)
         more += f"; {reviser_summaries()} (docs/methods/revisers.md)"
     return click.option("--sampler", type=click.Choice(names), default="random", show_default=True,
@@ -132,27 +132,35 @@ def _sampler_options(f, decoders: bool = False, lists: bool = False, revisers: b
 
 
 def _gemma_options(f):
-    """The options of ``--sampler gemma-renoise`` (:class:`numerics.sampling.gemma.Renoise`), handed to the
-    command as one dict ``gemma`` of those given."""
-    specs = [("--committed", click.Choice(["yes", "no"]), "gemma-renoise (required with it): keep accepted "
-              "positions fixed (yes, diffusers) or reselect from scratch each call (no, SGLang)."),
-             ("--t-max", float, "gemma-renoise: temperature of the first call [default: 0.8]."),
-             ("--t-min", float, "gemma-renoise: end of the temperature ramp, 0 < t-min <= t-max [default: 0.4]."),
-             ("--halt-entropy", float, "gemma-renoise: stop when the mean entropy is below this (nats) and the "
-              "argmax is unchanged [default: 0.005]."),
-             ("--oracle-alpha", float, "gemma-renoise: the oracle reads the canvas at level alpha k / L, k the "
-              "positions that kept a draw; in [0, 1) [default: 0.99].")]
-    names = [flag[2:].replace("-", "_") for flag, _, _ in specs]
+    """The options of ``--sampler gemma-renoise`` (:data:`validation.canvas_samplers.GEMMA_OPTIONS`; its
+    ``--step-cap`` is the revisers' flag), handed to the command as one dict ``gemma`` of those given."""
+    from validation.canvas_samplers import GEMMA_OPTIONS
+
+    specs = [o for o in GEMMA_OPTIONS if o.name != "step_cap"]
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        raw = {k: kwargs.pop(k) for k in names}
+        raw = {o.name: kwargs.pop(o.name) for o in specs}
         kwargs["gemma"] = {k: v for k, v in raw.items() if v is not None}
         return f(*args, **kwargs)
 
-    for flag, typ, text in reversed(specs):
-        wrapper = click.option(flag, type=typ, default=None, help=text)(wrapper)
+    for o in reversed(specs):
+        kind = click.Choice(list(o.choices)) if o.choices else o.type
+        default = f" [default: {o.default}]" if o.default is not None else ""
+        where = f"; in {o.range_text()}" if o.high is not None else ""
+        wrapper = click.option(o.flag, o.name, type=kind, default=None,
+                               help=f"gemma-renoise{' (required with it)' if o.required else ''}: {o.help}{where}"
+                                    f"{default}.")(wrapper)
     return wrapper
+
+
+_GEMMA_CHOICE = (("gemma-renoise", "DiffusionGemma's renoise sampler (--noise uniform; --gamma is its entropy bound)"),)
+_GEMMA_STEP_CAP = {"step_cap": "gemma-renoise: calls at most, >= 1 [default: 48]."}
+_noise_option = click.option(
+    "--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
+    help="mask: masked (absorbing) diffusion; uniform: uniform-noise diffusion, the factorized reverse process with "
+         "the oracle (--sampler random) or DiffusionGemma's renoise sampler (--sampler gemma-renoise); "
+         "docs/methods/uniform-noise.md.")
 
 
 @click.command("exact")
@@ -167,15 +175,10 @@ def _gemma_options(f):
 @_samples
 @_seed
 @_batch
-@functools.partial(_sampler_options, decoders=True, revisers=True,
-                   extra=(("gemma-renoise", "DiffusionGemma's renoise sampler (--noise uniform; --gamma is its "
-                                            "entropy bound)"),))
+@functools.partial(_sampler_options, decoders=True, revisers=True, extra=_GEMMA_CHOICE)
 @decoder_options(revisers=True)
-@reviser_options(also={"step_cap": "gemma-renoise: calls at most, >= 1 [default: 48]."})
-@click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
-              help="mask: masked (absorbing) diffusion; uniform: uniform-noise diffusion, the factorized reverse "
-                   "process with the oracle (--sampler random) or DiffusionGemma's renoise sampler (--sampler "
-                   "gemma-renoise); docs/methods/uniform-noise.md.")
+@reviser_options(also=_GEMMA_STEP_CAP)
+@_noise_option
 @_gemma_options
 @progress_option
 @json_option
@@ -209,7 +212,8 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
             raise click.UsageError(f"--noise uniform supports --sampler random only, not {sampler!r}")
         if show_progress(progress):
             click.echo(f"computing {sampler} on {language} L={length} ({method}) ...", err=True)
-        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed)
+        result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed, tie_seed,
+                               confidence)
         emit(result, as_json, _human_point(result) + "\n" + _calls_law_text(result["calls_law"], result["method"]))
         return
     if noise == "uniform":
@@ -271,19 +275,8 @@ def _uniform_point(language, ser_language, length, steps, schedule, method, samp
 
 def _gemma_point(language, ser_language, length, steps, method, samples, seed, sampler, gamma, decoder_opts, noise,
                  opts, as_json) -> None:
-    """``exact --noise uniform --sampler gemma-renoise``: the exact chain (``auto``: when its states fit) or Monte
-    Carlo."""
-    import math
-
-    import numpy as np
-
-    from numerics.estimate import Estimate, clopper_pearson, mean_estimate
-    from numerics.exact.gemma import MAX_CANVASES, ChainTooLarge, renoise_exact
-    from numerics.exact.joint_table import joint_table
-    from numerics.inference import log_q
-    from numerics.languages.presets import load_language
-    from numerics.sampling import montecarlo as mc
-    from numerics.sampling.gemma import Renoise, sample_renoise
+    """``exact --noise uniform --sampler gemma-renoise``: :func:`validation.canvas_samplers.gemma_point`."""
+    from validation.canvas_samplers import build_renoise, gemma_point
 
     if sampler != "gemma-renoise" or noise != "uniform" or "committed" not in opts:
         raise click.UsageError("--sampler gemma-renoise needs --noise uniform and --committed yes|no; --committed, "
@@ -291,59 +284,14 @@ def _gemma_point(language, ser_language, length, steps, method, samples, seed, s
     if decoder_opts.given() or steps is not None:
         raise click.UsageError("--sampler gemma-renoise takes no -N or decoder option (its halting rule and "
                                "--step-cap decide the calls; --gamma is its entropy bound)")
-    if method not in ("auto", "enumerate", "mc"):
-        raise click.UsageError(f"--sampler gemma-renoise supports --method auto, enumerate, mc, not {method!r}")
-    if length < 1 or samples < 2:
-        raise click.UsageError("--sampler gemma-renoise needs -L >= 1 and --samples >= 2")
-    fields = {"step_cap": "step_cap", "t_max": "t_max", "t_min": "t_min", "halt_entropy": "halt_entropy",
-              "oracle_alpha": "alpha"}
     try:
-        rn = Renoise(opts["committed"] == "yes", **({} if gamma is None else {"entropy_bound": gamma}),
-                     **{fields[k]: v for k, v in opts.items() if k != "committed"})
-        lang = load_language(language)
-        ser_lang = lang if ser_language is None else load_language(ser_language)
+        rn = build_renoise(opts, gamma)
+        check_same_vocabulary([(language, ser_language)], "--ser-language")
+        out = gemma_point(rn, language, length, method, samples, seed, ser_language)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    check_same_vocabulary([(language, ser_language)], "--ser-language")
-    fits = lang.vocab_size ** length <= MAX_CANVASES
-    if method == "enumerate" and not fits:
-        raise click.UsageError(f"--method enumerate with gemma-renoise needs V^L <= {MAX_CANVASES}, got "
-                               f"{lang.vocab_size}^{length}")
-    started = time.perf_counter()
-    ex = None
-    if method == "enumerate" or (method == "auto" and fits):
-        try:
-            ex = renoise_exact(rn, lang, length)
-        except ChainTooLarge as exc:  # auto: too many states, Monte Carlo instead
-            if method == "enumerate":
-                raise click.UsageError(str(exc)) from None
-    method = "enumerate" if ex is not None else "mc"
-    out: dict = {"inputs": {"language": language, "ser_language": ser_language, "length": length, "noise": "uniform"},
-                 "sampler_name": rn.name, "sampler_parameters": dict(vars(rn)), "method": method}
-    if ex is not None:
-        m = ex.metrics
-        out["ser"] = Estimate(float(ex.law.p[joint_table(ser_lang, length) == 0].sum()), 0.0, "canvas-chain")
-        out["kl"] = m.kl if m is not None else Estimate(math.inf, 0.0, "canvas-chain")
-        if m is not None:
-            out.update(ter=m.ter, gen_ppl=m.gen_ppl)
-        out["calls"] = ex.expected_calls
-        out["capped"] = Estimate(ex.capped, 0.0, "canvas-chain")
-        out["calls_law"] = [float(c) for c in ex.calls]
-    else:
-        from numerics.machine import check_memory
-
-        check_memory(8.0 * 6 * samples * length * lang.vocab_size, f"gemma-renoise ({samples} samples, L = {length})",
-                     "use fewer --samples or a smaller -L")
-        s = sample_renoise(rn, lang, samples, length, np.random.default_rng([seed, length]))
-        out["ser"] = mc.ser_from_loglik(log_q(ser_lang, s.tokens))
-        out["gen_ppl"] = mc.gen_ppl_from_loglik(log_q(lang, s.tokens), length)
-        out["calls"] = mean_estimate(s.calls, "mc")
-        k = int(s.capped.sum())
-        share = k / samples
-        out["capped"] = Estimate(share, math.sqrt(share * (1 - share) / samples), "mc (Clopper-Pearson)", samples,
-                                 *clopper_pearson(k, samples))
-        out["calls_law"] = [float(c) for c in np.bincount(s.calls, minlength=rn.step_cap + 1) / samples]
-    out["elapsed_s"] = time.perf_counter() - started
+    out = {"inputs": {"language": language, "ser_language": ser_language, "length": length, "noise": "uniform"},
+           **out}
     emit(out, as_json, _human_point(out))
 
 
@@ -399,15 +347,19 @@ def _progress_bar(total: int, enabled: bool):
               help="Comma-separated; 'A:B' measures SER on B (e.g. 2gram:2gram-pruned).")
 @click.option("-L", "--length", "--lengths", "lengths", cls=AliasOption, hidden_aliases=("--lengths",), required=True,
               help="Comma-separated lengths L, e.g. 512 or 64,128.")
-@click.option("-N", "--n-steps", "--steps", "steps_text", cls=AliasOption, hidden_aliases=("--steps",), required=True,
-              help="Comma-separated numbers of sampling steps N; '8,16,...,2048' doubles up to 2048.")
+@click.option("-N", "--n-steps", "--steps", "steps_text", cls=AliasOption, hidden_aliases=("--steps",), default=None,
+              help="Comma-separated numbers of sampling steps N; '8,16,...,2048' doubles up to 2048. Required, but "
+                   "for the samplers that take no steps: the revising decoders and gemma-renoise refuse it.")
 @_schedule
 @_method
 @_samples
 @_seed
 @_batch
-@functools.partial(_sampler_options, decoders=True, lists=True)
+@functools.partial(_sampler_options, decoders=True, lists=True, revisers=True, extra=_GEMMA_CHOICE)
 @decoder_options(lists=True)
+@reviser_options(also=_GEMMA_STEP_CAP, lists=True)
+@_noise_option
+@_gemma_options
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Results table (JSONL), resumed if it exists; Parquet and CSV copies are written beside it.")
 @click.option("--drop-bad-rows", is_flag=True, help="Drop rows that do not check out and recompute them (default: error).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
@@ -419,11 +371,15 @@ def _progress_bar(total: int, enabled: bool):
 @progress_option
 @json_option
 def sweep_command(languages, lengths, steps_text, schedule, method, samples, seed, batch_size, sampler, gamma,
-                  confidence, tie_seed, decoder_grid, out, drop_bad_rows, executor, scheduler, progress, as_json):
+                  confidence, tie_seed, decoder_grid, reviser_grid, noise, gemma, out, drop_bad_rows, executor,
+                  scheduler, progress, as_json):
     """Run a languages x lengths x steps grid into a resumable results table (one JSON row per point).
 
     Every sampler option (--gamma, --confidence and the decoder options) takes a comma list: the grid is crossed with
-    every combination of them.
+    every combination of them, the revisers' own options (--edit-cap, --step-cap, ...) too. The revising decoders
+    (llada21, wino) and gemma-renoise (--noise uniform) take no steps (no -N): their point is exact's (the chain
+    over canvases, or Monte Carlo), with the law of the calls; gemma-renoise's --committed, --t-max, ... take one
+    value each.
 
     Concurrent sweeps may share one --out: rows are appended under the table's lock. Parquet and
     CSV copies (one row per point, docs/schema.md) are written beside the table.
@@ -431,15 +387,16 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     from validation.sweep import CorruptRowsError, check_costs, grid, run_sweep
 
     check_decoder_method(sampler, method)
+    own_grid = [_canvas_options(sampler, steps_text, ro, noise, gemma, decoder_grid, gamma) for ro in reviser_grid]
     try:
         check_schedule(schedule, [s.strip() for s in languages.split(",") if s.strip()], parse_int_list(lengths))
         langs = [s.strip() for s in languages.split(",") if s.strip()]
         Ls = check_increasing(parse_int_list(lengths), "-L")
-        Ns = check_increasing(_steps(steps_text), "-N")
-        configs = [cfg for g in gamma for conf in confidence for opts in decoder_grid
+        Ns = [1] if steps_text is None else check_increasing(_steps(steps_text), "-N")
+        configs = [cfg for g in gamma for conf in confidence for opts in decoder_grid for own in own_grid
                    for cfg in grid(langs, Ls, Ns, schedule=schedule, method=method, samples=samples, seed=seed,
                                    batch_size=batch_size, sampler=sampler, gamma=g, confidence=conf,
-                                   tie_seed=tie_seed, options=opts)]
+                                   tie_seed=tie_seed, options={**opts, **own}, noise=noise)]
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if not configs:
@@ -467,6 +424,42 @@ def sweep_command(languages, lengths, steps_text, schedule, method, samples, see
     emit(report, as_json, f"{report.computed} point(s) computed, {report.skipped} skipped, "
                           f"{len(report.bad_rows)} bad row(s) dropped, {report.elapsed_s:.1f} s -> {report.path} "
                           f"(flat copies: {', '.join(report.tables)})")
+
+
+def _canvas_options(sampler, steps_text, reviser_opts, noise, gemma, decoder_grid, gamma) -> dict:
+    """sweep's options of the samplers that act on a canvas (the revisers' own, gemma-renoise's), checked as
+    ``exact`` checks them: one given to another sampler, ``-N`` given to a sampler without steps, ``--noise
+    uniform`` with a sampler it does not support are each a ``click.UsageError`` naming the flag."""
+    reviser_opts, gemma = dict(reviser_opts), dict(gemma)
+    if sampler == "gemma-renoise" and "step_cap" in reviser_opts:  # one flag: the revisers' and gemma's cap on calls
+        gemma["step_cap"] = reviser_opts.pop("step_cap")
+    if reviser_opts and sampler not in REVISER_NAMES:
+        check_reviser_options(sampler, {}, reviser_opts, None)  # raises, naming the flag
+    if gemma and sampler != "gemma-renoise":
+        raise click.UsageError(f"{', '.join('--' + k.replace('_', '-') for k in gemma)}: option(s) of --sampler "
+                               f"gemma-renoise only, not of --sampler {sampler}")
+    if noise == "uniform" and sampler not in ("random", "gemma-renoise"):
+        raise click.UsageError(f"--noise uniform supports --sampler random (the factorized reverse process) and "
+                               f"gemma-renoise, not {sampler!r}")
+    if sampler == "gemma-renoise" and noise != "uniform":
+        raise click.UsageError("--sampler gemma-renoise needs --noise uniform (it renoises a uniform-noise canvas)")
+    canvas = sampler in REVISER_NAMES or sampler == "gemma-renoise"
+    if canvas and steps_text is not None:
+        raise click.UsageError(f"--sampler {sampler} takes no steps: leave out -N / --n-steps (its thresholds "
+                               "and caps decide its calls; each point reports them)")
+    if not canvas and steps_text is None:
+        raise click.UsageError(f"-N / --n-steps is required with --sampler {sampler}")
+    if sampler in REVISER_NAMES:
+        for opts in decoder_grid:
+            for g in gamma:
+                check_reviser_options(sampler, dict(opts), reviser_opts, g)
+        return reviser_opts
+    if sampler == "gemma-renoise":
+        if any(opts.given() for opts in decoder_grid):
+            raise click.UsageError(f"--sampler gemma-renoise takes no decoder option ({', '.join(decoder_grid[-1].given())}"
+                                   "; --gamma is its entropy bound)")
+        return gemma
+    return {}
 
 
 BENCH_PRESETS = ("2gram", "3gram", "4gram", "hmm")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import click
 
-from validation.calibrate import KNOBS
+from validation.calibrate import KNOBS, REVISER_KNOBS
 from validation.commands._common import emit, format_estimate, json_option, progress_option, show_progress
 from validation.commands._decoders import check_decoder_method
+from validation.commands._revisers import REVISER_NAMES, check_reviser_options, reviser_options
 from validation.commands._schedule import check_schedule, schedule_option
 from validation.commands.calibrate_options import search_options
 from validation.guards import check_metric_target
@@ -20,8 +22,13 @@ from validation.guards import check_metric_target
 __all__ = ["steps_needed_cmd"]
 
 #: Samplers steps-needed can search: the families of validation.calibrate (steps-needed is calibrate's
-#: one-family case; a sampler whose knob is not a number of steps has that knob searched instead).
-SAMPLERS = tuple(KNOBS)
+#: one-family case; a sampler whose knob is not a number of steps has that knob searched instead), the revising
+#: decoders among them; gemma-renoise is a choice only to be refused with the reason (:data:`GEMMA_REFUSAL`).
+SAMPLERS = (*KNOBS, *REVISER_KNOBS, "gemma-renoise")
+GEMMA_REFUSAL = ("--sampler gemma-renoise: steps-needed searches a number of steps, and DiffusionGemma's renoise "
+                 "sampler takes none (its halting rule stops it; --step-cap only bounds its calls, and the cap it "
+                 "hits is reported as the share 'capped'). Its SER, calls' law and capped share at each setting: "
+                 "mdm-theory sweep --sampler gemma-renoise --noise uniform --committed yes|no --gamma G1,G2,...")
 
 
 def _evaluation(ev) -> dict | None:
@@ -59,10 +66,13 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
               help="ser: sequence error rate; ter: token error rate TER(p) (a perplexity); kl: KL(q || p).")
 @click.option("--target", type=float, required=True, help="Find the smallest N with metric <= TARGET.")
 @click.option("--sampler", type=click.Choice(list(SAMPLERS)), default="random", show_default=True,
-              help="Sampler: random = the factorized random-order sampler of the paper; topk, llada (N in multiples "
+              help="Sampler: random = the factorized random-order sampler of the paper (with --noise uniform: "
+                   "its uniform-noise reverse process); topk, llada (N in multiples "
                    "of the number of blocks L/B) and remdm (N of --schedule) have their steps searched; threshold, "
-                   "entropy-sum, eb (gamma) and fast-dllm (threshold; --knob factor) take no steps: their knob is "
-                   "searched as by calibrate, n_steps is null and the knob and calls say the answer. The decoder "
+                   "entropy-sum, eb (gamma), fast-dllm (threshold; --knob factor) and the revising decoders "
+                   "llada21, wino (their reveal threshold, at their own options below) take no steps: their knob is "
+                   "searched as by calibrate, n_steps is null and the knob and calls say the answer. gemma-renoise "
+                   "is refused (no steps: its halting rule decides its calls; use sweep). The decoder "
                    "options below apply as in exact.")
 @click.option("--knob", default=None, help="The knob searched when the sampler has several (fast-dllm: threshold "
                                           "or factor)  [default: the sampler's main knob].")
@@ -77,11 +87,16 @@ def _load_model(checkpoint: str, language: str | None, length: int | None, devic
               help="Comma-separated lossless decoders (assd, autospec, self-spec) reported beside the answer: "
                    "the metric exact from their output law (SER = 0), no steps, their E[calls] and E[rounds] by "
                    "Monte Carlo (--samples, --seed).")
+@reviser_options
+@click.option("--noise", type=click.Choice(["mask", "uniform"]), default="mask", show_default=True,
+              help="mask: masked diffusion; uniform: the steps N of the factorized uniform-noise reverse process "
+                   "(--sampler random; exact while V^L <= 4096, else Monte Carlo with the path KL as the upper "
+                   "bound of kl and ter); docs/methods/uniform-noise.md.")
 @progress_option
 @json_option
 def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, method, samples, confidence,
                      max_steps, seed, tie_seed, grid, refine, decoder_opts, batch_size, checkpoint, device, lossless,
-                     progress, as_json):
+                     reviser_opts, noise, progress, as_json):
     """The smallest number of steps N at which the sampler's SER, TER or KL is at most TARGET.
 
     Steps are evaluated at N = 1, 2, 4, ... (topk and llada with blocks: multiples of L/B) up to the
@@ -94,10 +109,16 @@ def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, 
     law, kl and ter are compared through the Jensen bound (an upper bound: the N found suffices).
     Reports N, the metric at N and at N - 1, and the method of each.
     """
-    from validation.steps_needed import StepsNeeded, model_ser, oracle_metric, search_steps
+    from validation.steps_needed import StepsNeeded, model_ser, oracle_metric, search_steps, uniform_noise_metric
     from validation.sweep import PointConfig
 
     t0 = time.perf_counter()
+    if sampler == "gemma-renoise":
+        raise click.UsageError(GEMMA_REFUSAL)
+    if reviser_opts or sampler in REVISER_NAMES:
+        check_reviser_options(sampler, dict(decoder_opts), reviser_opts, None)  # a bad one named before any work
+    if noise == "uniform":
+        _check_uniform(sampler, decoder_opts, checkpoint, method, schedule)
     if not math.isfinite(target) or target < 0:
         raise click.BadParameter(f"the target must be a finite number >= 0, got {target}", param_hint="--target")
     check_metric_target(metric, target)
@@ -136,12 +157,21 @@ def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, 
 
         # what evaluating N = 1 would refuse (a size no method can compute), refused before anything runs
         check_schedule(schedule, [language], [length])
-        choose_method(method, lang, length, cfg.make_schedule(), samples, name=language)
+        if noise == "mask" and sampler not in REVISER_NAMES:
+            choose_method(method, lang, length, cfg.make_schedule(), samples, name=language)
         _check_reachable(metric, target, language, lang, length)
         if sampler != "random":
-            return _family_steps(cfg, sampler if knob is None else f"{sampler}:{knob}", decoder_opts, metric, target,
-                                 lang, confidence, max_steps, grid, refine, verbose, t0, as_json)
-        evaluate = oracle_metric(cfg, metric, target, lang, confidence)
+            return _family_steps(cfg, sampler if knob is None else f"{sampler}:{knob}",
+                                 {**decoder_opts.fields(), **reviser_opts}, metric, target, lang, confidence,
+                                 max_steps, grid, refine, verbose, t0, as_json)
+        if noise == "uniform":
+            from validation.sweep import check_costs
+
+            try:  # the chain beyond its size (--method enumerate), a Monte Carlo run beyond memory
+                check_costs([replace(cfg, noise="uniform")])
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from None
+        evaluate = (oracle_metric if noise == "mask" else uniform_noise_metric)(cfg, metric, target, lang, confidence)
 
     def logged(n: int):
         ev = evaluate(n)
@@ -155,7 +185,7 @@ def steps_needed_cmd(language, length, metric, target, sampler, knob, schedule, 
     bound = any(e.quantity.endswith("_bound") for e in found.evaluations)
     result = {
         "language": language, "length": length, "metric": metric, "target": target, "sampler": sampler,
-        "schedule": schedule, "method": method, "checkpoint": checkpoint,
+        "schedule": schedule, "method": method, "checkpoint": checkpoint, "noise": noise,
         "tie_seed": tie_seed if sampler != "random" else None,
         "n_steps": found.n_steps, "met": found.met, "exact": found.exact,
         "confidence": confidence if mc else None,
@@ -200,7 +230,7 @@ def _family_steps(cfg, name, opts, metric, target, language, confidence, max_ste
             click.echo(f"{s.label}: {s.quantity} {format_estimate(_record(s.metric))} -> {s.status}", err=True)
 
     try:
-        fam = family(name, opts.fields())
+        fam = family(name, opts)
         fs = search_family(fam, cfg, metric, target, language, confidence, max_steps, log,
                            grid=GRID_POINTS if grid is None else grid, refine=REFINE_BISECTIONS if refine is None else refine)
     except ValueError as exc:  # a knob the sampler lacks, an option it does not take, a metric it has no law for
@@ -219,7 +249,7 @@ def _family_steps(cfg, name, opts, metric, target, language, confidence, max_ste
 
     result = {
         "language": cfg.language, "length": cfg.length, "metric": metric, "target": target, "sampler": fam.sampler,
-        "schedule": cfg.schedule if steps else None, "method": cfg.method, "checkpoint": None,
+        "schedule": cfg.schedule if steps else None, "method": cfg.method, "checkpoint": None, "noise": "mask",
         "tie_seed": cfg.tie_seed, "options": fs.grid["options"], "parameter": fs.parameter,
         "sampler_parameters": _parameters(fam, cfg, s),
         "n_steps": int(s.value) if steps and s is not None else None, "met": s is not None,
@@ -259,7 +289,23 @@ def _parameters(fam, cfg, s) -> dict | None:
     if s is None:
         return None
     sampler = fam.build(cfg, s.value).make_sampler()
-    return sampler.parameters() if sampler.kind == "decoder" else None
+    return sampler.parameters() if sampler.kind in ("decoder", "reviser") else None
+
+
+def _check_uniform(sampler, decoder_opts, checkpoint, method, schedule) -> None:
+    """What ``--noise uniform`` refuses: another sampler than random, a decoder option, a checkpoint, a method the
+    uniform-noise chain has not, the optimal schedule (each a ``click.UsageError`` naming the flag)."""
+    from validation.canvas_samplers import GEMMA_METHODS
+
+    if sampler != "random":
+        raise click.UsageError(f"--noise uniform searches the steps of --sampler random (the factorized reverse "
+                               f"process), not {sampler!r}")
+    if decoder_opts.given() or checkpoint is not None:
+        raise click.UsageError("--noise uniform takes no decoder option and no --checkpoint (a masked model)")
+    if method not in GEMMA_METHODS:
+        raise click.UsageError(f"--noise uniform supports --method {', '.join(GEMMA_METHODS)}, not {method!r}")
+    if schedule == "optimal":
+        raise click.UsageError("--noise uniform does not support --schedule optimal (it is optimal for masking)")
 
 
 def _record(estimate) -> dict:
@@ -295,7 +341,9 @@ def _notes(found, mc: bool, bound: bool, confidence: float) -> list[str]:
         notes.append(f"Monte Carlo points meet the target when their one-sided {confidence:.0%} upper confidence "
                      "bound does (each N separately; no correction for the number of N evaluated)")
     if bound:
-        notes.append("without the exact law the Jensen bound (an upper bound on KL, hence on TER) was compared: "
+        which = "the path KL of uniform-noise sampling" if any(e.quantity.endswith("_path_bound")
+                                                               for e in found.evaluations) else "the Jensen bound"
+        notes.append(f"without the exact law {which} (an upper bound on KL, hence on TER) was compared: "
                      "the N found suffices, the smallest N for the metric itself may be smaller")
     return notes
 
