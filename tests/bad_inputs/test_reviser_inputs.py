@@ -42,7 +42,7 @@ CASES = [
     ("a block length that does not divide L", [*EXACT, "--sampler", "llada21", "--block-length", "2"],
      r"block_length 2 does not divide L = 3"),
     ("a reviser under uniform noise", [*EXACT, "--sampler", "llada21", "--noise", "uniform"],
-     r"--noise uniform supports --sampler random only, not 'llada21'"),
+     r"--noise uniform supports --sampler random and gemma-renoise only, not 'llada21'"),
     ("Monte Carlo beyond memory", ["exact", "--language", "2gram-pruned", "-L", "100000000", "--sampler", "wino",
                                    "--block-length", "1", "--samples", "100000"],
      r"wino by Monte Carlo \(100000 samples, L = 100000000\).*needs about"),

@@ -18,7 +18,7 @@ EXACT = ["exact", "--language", "2gram", "-L", "3", "-N", "2"]
 CASES = [
     ("an unknown noise kind", [*EXACT, "--noise", "gaussian"], r"'gaussian' is not one of 'mask', 'uniform'"),
     ("a decoder under uniform noise", [*EXACT, "--noise", "uniform", "--sampler", "topk"],
-     r"--noise uniform supports --sampler random only"),
+     r"--noise uniform supports --sampler random \(the factorized reverse process\) and gemma-renoise only"),
     ("a method uniform noise has not", [*EXACT, "--noise", "uniform", "--method", "dp"],
      r"--noise uniform supports --method auto, enumerate, mc, not 'dp'"),
     ("enumeration beyond its canvases", ["exact", "--language", "2gram", "-L", "5", "-N", "2", "--noise", "uniform",

@@ -209,7 +209,7 @@ def exact_command(language, ser_language, length, steps, schedule, method, sampl
     if sampler in REVISER_NAMES or reviser_opts:
         options = check_reviser_options(sampler, dict(decoder_opts), reviser_opts, gamma)
         if noise == "uniform":
-            raise click.UsageError(f"--noise uniform supports --sampler random only, not {sampler!r}")
+            raise click.UsageError(f"--noise uniform supports --sampler random and gemma-renoise only, not {sampler!r}")
         if show_progress(progress):
             click.echo(f"computing {sampler} on {language} L={length} ({method}) ...", err=True)
         result = reviser_point(sampler, options, language, ser_language, length, method, samples, seed, tie_seed,
@@ -244,8 +244,8 @@ def _uniform_point(language, ser_language, length, steps, schedule, method, samp
     from validation.experiments.noise import NOISE_METHODS, uniform_point
 
     if sampler != "random":
-        raise click.UsageError(f"--noise uniform supports --sampler random only (the factorized reverse process), "
-                               f"not {sampler!r}")
+        raise click.UsageError(f"--noise uniform supports --sampler random (the factorized reverse process) and "
+                               f"gemma-renoise only, not {sampler!r}")
     if method not in NOISE_METHODS:
         raise click.UsageError(f"--noise uniform supports --method {', '.join(NOISE_METHODS)}, not {method!r}")
     if steps is None:
