@@ -67,6 +67,45 @@ def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k, order):
     assert sum(law.cost.values()) == pytest.approx(1.0, rel=RTOL_EXACT)
 
 
+def _sparse_bigram():
+    """A 2-gram of V = 40 with two successors per token: the sparse n-gram layout (numerics.languages.arrays)."""
+    rng = np.random.default_rng(3)
+    V = 40
+    cond = np.zeros((V, V))
+    for v in range(V):
+        cond[v, rng.choice(V, 2, replace=False)] = _rows(rng, 1, 2)[0]
+    return NGram(2, _rows(rng, 1, V)[0], cond)
+
+
+@pytest.mark.parametrize("name", [*LANGS, "sparse-2gram"])
+def test_assd_random_order_on_the_message_store_draws_the_forward_backwards_sequences(name):
+    """The message-store path (numerics.sampling._assd_store) against a masked forward-backward per canvas,
+    sample by sample from one seed: the same tokens and rounds (the posteriors agree up to round-off, so
+    no inverse CDF or acceptance falls the other way here). Lengths past the exact laws' L = 4, with draft
+    lengths that leave a short last window."""
+    from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
+
+    lang = _sparse_bigram() if name == "sparse-2gram" else LANGS[name]
+    if name == "sparse-2gram":
+        assert isinstance(kernel_arrays(lang), SparseNGramArrays)
+    for length, k in ((11, 3), (9, 4)):
+        store = Assd(k).sample(lang, length, 60, np.random.default_rng(5))
+        fb = Assd(k).sample_forward_backward(lang, length, 60, np.random.default_rng(5))
+        np.testing.assert_array_equal(store.tokens, fb.tokens)
+        np.testing.assert_array_equal(store.rounds, fb.rounds)
+
+
+def test_assd_random_order_above_the_store_cap_takes_the_forward_backward(monkeypatch):
+    import numerics.sampling.lossless as lossless
+
+    lang = LANGS["hmm"]
+    want = Assd(3).sample_forward_backward(lang, 7, 20, np.random.default_rng(2))
+    monkeypatch.setattr(lossless, "ASSD_STORE_BYTES", 0)
+    monkeypatch.setattr(Assd, "_sample_store", lambda *a: pytest.fail("the store path above its cap"))
+    got = Assd(3).sample(lang, 7, 20, np.random.default_rng(2))
+    np.testing.assert_array_equal(got.tokens, want.tokens)
+
+
 @pytest.mark.parametrize("name", ["hmm", "3gram-zeros", "interval-l2"])
 @pytest.mark.parametrize("order", ["random", "left-to-right"])
 def test_assd_expected_rounds_at_L_3_k_3_by_the_total_variation_formula(name, order):
