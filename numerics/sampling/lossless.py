@@ -2,7 +2,8 @@
 
 DECODERS.md section 11, ``docs/methods/lossless.md``. Each decoder reads the oracle through the
 queries of :mod:`numerics.inference.queries` (the left-to-right predictive filter; the masked
-forward-backward for Spiffy's canvases and ASSD in a random order) and reports per sequence
+forward-backward for Spiffy's canvases; ASSD in a random order on the per-position message store,
+:mod:`numerics.sampling._assd_store`) and reports per sequence
 
 * ``rounds``: sequential network passes (a pass that evaluates many positions or a batch of states
   at once counts one round), and
@@ -444,8 +445,13 @@ class BlockChain:
         self.prio = decoder.priority(self.L)
         self.n_blocks = self.L // self.B
         if self.V ** self.B > MAX_STEP_DRAWS:
-            raise LosslessError(f"spiffy over {decoder.name} enumerates the V^B = {self.V}^{self.B} draws of a step, "
-                                f"beyond {MAX_STEP_DRAWS}: use a smaller block length")
+            most = max((b for b in range(1, self.B) if self.V ** b <= MAX_STEP_DRAWS), default=0)
+            raise LosslessError(
+                f"spiffy over {decoder.name} enumerates the V^B = {self.V}^{self.B} draws of a step, beyond "
+                f"{MAX_STEP_DRAWS}: its acceptance ratio is the law of the step's next canvas, a sum over every draw "
+                f"of the block's masked positions through the rule's selection, and no bounded form of it is built "
+                f"for the block rules; use a block length B with V^B <= {MAX_STEP_DRAWS}"
+                + (f" (here B <= {most})" if most else "") + ", or spiffy over random, which runs at scale")
 
     def start(self) -> tuple:
         return ((self.V,) * self.L, 0, 0)

@@ -259,7 +259,8 @@ def test_vectorized_inverse_cdf_is_the_engines():
     (lambda: Spiffy(None, 2, base="fast-dllm", base_options=(("gamma", 1.0),)).base_sampler,
      "base sampler fast-dllm: the fast-dllm decoder does not take gamma"),
     (lambda: BlockChain(Spiffy(None, 2, "eb", (("block_length", 16), ("gamma", 1.0))).base_sampler, 16, 2),
-     "V\\^B = 2\\^16 draws of a step, beyond 4096"),
+     "V\\^B = 2\\^16 draws of a step, beyond 4096: its acceptance ratio is the law of the step's next canvas.*"
+     "V\\^B <= 4096 \\(here B <= 12\\)"),
     (lambda: Spiffy(make_schedule("linear", 3), 4).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)),
      "draft length 4"),
 ])
