@@ -451,7 +451,8 @@ class BlockChain:
                 f"{MAX_STEP_DRAWS}: its acceptance ratio is the law of the step's next canvas, a sum over every draw "
                 f"of the block's masked positions through the rule's selection, and no bounded form of it is built "
                 f"for the block rules; use a block length B with V^B <= {MAX_STEP_DRAWS}"
-                + (f" (here B <= {most})" if most else "") + ", or spiffy over random, which runs at scale")
+                + (f" (here B <= {most}: --base-option block_length=B)" if most else "")
+                + ", or spiffy over random, which runs at scale")
 
     def start(self) -> tuple:
         return ((self.V,) * self.L, 0, 0)
@@ -550,10 +551,23 @@ class Spiffy:
         if not takes_steps and self.schedule is not None:
             raise LosslessError(f"spiffy: the base sampler {self.base} takes no steps N")
         try:
-            return s.build(dict(self.base_options), steps=None if self.schedule is None else self.schedule.n_steps,
+            return s.build(self.resolved_base_options, steps=None if self.schedule is None else self.schedule.n_steps,
                            schedule=self.schedule, tie_seed=0)
         except ValueError as e:
-            raise LosslessError(f"spiffy: base sampler {self.base}: {e}") from None
+            raise LosslessError(f"spiffy: base sampler {self.base}: {e} (its options by --base-option NAME=VALUE, "
+                                f"NAME one of {s.option_names})") from None
+
+    @property
+    def resolved_base_options(self) -> dict:
+        """The base's options: :attr:`base_options` over the registry's default preset (``presets`` entry
+        ``""``, e.g. fast-dllm's ``threshold = 0.9``) when they set none of the base's knobs (a knob given,
+        such as fast-dllm's ``factor``, replaces the preset's)."""
+        given = dict(self.base_options)
+        s = spec(self.base)
+        preset = dict(s.presets).get("", {})
+        if {k.name for k in s.knobs} & set(given):
+            return given
+        return {**preset, **given}
 
     @property
     def label(self) -> str:

@@ -249,6 +249,22 @@ def test_vectorized_inverse_cdf_is_the_engines():
     np.testing.assert_array_equal(inverse_cdf_vec(w.reshape(50, 10, 5), u.reshape(50, 10)), inverse_cdf_rows(w, u).reshape(50, 10))
 
 
+@pytest.mark.parametrize("base, given, want", [
+    ("fast-dllm", {}, {"threshold": 0.9}),  # the registry's default preset
+    ("fast-dllm", {"block_length": 2}, {"block_length": 2, "threshold": 0.9}),  # no knob given: the preset too
+    ("fast-dllm", {"factor": 1.5}, {"factor": 1.5}),  # a knob given replaces the preset's
+    ("eb", {}, {"gamma": 1.0}),
+    ("llada", {}, {}),  # its default preset is empty: the options' defaults
+])
+def test_spiffy_takes_its_bases_default_preset_when_no_knob_is_given(base, given, want):
+    from numerics.sampling.registry import spec
+
+    N = None if base != "llada" else make_schedule("linear", 4)
+    dec = Spiffy(N, 2, base, tuple(given.items()))
+    assert dec.resolved_base_options == want
+    assert dec.base_sampler == spec(base).build(want, steps=None if N is None else 4, schedule=N, tie_seed=0)
+
+
 @pytest.mark.parametrize("make, words", [
     (lambda: Assd(0).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 0"),
     (lambda: Assd(2, "right-to-left"), "assd: unknown order 'right-to-left'"),
@@ -258,9 +274,12 @@ def test_vectorized_inverse_cdf_is_the_engines():
     (lambda: Spiffy(make_schedule("linear", 3), 2, base="fast-dllm").base_sampler, "fast-dllm takes no steps N"),
     (lambda: Spiffy(None, 2, base="fast-dllm", base_options=(("gamma", 1.0),)).base_sampler,
      "base sampler fast-dllm: the fast-dllm decoder does not take gamma"),
+    (lambda: Spiffy(None, 2, base="fast-dllm", base_options=(("factor", 1.0), ("threshold", 0.5))).base_sampler,
+     r"exactly one of threshold \(tau\) and factor \(f\) \(its options by --base-option NAME=VALUE, NAME one of "
+     r"\('block_length', 'temperature', 'threshold', 'factor'\)\)"),
     (lambda: BlockChain(Spiffy(None, 2, "eb", (("block_length", 16), ("gamma", 1.0))).base_sampler, 16, 2),
      "V\\^B = 2\\^16 draws of a step, beyond 4096: its acceptance ratio is the law of the step's next canvas.*"
-     "V\\^B <= 4096 \\(here B <= 12\\)"),
+     "V\\^B <= 4096 \\(here B <= 12: --base-option block_length=B\\)"),
     (lambda: Spiffy(make_schedule("linear", 3), 4).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)),
      "draft length 4"),
 ])

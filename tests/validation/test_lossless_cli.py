@@ -121,3 +121,10 @@ def test_spiffy_over_llada_exact_on_the_command_line_is_its_base():
                 "-N", "3", "-k", "2", "--method", "exact"])
     assert out["max_abs_p_minus_base"] < 1e-15 and out["max_abs_p_minus_q"] > 1e-3  # its base's law, not q
     assert sum(c["probability"] for c in out["cost_law"]) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_spiffy_over_fast_dllm_without_options_takes_the_registrys_preset():
+    """``--base fast-dllm`` alone: the registry's default preset (threshold 0.9), not a refusal."""
+    out = _run(["lossless", "--language", "2gram-pruned", "-L", "4", "--decoder", "spiffy", "--base", "fast-dllm",
+                "-k", "2", "--samples", "10"])
+    assert "threshold=0.9" in out["label"] and out["ser"]["value"] == 0.0
