@@ -649,10 +649,9 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting, grid=grid,
                                    refine=refine) for f in fams)
     if lossless:
+        from validation.lossless import lossless_searches
 
-        searches += tuple(FamilySearch(s.family, s.parameter, (s,), s if s.meets else None, {"kind": "lossless"})
-                          for s in lossless_settings(language, length, metric, target, lossless, samples=samples,
-                                                     seed=seed))
+        searches += tuple(lossless_searches(language, length, metric, target, lossless, samples=samples, seed=seed))
     every = [s for fs in searches for s in fs.settings]
     if not every:
         raise NoFamilyError("no family can run at L = {}: {}".format(
@@ -681,29 +680,10 @@ def check_lossless_names(names: Sequence[str], metric: str) -> None:
 
 
 def lossless_settings(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
-                      samples: int = 1000, seed: int = 0, options: Mapping[str, Any] | None = None) -> list:
-    """One :class:`Setting` per lossless decoder: ``(E[calls], metric)`` with the metric
-    exact from the output law (``q``: SER = 0, KL = 0, TER = TER(q); self-spec, a point mass on the greedy
-    sequence: SER = 0, KL and TER not finite), the calls by Monte Carlo. spiffy (whose law is its base
-    sampler's) is refused here: its metric is its base's at ``N``.
-    """
-    from validation.lossless import lossless_point
+                      samples: int = 1000, seed: int = 0) -> list:
+    """One :class:`Setting` per lossless decoder: that of :func:`validation.lossless.lossless_searches` at its
+    chosen draft length (the fewest E[calls])."""
+    from validation.lossless import lossless_searches
 
-    check_lossless_names(names, metric)
-    out = []
-    for name in names:
-        point = lossless_point(language, length, name, options if name != "autospec" else None,
-                               samples=samples, seed=seed)
-        if metric == "ter":
-            from numerics.languages.presets import load_language
-
-            H = data_entropy(load_language(language), length)
-            if H is None:
-                raise ValueError(f"TER(q) of {language} at L = {length} has no exact value (no chain rule)")
-            value = Estimate(math.exp(H.value / length), 0.0, "lossless: TER(p) = TER(q)")
-        else:
-            value = Estimate(0.0, 0.0, f"lossless: {metric.upper()} = 0 (output law q)")
-        out.append(Setting(name, "draft_length" if name != "autospec" else "none",
-                           float((options or {}).get("draft_length") or 4) if name != "autospec" else 0.0,
-                           point.label, point.calls, value, metric, _status(value, target)))
-    return out
+    return [next(s for s in fs.settings if s.value == fs.grid["chosen"])
+            for fs in lossless_searches(language, length, metric, target, names, samples=samples, seed=seed)]

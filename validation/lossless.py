@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,16 @@ import numpy as np
 
 from numerics.estimate import Estimate
 
-__all__ = ["BENCH_RATIO_TARGET", "LosslessPoint", "build_lossless", "lossless_exact", "lossless_point"]
+__all__ = ["BENCH_RATIO_TARGET", "DRAFT_GRID_RULE", "SATURATION_SE", "LosslessPoint", "build_lossless",
+           "draft_length_search", "lossless_exact", "lossless_point", "lossless_searches"]
 
 BENCH_RATIO_TARGET = 5.0  # issue 32: a lossless MC point costs at most 5x the random sampler's at N = 64
+#: :func:`draft_length_search` stops once a doubling lowers E[calls] by at most this many standard errors.
+SATURATION_SE = 2.0
+#: :func:`draft_length_search`'s grid in words (calibrate reports it).
+DRAFT_GRID_RULE = ("draft length k = 1, 2, 4, ... up to L (L the last), stopping at the first doubling from k >= 4 "
+                   f"that lowers E[calls] by at most {SATURATION_SE:g} standard errors of the difference; the k of "
+                   "fewest E[calls]")
 
 
 def _language(language: str | Any):
@@ -118,6 +125,72 @@ def lossless_point(language: str | Any, length: int, name: str, options: Mapping
     errors = (~np.isfinite(log_q(lang, run.tokens))).astype(np.float64)
     return LosslessPoint(lang_name, length, name, decoder.label, _mean(run.rounds, "rounds"), _mean(run.calls, "calls"),
                          _quantiles(run.rounds), _quantiles(run.calls), _mean(errors, "ser"), seconds)
+
+
+def draft_length_search(language: str | Any, length: int, name: str, *, samples: int = 1000,
+                        seed: int = 0) -> list[tuple[int, LosslessPoint]]:
+    """``name``'s Monte Carlo points over draft lengths (:data:`DRAFT_GRID_RULE`), in the order evaluated.
+
+    Every draft length has the same output law (``q``; self-spec: the greedy sequence), so the only
+    thing that varies is the cost: the cheapest draft length is the one of fewest expected calls.
+    ``k = 1`` costs ``L`` calls exactly (a round of one exact draft), and so does ``k = 2`` (a round of 2
+    calls commits exactly 2 tokens: the first draft is always kept, the second kept or redrawn); a
+    longer window can only add accepted drafts to a round of 2 calls, until the first rejection usually
+    comes before the window's end (saturation), where the search stops (from ``k = 4`` on): the difference of two points is judged by the hypot of
+    their standard errors (the points share their seed, so this overstates the noise: it stops early,
+    never late). The caller picks the fewest E[calls] among the points.
+    """
+    points: list[tuple[int, LosslessPoint]] = []
+    k = 1
+    while True:
+        points.append((k, lossless_point(language, length, name, {"draft_length": k}, samples=samples, seed=seed)))
+        if k == length:
+            return points
+        if k >= 4:  # k = 2 costs L calls as k = 1 does (a round of 2 calls commits exactly 2 tokens)
+            before, now = points[-2][1].calls, points[-1][1].calls
+            if before.value - now.value <= SATURATION_SE * math.hypot(before.stderr, now.stderr):
+                return points
+        k = min(2 * k, length)
+
+
+def lossless_searches(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
+                      samples: int = 1000, seed: int = 0) -> list:
+    """One :class:`validation.calibrate.FamilySearch` per lossless decoder, for ``calibrate --lossless``.
+
+    Its settings are ``(E[calls], metric)``: the metric exact from the output law (``q``: SER = 0,
+    KL = 0, TER = TER(q); self-spec, a point mass on the greedy sequence: SER = 0, KL and TER not
+    finite, refused), the calls by Monte Carlo at each draft length of :func:`draft_length_search`
+    (autospec has none: one setting). The grid records the draft lengths evaluated, the rule, and the
+    one of fewest E[calls] (``chosen``; the smaller on a tie). spiffy (whose law is its base sampler's)
+    is refused here: its metric is its base's at ``N``.
+    """
+    from validation.calibrate import FamilySearch, Setting, _status, check_lossless_names, data_entropy
+
+    check_lossless_names(names, metric)
+    if metric == "ter":
+        from numerics.languages.presets import load_language
+
+        H = data_entropy(load_language(language), length)
+        if H is None:
+            raise ValueError(f"TER(q) of {language} at L = {length} has no exact value (no chain rule)")
+        value = Estimate(math.exp(H.value / length), 0.0, "lossless: TER(p) = TER(q)")
+    else:
+        value = Estimate(0.0, 0.0, f"lossless: {metric.upper()} = 0 (output law q)")
+    out = []
+    for name in names:
+        if name == "autospec":
+            points = [(0, lossless_point(language, length, name, None, samples=samples, seed=seed))]
+        else:
+            points = draft_length_search(language, length, name, samples=samples, seed=seed)
+        parameter = "draft_length" if name != "autospec" else "none"
+        settings = tuple(Setting(name, parameter, float(k), p.label, p.calls, value, metric, _status(value, target))
+                         for k, p in points)
+        chosen = min(settings, key=lambda s: (s.calls.value, s.value))
+        grid = {"kind": "lossless", "chosen": chosen.value}
+        if name != "autospec":
+            grid |= {"draft_lengths": [k for k, _ in points], "rule": DRAFT_GRID_RULE}
+        out.append(FamilySearch(name, parameter, settings, chosen if chosen.meets else None, grid))
+    return out
 
 
 def lossless_exact(language: str | Any, length: int, name: str, options: Mapping[str, Any] | None = None, *,

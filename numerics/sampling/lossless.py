@@ -2,7 +2,8 @@
 
 DECODERS.md section 11, ``docs/methods/lossless.md``. Each decoder reads the oracle through the
 queries of :mod:`numerics.inference.queries` (the left-to-right predictive filter; the masked
-forward-backward for Spiffy's canvases and ASSD in a random order) and reports per sequence
+forward-backward for Spiffy's canvases; ASSD in a random order on the per-position message store,
+:mod:`numerics.sampling._assd_store`) and reports per sequence
 
 * ``rounds``: sequential network passes (a pass that evaluates many positions or a batch of states
   at once counts one round), and
@@ -63,7 +64,7 @@ from numerics.inference.queries import PrefixOracle, _kernel_hmm
 from numerics.sampling.registry import DecoderSpec, Option, spec
 from numerics.schedules import Schedule
 
-__all__ = ["ASSD_ORDERS", "LOSSLESS", "MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "Autospec", "BlockChain", "LosslessError",
+__all__ = ["ASSD_ORDERS", "ASSD_STORE_BYTES", "LOSSLESS", "MAX_STEP_DRAWS", "SPIFFY_BASES", "Assd", "Autospec", "BlockChain", "LosslessError",
            "LosslessSample", "SelfSpec", "Spiffy", "lossless_spec",
            "inverse_cdf_numpy", "inverse_cdf_vec"]
 
@@ -187,6 +188,9 @@ class _LeftToRight:
 
 #: ASSD's orders of generation: a uniformly random permutation per sequence (any subset), or left to right.
 ASSD_ORDERS = ("random", "left-to-right")
+#: Most bytes of ASSD's per-sequence message stores in a random order (``n L (2 S + 2) 8``); above, the
+#: forward-backward per canvas (:meth:`Assd.sample_forward_backward`, the same sequences, ``O(L^2)`` each).
+ASSD_STORE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -207,9 +211,72 @@ class Assd(_LeftToRight):
         return f"assd, k={self.draft_length}" + (", random order" if self.order == "random" else "")
 
     def sample(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
-        """``n`` sequences of ``length`` tokens (``rng``: every draw, the orders first)."""
+        """``n`` sequences of ``length`` tokens (``rng``: every draw, the orders first).
+
+        Random order: on the per-position message store (:mod:`numerics.sampling._assd_store`) when the
+        stores of the ``n`` sequences fit in :data:`ASSD_STORE_BYTES`, else by a masked forward-backward
+        per canvas (:meth:`sample_forward_backward`); the same draws in the same order, so the same
+        sequences up to round-off in the posteriors.
+        """
         if self.order == "left-to-right":
             return super().sample(language, length, n, rng)
+        self.check_length(length)
+        from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
+        from numerics.sampling._assd_store import store_bytes
+
+        arrays = kernel_arrays(_kernel_hmm(language))
+        if store_bytes(n, length, arrays.initial.shape[0]) > ASSD_STORE_BYTES:
+            return self.sample_forward_backward(language, length, n, rng)
+        return self._sample_store(language, arrays, isinstance(arrays, SparseNGramArrays), length, n, rng)
+
+    def _sample_store(self, language, arrays, sparse: bool, length: int, n: int, rng) -> LosslessSample:
+        from numerics._threads import run_chunks
+        from numerics.messages.jumps import language_powers, no_powers
+        from numerics.sampling import _assd_store as ks
+
+        powers = no_powers() if sparse else language_powers(_kernel_hmm(language), length)
+        V = language.vocab_size
+        order = np.argsort(rng.random((n, length)), axis=1)  # a uniform permutation per sequence
+        st = ks.new_stores(order, arrays.initial.shape[0])
+        rounds = np.zeros(n, dtype=np.int64)
+        pos = np.zeros(n, dtype=np.int64)
+        rows = np.arange(n)
+        while rows.size:
+            b = rows.size
+            at_pos = pos[rows]
+            width = np.minimum(self.draft_length, length - at_pos)
+            K = int(width.max())
+            at = np.minimum(at_pos[:, None] + np.arange(K)[None, :], length - 1)
+            win = np.take_along_axis(order[rows], at, axis=1)  # (b, K): the window's positions in order
+            inside = np.arange(K)[None, :] < width[:, None]
+            marg = np.empty((b, K, V))
+            run_chunks(ks.assd_draft, b, (arrays, powers, st, rows, at_pos, win, width, marg))  # the draft pass
+            y = inverse_cdf_vec(marg, rng.random((b, K)))
+            cond = marg.copy()  # canvas 0 is the draft's own (its conditional is the draft law); past the width: unread
+            if K > 1:  # the verify pass
+                run_chunks(ks.assd_verify, b, (arrays, powers, st, rows, at_pos, win, width, y, cond))
+            count = self._accept(marg, cond, y, width, inside, rng)
+            run_chunks(ks.assd_commit, b, (arrays, st, rows, at_pos, win, width, y, count))
+            pos[rows] += count
+            rounds[rows] += np.where(width == 1, 1, 2)
+            rows = rows[pos[rows] < length]
+        return LosslessSample(st.tokens, rounds, rounds.copy())
+
+    @staticmethod
+    def _accept(marg, cond, y, width, inside, rng) -> np.ndarray:
+        """Speculative rejection of the drafts ``y`` ``(b, K)``: the tokens committed per row (``y`` redrawn in place
+        from the residual ``(q - p)_+`` at the first rejection)."""
+        ratio = _take(cond, y) / _take(marg, y)
+        r = _first_false((rng.random(ratio.shape) < ratio) | ~inside)
+        rejected = r < width
+        if np.any(rejected):
+            j = np.flatnonzero(rejected)
+            y[j, r[j]] = inverse_cdf_vec(np.maximum(cond[j, r[j]] - marg[j, r[j]], 0.0), rng.random(j.size))
+        return np.where(rejected, r + 1, width)
+
+    def sample_forward_backward(self, language, length: int, n: int, rng: np.random.Generator) -> LosslessSample:
+        """Random order by a masked forward-backward of every canvas (``O(L)`` per query): the reference of the
+        message-store path, and its fallback for stores above :data:`ASSD_STORE_BYTES`."""
         self.check_length(length)
         lang = _kernel_hmm(language)
         order = np.argsort(rng.random((n, length)), axis=1)  # a uniform permutation per sequence
@@ -241,13 +308,7 @@ class Assd(_LeftToRight):
             if K > 1:
                 fresh = _marginals(lang, vt.reshape(b * (K - 1), length), vm.reshape(b * (K - 1), length))
                 cond[:, 1:] = fresh.reshape(b, K - 1, length, -1)[bi, np.arange(K - 1)[None, :], win[:, 1:]]
-            ratio = _take(cond, y) / _take(marg, y)
-            r = _first_false((rng.random(ratio.shape) < ratio) | ~inside)
-            rejected = r < width
-            count = np.where(rejected, r + 1, width)
-            if np.any(rejected):
-                j = np.flatnonzero(rejected)
-                y[j, r[j]] = inverse_cdf_vec(np.maximum(cond[j, r[j]] - marg[j, r[j]], 0.0), rng.random(j.size))
+            count = self._accept(marg, cond, y, width, inside, rng)
             commit = np.arange(K)[None, :] < count[:, None]
             ci, cm = np.nonzero(commit)
             tokens[rows[ci], win[ci, cm]] = y[ci, cm]
@@ -384,8 +445,14 @@ class BlockChain:
         self.prio = decoder.priority(self.L)
         self.n_blocks = self.L // self.B
         if self.V ** self.B > MAX_STEP_DRAWS:
-            raise LosslessError(f"spiffy over {decoder.name} enumerates the V^B = {self.V}^{self.B} draws of a step, "
-                                f"beyond {MAX_STEP_DRAWS}: use a smaller block length")
+            most = max((b for b in range(1, self.B) if self.V ** b <= MAX_STEP_DRAWS), default=0)
+            raise LosslessError(
+                f"spiffy over {decoder.name} enumerates the V^B = {self.V}^{self.B} draws of a step, beyond "
+                f"{MAX_STEP_DRAWS}: its acceptance ratio is the law of the step's next canvas, a sum over every draw "
+                f"of the block's masked positions through the rule's selection, and no bounded form of it is built "
+                f"for the block rules; use a block length B with V^B <= {MAX_STEP_DRAWS}"
+                + (f" (here B <= {most}: --base-option block_length=B)" if most else "")
+                + ", or spiffy over random, which runs at scale")
 
     def start(self) -> tuple:
         return ((self.V,) * self.L, 0, 0)
@@ -484,10 +551,23 @@ class Spiffy:
         if not takes_steps and self.schedule is not None:
             raise LosslessError(f"spiffy: the base sampler {self.base} takes no steps N")
         try:
-            return s.build(dict(self.base_options), steps=None if self.schedule is None else self.schedule.n_steps,
+            return s.build(self.resolved_base_options, steps=None if self.schedule is None else self.schedule.n_steps,
                            schedule=self.schedule, tie_seed=0)
         except ValueError as e:
-            raise LosslessError(f"spiffy: base sampler {self.base}: {e}") from None
+            raise LosslessError(f"spiffy: base sampler {self.base}: {e} (its options by --base-option NAME=VALUE, "
+                                f"NAME one of {s.option_names})") from None
+
+    @property
+    def resolved_base_options(self) -> dict:
+        """The base's options: :attr:`base_options` over the registry's default preset (``presets`` entry
+        ``""``, e.g. fast-dllm's ``threshold = 0.9``) when they set none of the base's knobs (a knob given,
+        such as fast-dllm's ``factor``, replaces the preset's)."""
+        given = dict(self.base_options)
+        s = spec(self.base)
+        preset = dict(s.presets).get("", {})
+        if {k.name for k in s.knobs} & set(given):
+            return given
+        return {**preset, **given}
 
     @property
     def label(self) -> str:

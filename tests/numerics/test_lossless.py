@@ -67,6 +67,45 @@ def test_assd_output_law_is_q_and_calls_never_exceed_L(name, k, order):
     assert sum(law.cost.values()) == pytest.approx(1.0, rel=RTOL_EXACT)
 
 
+def _sparse_bigram():
+    """A 2-gram of V = 40 with two successors per token: the sparse n-gram layout (numerics.languages.arrays)."""
+    rng = np.random.default_rng(3)
+    V = 40
+    cond = np.zeros((V, V))
+    for v in range(V):
+        cond[v, rng.choice(V, 2, replace=False)] = _rows(rng, 1, 2)[0]
+    return NGram(2, _rows(rng, 1, V)[0], cond)
+
+
+@pytest.mark.parametrize("name", [*LANGS, "sparse-2gram"])
+def test_assd_random_order_on_the_message_store_draws_the_forward_backwards_sequences(name):
+    """The message-store path (numerics.sampling._assd_store) against a masked forward-backward per canvas,
+    sample by sample from one seed: the same tokens and rounds (the posteriors agree up to round-off, so
+    no inverse CDF or acceptance falls the other way here). Lengths past the exact laws' L = 4, with draft
+    lengths that leave a short last window."""
+    from numerics.languages.arrays import SparseNGramArrays, kernel_arrays
+
+    lang = _sparse_bigram() if name == "sparse-2gram" else LANGS[name]
+    if name == "sparse-2gram":
+        assert isinstance(kernel_arrays(lang), SparseNGramArrays)
+    for length, k in ((11, 3), (9, 4)):
+        store = Assd(k).sample(lang, length, 60, np.random.default_rng(5))
+        fb = Assd(k).sample_forward_backward(lang, length, 60, np.random.default_rng(5))
+        np.testing.assert_array_equal(store.tokens, fb.tokens)
+        np.testing.assert_array_equal(store.rounds, fb.rounds)
+
+
+def test_assd_random_order_above_the_store_cap_takes_the_forward_backward(monkeypatch):
+    import numerics.sampling.lossless as lossless
+
+    lang = LANGS["hmm"]
+    want = Assd(3).sample_forward_backward(lang, 7, 20, np.random.default_rng(2))
+    monkeypatch.setattr(lossless, "ASSD_STORE_BYTES", 0)
+    monkeypatch.setattr(Assd, "_sample_store", lambda *a: pytest.fail("the store path above its cap"))
+    got = Assd(3).sample(lang, 7, 20, np.random.default_rng(2))
+    np.testing.assert_array_equal(got.tokens, want.tokens)
+
+
 @pytest.mark.parametrize("name", ["hmm", "3gram-zeros", "interval-l2"])
 @pytest.mark.parametrize("order", ["random", "left-to-right"])
 def test_assd_expected_rounds_at_L_3_k_3_by_the_total_variation_formula(name, order):
@@ -210,6 +249,22 @@ def test_vectorized_inverse_cdf_is_the_engines():
     np.testing.assert_array_equal(inverse_cdf_vec(w.reshape(50, 10, 5), u.reshape(50, 10)), inverse_cdf_rows(w, u).reshape(50, 10))
 
 
+@pytest.mark.parametrize("base, given, want", [
+    ("fast-dllm", {}, {"threshold": 0.9}),  # the registry's default preset
+    ("fast-dllm", {"block_length": 2}, {"block_length": 2, "threshold": 0.9}),  # no knob given: the preset too
+    ("fast-dllm", {"factor": 1.5}, {"factor": 1.5}),  # a knob given replaces the preset's
+    ("eb", {}, {"gamma": 1.0}),
+    ("llada", {}, {}),  # its default preset is empty: the options' defaults
+])
+def test_spiffy_takes_its_bases_default_preset_when_no_knob_is_given(base, given, want):
+    from numerics.sampling.registry import spec
+
+    N = None if base != "llada" else make_schedule("linear", 4)
+    dec = Spiffy(N, 2, base, tuple(given.items()))
+    assert dec.resolved_base_options == want
+    assert dec.base_sampler == spec(base).build(want, steps=None if N is None else 4, schedule=N, tie_seed=0)
+
+
 @pytest.mark.parametrize("make, words", [
     (lambda: Assd(0).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)), "draft length 0"),
     (lambda: Assd(2, "right-to-left"), "assd: unknown order 'right-to-left'"),
@@ -219,8 +274,12 @@ def test_vectorized_inverse_cdf_is_the_engines():
     (lambda: Spiffy(make_schedule("linear", 3), 2, base="fast-dllm").base_sampler, "fast-dllm takes no steps N"),
     (lambda: Spiffy(None, 2, base="fast-dllm", base_options=(("gamma", 1.0),)).base_sampler,
      "base sampler fast-dllm: the fast-dllm decoder does not take gamma"),
+    (lambda: Spiffy(None, 2, base="fast-dllm", base_options=(("factor", 1.0), ("threshold", 0.5))).base_sampler,
+     r"exactly one of threshold \(tau\) and factor \(f\) \(its options by --base-option NAME=VALUE, NAME one of "
+     r"\('block_length', 'temperature', 'threshold', 'factor'\)\)"),
     (lambda: BlockChain(Spiffy(None, 2, "eb", (("block_length", 16), ("gamma", 1.0))).base_sampler, 16, 2),
-     "V\\^B = 2\\^16 draws of a step, beyond 4096"),
+     "V\\^B = 2\\^16 draws of a step, beyond 4096: its acceptance ratio is the law of the step's next canvas.*"
+     "V\\^B <= 4096 \\(here B <= 12: --base-option block_length=B\\)"),
     (lambda: Spiffy(make_schedule("linear", 3), 4).sample(LANGS["hmm"], L, 1, np.random.default_rng(0)),
      "draft length 4"),
 ])

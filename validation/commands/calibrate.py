@@ -78,7 +78,8 @@ def calibration_record(c) -> dict:
                    "option or cannot run at L is reported as inapplicable, with the reason.")
 @click.option("--lossless", default="", metavar="NAMES",
               help="Comma-separated lossless decoders (assd, autospec, self-spec) put on the front at (E[calls] by "
-                   "Monte Carlo, metric exact from their output law q: SER = KL = 0); says when one is the cheapest.")
+                   "Monte Carlo, metric exact from their output law q: SER = KL = 0), assd and self-spec at the draft "
+                   "length of fewest E[calls] (k = 1, 2, 4, ... while the calls fall); says when one is the cheapest.")
 @click.option("--revisers", default="", metavar="NAMES",
               help="Comma-separated revising decoders (llada21, wino), each a family whose reveal threshold is "
                    "searched like any real knob (the chain over canvases, or Monte Carlo), at the decoder options "
@@ -170,7 +171,10 @@ def grid_text(fs) -> str:
     if fs.error is not None and not fs.settings:
         return f"{where}: inapplicable: {fs.error}"
     if g.get("kind") == "lossless":
-        return f"{where}: lossless decoder, one setting (SER = 0 on the support; calls by Monte Carlo)"
+        ks = g.get("draft_lengths")
+        return (f"{where}: lossless decoder (SER = 0 on the support; calls by Monte Carlo), "
+                + (f"draft length k = {', '.join(map(str, ks))} (doubling from k = 4 on while E[calls] falls): "
+                   f"k = {g['chosen']:g} has the fewest calls" if ks else "one setting"))
     if g["kind"] == "uniform":
         how = (f"{fs.parameter} on {g['points']} points of [{g['low']:g}, {g['high']:g}], "
                f"{len(g['straddles'])} straddling pair(s) refined by {g['refine']} bisections")

@@ -61,7 +61,8 @@ def _base_options(base: str, given: tuple[str, ...]) -> dict:
                    "dinfer) [default: random].")
 @click.option("--base-option", "base_option", multiple=True, metavar="NAME=VALUE",
               help="spiffy: an option of its base sampler, by the registry's name (block_length=2, threshold=0.9); "
-                   "repeatable.")
+                   "repeatable. With none of the base's knobs given, its registry default preset applies (fast-dllm: "
+                   "threshold=0.9; eb: gamma=1).")
 @click.option("--order", type=click.Choice(["random", "left-to-right"]), default=None,
               help="assd: the order of generation, a uniform random permutation per sequence (any subset) or left "
                    "to right [default: random].")
