@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from numerics.draws import draw_inverse_cdf, gumbel_argmax_float32
 from numerics.sampling.samplers import DRAWS, sample_factorized
@@ -142,11 +144,19 @@ class ARSampleResult:
     batches: int
 
 
+#: The attention kernels of KV-cached decoding on CUDA: every backend but cuDNN's. The cache grows by one key a
+#: token, so each call has a new shape, and cuDNN's attention builds an execution plan per shape: measured on an
+#: H200 (torch 2.11, the paper network, batch 16), decoding L = 128 took 1.09 s a batch with it and 0.68 s
+#: without, and a first L = 512 batch 35.7 s (with the plans' builds) against 3.0-4.3 s (docs/performance.md).
+DECODE_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
 @torch.no_grad()
 def ar_step_logits(model: AutoregressiveTransformer, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """Feed ``ids`` ``(B, T)`` on top of ``cache``; return the float32 logits of the last position ``(B, V)``."""
     dev = ids.device
-    with _autocast(dev):
+    kernels = sdpa_kernel(DECODE_ATTENTION) if dev.type == "cuda" else contextlib.nullcontext()
+    with _autocast(dev), kernels:
         return model(ids, cache=cache)[:, -1].float()
 
 

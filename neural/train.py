@@ -101,6 +101,9 @@ class RunBusyError(OSError):
 def pick_device(requested: str | None = None) -> torch.device:
     """``requested`` if given, else CUDA when available (the local rank's GPU under DDP), else CPU.
 
+    ``cuda`` without an index is the local rank's GPU too (``cuda:0`` outside DDP): ``torch.cuda.set_device``
+    refuses a device without an index (torch 2.11 on an H200: "Expected a torch.device with a specified index").
+
     A device torch does not know (``tpu9``) or this machine does not have (``cuda`` without a GPU,
     ``cuda:3`` on a machine with one) is a :class:`~numerics.machine.GuardError` naming ``--device``.
     """
@@ -114,7 +117,9 @@ def pick_device(requested: str | None = None) -> torch.device:
         raise GuardError(f"--device {requested!r} is not a device: use cpu, cuda or cuda:K (K a GPU index)") from None
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0 or (dev.index is not None and dev.index >= count):
+        if dev.index is None:  # plain "cuda": the local rank's GPU, as the default (torch.cuda.set_device needs an index)
+            dev = torch.device("cuda", env_value("LOCAL_RANK"))
+        if count == 0 or dev.index >= count:
             raise GuardError(f"--device {requested}: this machine has {count} CUDA device(s)"
                              + ("; use --device cpu" if count == 0 else f"; use cuda:0 to cuda:{count - 1}"))
     elif dev.type not in ("cpu", "mps", "xpu"):

@@ -264,3 +264,20 @@ def test_a_compile_that_fails_trains_eager_and_says_so(tmp_path, monkeypatch):
     b = load_checkpoint(tmp_path / "fallback" / CHECKPOINT_NAME).model_state
     assert all(torch.equal(a[k], b[k]) for k in a)  # the failed compiled step changed nothing
     assert fell_back.history[-1]["val_loss"] == eager.history[-1]["val_loss"]
+
+
+@pytest.mark.parametrize(("requested", "local_rank", "expected"),
+                         [("cuda", None, "cuda:0"), ("cuda", "1", "cuda:1"), ("cuda:1", "0", "cuda:1"), (None, "1", "cuda:1")])
+def test_plain_cuda_is_the_local_ranks_gpu_with_its_index(monkeypatch, requested, local_rank, expected):
+    """torch.cuda.set_device refuses a device without an index (found on an H200 with torch 2.11): pick_device
+    gives "cuda" the local rank's index, as its default does (two GPUs faked: this runs on the CPU)."""
+    from neural.train import pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    if local_rank is None:
+        monkeypatch.delenv("LOCAL_RANK", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_RANK", local_rank)
+    dev = pick_device(requested)
+    assert dev == torch.device(expected) and dev.index is not None
