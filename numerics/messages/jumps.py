@@ -283,11 +283,15 @@ def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
 
 
 @jit
-def _jump_forward_sparse(lang, powers, vec, out, m, vfix, tmp, acc):
-    raise ValueError("a sparse n-gram has no precomputed powers: forward_jump_pays is always False for it")
+def _never_jumps(lang, *args):
+    """The jumps of a sparse n-gram (:func:`jump_forward`, :func:`jump_backward`): it has no powers (:func:`no_powers`)
+    and never jumps (:func:`forward_jump_pays` and :func:`backward_jump_pays` are always False for it), so this only
+    raises; it lets a kernel that calls the jumps compile for the sparse layout."""
+    raise ValueError("a sparse n-gram has no precomputed powers: forward_jump_pays and backward_jump_pays are "
+                     "always False for it")
 
 
-jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_sparse)
+jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _never_jumps)
 
 
 @jit
@@ -407,12 +411,7 @@ def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     normalize(out)
 
 
-@jit
-def _jump_backward_sparse(lang, powers, w, out, m, rowfix, wfix, tmp):
-    raise ValueError("a sparse n-gram has no precomputed powers: backward_jump_pays is always False for it")
-
-
-jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram, _jump_backward_sparse)
+jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram, _never_jumps)
 
 
 @jit
@@ -440,11 +439,12 @@ def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
 
 
 @jit
-def _forward_jump_pays_sparse(lang, vec, m, landing_observed):
+def _never_pays(lang, *args):
+    """A sparse n-gram's :func:`forward_jump_pays` and :func:`backward_jump_pays`: never (module docstring)."""
     return False
 
 
-forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram, _forward_jump_pays_sparse)
+forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram, _never_pays)
 
 
 @jit
@@ -467,12 +467,7 @@ def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     return jump_cost < step_cost
 
 
-@jit
-def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
-    return False
-
-
-backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _backward_jump_pays_sparse)
+backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _never_pays)
 
 
 @jit
