@@ -227,7 +227,7 @@ def _vecmat_dense(vec, M, r0, out):
     which a random zero pattern would mispredict); a ``vec`` without zeros takes the same fours
     as consecutive rows (the same sums). With ``R > 64`` the rows go in consecutive fours,
     skipping the fours that are all zero. The row offset ``r0`` reads a power out of
-    :attr:`~numerics.messages.jumps.Powers.stacked` without making a view.
+    :attr:`~numerics.messages.powers.DensePowers.stacked` without making a view.
 
     Its callers call it at one place each (four expansions in all: the forward and backward steps,
     the chained power product in the two jumps): each place inlines it with its helpers at numba's
