@@ -36,6 +36,14 @@ def _implementation(versions: dict, signature: inspect.Signature) -> Callable:
     return implementation
 
 
+def _same_parameters(signature: inspect.Signature, other: inspect.Signature) -> bool:
+    """``other`` has ``signature``'s parameters, or is ``(arrays, *args)`` with the same first name (see :func:`by_kind`)."""
+    names, params = list(signature.parameters), list(other.parameters.values())
+    if len(params) == 2 and params[1].kind is inspect.Parameter.VAR_POSITIONAL:  # numba's overloads accept a
+        return params[0].name == names[0]  # (first, *args) implementation, not a bare (*args)
+    return names == [p.name for p in params]
+
+
 def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None, *, chain: Callable | None = None,
             interval: Callable | None = None, inline: str = "never") -> Callable:
     """One function that calls ``dense`` on :class:`~numerics.languages.arrays.HMMArrays`, ``ngram`` on
@@ -46,7 +54,11 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None, *,
 
     The versions are numba functions with the same parameters, the first being the arrays;
     ``sparse = None``: the ``ngram`` version serves both n-gram layouts (it must then read only
-    the fields they share: ``initial``, ``successor``, ``digit_weights``, ``order``). Inside a
+    the fields they share: ``initial``, ``successor``, ``digit_weights``, ``order``, or call
+    :func:`by_kind` functions for the rest). A version may also take the arrays (the same name)
+    and ``*args``: one function for a kind that never runs the step, which only raises (the
+    sparse n-gram's jumps in :mod:`numerics.messages.jumps`), shared by steps of
+    different parameters. Inside a
     numba function the choice is made at compile time (the kind is part of the argument's type,
     so no run-time branch is left, and the chosen version is compiled in place of the call, with
     no wrapper in between); from Python it is made by the type. The returned function carries
@@ -70,7 +82,7 @@ def by_kind(dense: Callable, ngram: Callable, sparse: Callable | None = None, *,
         kinds[IntervalArrays] = interval
     signature = inspect.signature(dense.py_func)
     for other in kinds.values():
-        if list(signature.parameters) != list(inspect.signature(other.py_func).parameters):
+        if not _same_parameters(signature, inspect.signature(other.py_func)):
             raise TypeError(f"{dense.__name__} and {other.__name__} must have the same parameters")
 
     def dispatch(arrays, *args):

@@ -16,36 +16,45 @@ about ``S V`` for an n-gram), so a dense run always jumps and an n-gram run jump
 restricted to the windows that can be non-zero: those ending in the observed token at the
 landing position, and to the rows ending in the observed token at the start. From
 :data:`CROSS_MIN_STATES` windows on (the n-grams whose crossings these are), ``P^m`` is stored cut
-into the blocks of the windows ending in one token, each contiguous (``Powers.blocks``): a forward
+into the blocks of the windows ending in one token, each contiguous (``NGramPowers.blocks``): a forward
 jump runs in axpy form over a block's rows, a backward one in dot form over the same rows (a
 ``64 x 64`` block at ``S = 512`` is ``32 KB`` read in one piece, where rows ``4 KB`` apart made
 the backward jump slow). One orientation only, so that ``M`` is twice what two would allow in
 :data:`POWERS_BYTES` (``M = 127`` at ``S = 512``): a run longer than ``M`` chains through a dense
 ``S``-vector, ``8x`` the reads of a block, and was the larger cost (paired, one thread, 4gram:
 1.10-1.17x over both orientations with ``M = 63``). A smaller n-gram keeps ``P^m`` whole
-(``Powers.matrices``) and its columns by landing token (``Powers.by_token``): its ``8 x 8`` blocks
+(``NGramPowers.matrices``) and its columns by landing token (``NGramPowers.by_token``): its ``8 x 8`` blocks
 would cost more in loops than they save.
 
-An n-gram also stores ``initial P^p`` for every position (``Powers.initial_laws``): a forward walk
+An n-gram also stores ``initial P^p`` for every position (``NGramPowers.initial_laws``): a forward walk
 from nothing observed starts at its first observed position from there
 (:func:`forward_from_nothing`) instead of chaining powers over the run before it.
 
 A dense HMM's jumps run in axpy form both ways, over contiguous rows: forward ``vec P^m`` over the
 rows of ``P^m``, backward ``P^m w = w (P^m)^T`` over the rows of the stored transpose
-(``Powers.stacked_t``), skipping the zero entries of the vector (the states the evidence
+(``DensePowers.stacked_t``), skipping the zero entries of the vector (the states the evidence
 excludes: most of them in a pruned HMM). Like the dense steps they are compiled without numba's
 reference counts (:func:`~numerics.messages.dispatch.by_kind`).
 
 A sparse n-gram (:class:`~numerics.languages.arrays.SparseNGramArrays`) never jumps: ``P^m`` fills
 in (``S^2`` entries, 134 MB per power at ``S = 4096``), while its single steps cost the non-zeros;
-:func:`no_powers` is its placeholder, never read.
+:func:`no_powers` gives its powers, :class:`NoPowers`, which hold nothing.
 """
 
 from __future__ import annotations
 
 from numerics._jit import jit
 from numerics.messages.dispatch import by_kind
-from numerics.messages.powers import CROSS_MIN_STATES, POWERS_BYTES, Powers, language_powers, no_powers
+from numerics.messages.powers import (
+    CROSS_MIN_STATES,
+    POWERS_BYTES,
+    DensePowers,
+    NGramPowers,
+    NoPowers,
+    Powers,
+    language_powers,
+    no_powers,
+)
 from numerics.messages.steps import (
     _evidence_normalize_dense,
     _normalize_dense,
@@ -60,6 +69,9 @@ from numerics.messages.steps import (
 __all__ = [
     "CROSS_MIN_STATES",
     "Powers",
+    "DensePowers",
+    "NGramPowers",
+    "NoPowers",
     "POWERS_BYTES",
     "language_powers",
     "jump_forward",
@@ -72,10 +84,24 @@ __all__ = [
 ]
 
 
-@jit
-def max_power(powers):
-    """``M`` of :class:`Powers` inside numba (an n-gram's ``matrices`` is a placeholder)."""
-    return max(powers.matrices.shape[0], powers.blocks.shape[0]) - 1  # (matrices or blocks)
+@jit(nrt=False)
+def _max_power_dense(lang, powers):
+    """``M`` of the language's powers inside numba (their ``max_power``): longer runs chain ``P^M``. Inlined (a read of
+    two shapes)."""
+    return powers.stacked.shape[0] // powers.stacked.shape[1] - 1
+
+
+@jit(nrt=False)
+def _max_power_ngram(lang, powers):
+    return max(powers.matrices.shape[0], powers.blocks.shape[0]) - 1  # (matrices or blocks: the other a placeholder)
+
+
+@jit(nrt=False)
+def _max_power_sparse(lang, powers):
+    return 0
+
+
+max_power = by_kind(_max_power_dense, _max_power_ngram, _max_power_sparse, inline="always")
 
 
 @jit
@@ -83,7 +109,7 @@ def _blocks_forward(blocks, m, vec, out, u0, u1, v0, v1, acc):  # noqa: PLR0917 
     """n-gram ``out[c V + v] = sum_{u0 <= u < u1, k} vec[k V + u] P^m[k V + u, c V + v]`` for ``v0 <= v < v1`` (the
     other entries untouched): ``vec`` may be non-zero only on the windows ending in ``u0..u1-1``.
 
-    Block by block (:attr:`Powers.blocks`) in axpy form over the block's contiguous rows, skipping
+    Block by block (:attr:`NGramPowers.blocks`) in axpy form over the block's contiguous rows, skipping
     zeros of ``vec``; ``acc`` is an ``(S // V,)`` (or longer) scratch vector.
     """
     V = blocks.shape[1]
@@ -107,7 +133,7 @@ def _blocks_backward(blocks, m, w, out, r0, rstep, nrows, v0, v1, acc):  # noqa:
     (every row: ``(0, 1, S)``; else ``rstep`` a multiple of ``V``), the other entries untouched: ``w`` may
     be non-zero only on the windows ending in ``v0..v1-1``.
 
-    Dot form over the forward blocks (:attr:`Powers.blocks`): for each token ``v`` the entries of ``w`` ending
+    Dot form over the forward blocks (:attr:`NGramPowers.blocks`): for each token ``v`` the entries of ``w`` ending
     in ``v`` are gathered into ``acc`` (an ``(S // V,)`` or longer scratch vector), and the rows take their dot
     products with it over the contiguous rows of ``blocks[m, v, u]``, four rows at a time (four independent sums).
     """
@@ -202,7 +228,7 @@ def _chain_forward(Pm, tmp, out, m):
 
 @jit(inline=True)
 def _power_product_dense(vec, P, m, out, tmp):
-    """``out = vec @ Q^m`` for the powers ``Q^0..Q^M`` stacked in ``P`` (``Powers.stacked`` or ``stacked_t``),
+    """``out = vec @ Q^m`` for the powers ``Q^0..Q^M`` stacked in ``P`` (``DensePowers.stacked`` or ``stacked_t``),
     skipping zeros of ``vec``; ``m > M`` chains ``Q^M`` in chunks, normalized after each (as
     :func:`_chain_forward`), with ``tmp`` ``(S,)`` as scratch. The dense jumps' product, both ways."""
     S = out.shape[0]
@@ -283,11 +309,15 @@ def _jump_forward_ngram(lang, powers, vec, out, m, vfix, tmp, acc):
 
 
 @jit
-def _jump_forward_sparse(lang, powers, vec, out, m, vfix, tmp, acc):
-    raise ValueError("a sparse n-gram has no precomputed powers: forward_jump_pays is always False for it")
+def _never_jumps(lang, *args):
+    """The jumps of a sparse n-gram (:func:`jump_forward`, :func:`jump_backward`): it has no powers (:func:`no_powers`)
+    and never jumps (:func:`forward_jump_pays` and :func:`backward_jump_pays` are always False for it), so this only
+    raises; it lets a kernel that calls the jumps compile for the sparse layout."""
+    raise ValueError("a sparse n-gram has no precomputed powers: forward_jump_pays and backward_jump_pays are "
+                     "always False for it")
 
 
-jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _jump_forward_sparse)
+jump_forward = by_kind(_jump_forward_dense, _jump_forward_ngram, _never_jumps)
 
 
 @jit
@@ -407,12 +437,7 @@ def _jump_backward_ngram(lang, powers, w, out, m, rowfix, wfix, tmp):
     normalize(out)
 
 
-@jit
-def _jump_backward_sparse(lang, powers, w, out, m, rowfix, wfix, tmp):
-    raise ValueError("a sparse n-gram has no precomputed powers: backward_jump_pays is always False for it")
-
-
-jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram, _jump_backward_sparse)
+jump_backward = by_kind(_jump_backward_dense, _jump_backward_ngram, _never_jumps)
 
 
 @jit
@@ -440,11 +465,12 @@ def _forward_jump_pays_ngram(lang, vec, m, landing_observed):
 
 
 @jit
-def _forward_jump_pays_sparse(lang, vec, m, landing_observed):
+def _never_pays(lang, *args):
+    """A sparse n-gram's :func:`forward_jump_pays` and :func:`backward_jump_pays`: never (module docstring)."""
     return False
 
 
-forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram, _forward_jump_pays_sparse)
+forward_jump_pays = by_kind(_forward_jump_pays_dense, _forward_jump_pays_ngram, _never_pays)
 
 
 @jit
@@ -467,12 +493,7 @@ def _backward_jump_pays_ngram(lang, m, rows_observed, landing_observed):
     return jump_cost < step_cost
 
 
-@jit
-def _backward_jump_pays_sparse(lang, m, rows_observed, landing_observed):
-    return False
-
-
-backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _backward_jump_pays_sparse)
+backward_jump_pays = by_kind(_backward_jump_pays_dense, _backward_jump_pays_ngram, _never_pays)
 
 
 @jit
@@ -481,7 +502,7 @@ def _forward_from_nothing_dense(lang, powers, ev, vec, tmp, p):
 
     Dense HMM and sparse n-gram: ``alpha_0`` from the initial law (the stop is 0). n-gram: the
     stop is the first observed position ``q <= p`` (``p`` when there is none), and ``alpha_q`` is
-    ``Powers.initial_laws[q]`` times the evidence at ``q``, normalized: the masked positions
+    ``NGramPowers.initial_laws[q]`` times the evidence at ``q``, normalized: the masked positions
     before ``q`` crossed at once, where steps or (chained) jumps from ``alpha_0`` give the same
     vector up to round-off. ``tmp`` is an ``(S,)`` scratch vector.
     """

@@ -2,13 +2,28 @@
 
 Three kernels read powers ``P^m`` computed once per language and sequence length:
 
-* the jumps across masked runs (:mod:`numerics.messages.jumps`) read :class:`Powers`
+* the jumps across masked runs (:mod:`numerics.messages.jumps`) read :data:`Powers`
   (:func:`language_powers`): ``P^m`` for ``m <= M``, ``M`` capped so that the tables fit in
   :data:`POWERS_BYTES`, in the layout the language's jumps read (module :mod:`~numerics.messages.jumps`);
 * the adaptive kernels' chain path reads a 2-gram's :class:`~numerics.messages.layouts.ChainArrays`
   (:func:`chain_powers`): every ``P^d``, ``d <= L``, rows and columns, with the initial law's;
 * the closed-form sampler of a large first-order chain (:func:`numerics.sampling.oracle.chain.chain_tables`)
   reads memoized rows and columns of ``P^d`` up to its cut-off.
+
+The jumps' powers are one typed object per language kind (the kernels are compiled once per kind
+already, so a kind's own type adds no specialisation): :class:`DensePowers` for an HMM,
+:class:`NGramPowers` for an n-gram, :class:`NoPowers` (empty) for a sparse n-gram, which never jumps.
+One kind keeps placeholder arrays: an n-gram stores its powers either whole (``matrices``,
+``by_token``: fewer than :data:`CROSS_MIN_STATES` windows) or in token blocks (``blocks``: more),
+and :class:`NGramPowers` holds both layouts, the unused one as ``(1, ..., 1)`` arrays never read.
+The layout is chosen at run time from the number of windows
+(:func:`~numerics.messages.store.crosses_by_windows`, ``blocks.shape[0] > 1`` in the jumps) inside
+kernels compiled once for every :class:`~numerics.languages.arrays.NGramArrays`; two types would
+compile every reveal kernel (and its crossings, jumps and queries) a second time for the
+``NGramArrays`` of the other layout, the largest compile of the package, whenever one process
+samples a small and a large n-gram (the ``3gram`` and ``4gram`` presets, a sweep over both).
+Splitting them would need the layout in the arrays' type as well (a second n-gram arrays type),
+with the same cost.
 
 Each is kept in :data:`POWERS_CACHE` (a :class:`PowersCache`), the one cache of them: the tables of the
 last few languages, so that repeated calls on one language (a sweep's points, a Monte Carlo run's
@@ -25,8 +40,8 @@ import numpy as np
 from numerics.languages.hmm import Language, NGram
 from numerics.messages.layouts import ChainArrays
 
-__all__ = ["POWERS_BYTES", "CROSS_MIN_STATES", "POWERS_CACHE", "PowersCache", "Powers", "language_powers",
-           "chain_powers", "no_powers"]
+__all__ = ["POWERS_BYTES", "CROSS_MIN_STATES", "POWERS_CACHE", "PowersCache", "Powers", "DensePowers", "NGramPowers",
+           "NoPowers", "language_powers", "chain_powers", "no_powers"]
 
 POWERS_BYTES = 256 * 2**20  # memory for the precomputed jump powers of one language (language_powers)
 CROSS_MIN_STATES = 256  # n-grams with fewer windows take the generic crossing and jumps (store.crosses_by_windows)
@@ -70,45 +85,60 @@ POWERS_CACHE = PowersCache()
 
 
 
-class Powers(NamedTuple):
-    """Precomputed powers of a language's state transition matrix ``P``.
+class DensePowers(NamedTuple):
+    """Precomputed powers ``P^0 .. P^M`` of a dense HMM's transition matrix (its jumps', :mod:`~numerics.messages.jumps`).
+
+    Attributes
+    ----------
+    stacked, stacked_t : ((M + 1) S, S) float64
+        ``stacked[m S + s] = P^m[s]`` and ``stacked_t[m S + t] = (P^m)^T[t]``, the columns of ``P^m`` as rows, so
+        a backward jump ``P^m w = w (P^m)^T`` runs in axpy form over contiguous rows, like a forward jump. The
+        jumps index them with a row offset instead of taking a view of one power, whose reference count numba
+        would take and drop on every crossing.
+    """
+
+    stacked: np.ndarray
+    stacked_t: np.ndarray
+
+    @property
+    def max_power(self) -> int:
+        """``M``: longer runs chain ``P^M``."""
+        return self.stacked.shape[0] // self.stacked.shape[1] - 1
+
+
+class NGramPowers(NamedTuple):
+    """Precomputed powers ``P^0 .. P^M`` of an n-gram's window transition matrix, in one of two layouts.
+
+    An n-gram of fewer than :data:`CROSS_MIN_STATES` windows keeps ``matrices`` and ``by_token`` (its generic
+    jumps); a larger one keeps ``blocks`` (its crossings, :func:`~numerics.messages.store.cross_forward`), and
+    the other layout's fields are ``(1, ..., 1)`` placeholders, never read. They stay because the layout is
+    chosen at run time, by the number of windows, inside kernels compiled once for every
+    :class:`~numerics.languages.arrays.NGramArrays` (module docstring).
 
     Attributes
     ----------
     matrices : (M + 1, S, S) float64
-        ``matrices[m] = P^m`` for ``m = 0..M`` (dense HMM, n-gram of fewer than :data:`CROSS_MIN_STATES`
-        windows; a larger n-gram has a ``(1, 1, 1)`` placeholder: its powers are the blocks below).
+        ``matrices[m] = P^m`` (fewer than :data:`CROSS_MIN_STATES` windows; else a ``(1, 1, 1)`` placeholder).
     by_token : (M + 1, V, S, S // V) float64
-        n-gram of fewer than :data:`CROSS_MIN_STATES` windows (its generic jumps): ``by_token[m, v, s, c] = P^m[s, c V + v]``,
-        the columns of the windows ending in ``v``, contiguous; else a ``(1, 1, 1, 1)`` placeholder.
-    stacked, stacked_t : ((M + 1) S, S) float64
-        dense HMM: ``stacked[m S + s] = P^m[s]`` (``matrices`` as one 2-d array, the same memory)
-        and ``stacked_t[m S + t] = (P^m)^T[t]``, the columns of ``P^m`` as rows, so a backward
-        jump ``P^m w = w (P^m)^T`` runs in axpy form over contiguous rows, like a forward jump.
-        The jumps index them with a row offset instead of taking a view ``matrices[m]``, whose
-        reference count numba would take and drop on every crossing. An n-gram has ``(1, 1)``
-        placeholders (never read).
+        ``by_token[m, v, s, c] = P^m[s, c V + v]``, the columns of the windows ending in ``v``, contiguous (fewer
+        than :data:`CROSS_MIN_STATES` windows; else a ``(1, 1, 1, 1)`` placeholder).
     blocks : (M + 1, V, V, S // V, S // V) float64
-        n-gram of at least :data:`CROSS_MIN_STATES` windows (its crossings, :func:`~numerics.messages.store.cross_forward`):
-        ``P^m`` cut into the ``V x V`` blocks of the windows ending in one token (rows ``k V + u``,
-        columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = P^m[k V + u, c V + v]``.
-        A forward jump from an observed token ``u`` to an observed ``v`` reads the one ``(S/V) x (S/V)`` block
-        ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the same block in dot form over its
-        rows (:func:`_blocks_backward`); a masked end takes every block of that side.
-        Otherwise ``(1, 1, 1, 1, 1)`` placeholders (never read): on ``S = 64`` windows the generic jumps over
-        ``matrices`` / ``by_token`` are faster (blocks of ``8 x 8``).
+        At least :data:`CROSS_MIN_STATES` windows: ``P^m`` cut into the ``V x V`` blocks of the windows ending in
+        one token (rows ``k V + u``, columns ``c V + v``), each contiguous: ``blocks[m, v, u, k, c] = P^m[k V + u,
+        c V + v]``. A forward jump from an observed token ``u`` to an observed ``v`` reads the one ``(S/V) x (S/V)``
+        block ``blocks[m, v, u]`` in axpy form over its rows, a backward jump the same block in dot form over its
+        rows (:func:`~numerics.messages.jumps._blocks_backward`); a masked end takes every block of that side.
+        Otherwise a ``(1, 1, 1, 1, 1)`` placeholder: on ``S = 64`` windows the generic jumps over ``matrices`` /
+        ``by_token`` are faster (blocks of ``8 x 8``).
     initial_laws : (length, S) float64
-        n-gram: ``initial_laws[p] = normalize(initial P^p)``, the law of the window at position
-        ``p`` with nothing observed before it (a forward walk from nothing starts at its first
-        observed position from this row, :func:`~numerics.messages.store.advance`);
-        a dense HMM has a ``(1, 1)`` placeholder (never read).
+        ``initial_laws[p] = normalize(initial P^p)``, the law of the window at position ``p`` with nothing
+        observed before it (a forward walk from nothing starts at its first observed position from this row,
+        :func:`~numerics.messages.jumps.forward_from_nothing`).
     """
 
     matrices: np.ndarray
     by_token: np.ndarray
     blocks: np.ndarray
-    stacked: np.ndarray
-    stacked_t: np.ndarray
     initial_laws: np.ndarray
 
     @property
@@ -117,7 +147,20 @@ class Powers(NamedTuple):
         return max(self.matrices.shape[0], self.blocks.shape[0]) - 1
 
 
-def language_powers(language: Language, length: int) -> Powers:
+class NoPowers(NamedTuple):
+    """The powers of a sparse n-gram: none (``P^m`` fills in; it never jumps, :mod:`~numerics.messages.jumps`)."""
+
+    @property
+    def max_power(self) -> int:
+        """``M = 0``."""
+        return 0
+
+
+#: The powers of one language kind: :class:`DensePowers` (HMM), :class:`NGramPowers`, :class:`NoPowers` (sparse n-gram).
+Powers = DensePowers | NGramPowers | NoPowers
+
+
+def language_powers(language: Language, length: int) -> DensePowers | NGramPowers:
     """``P^m`` for ``m = 0..M``, ``M = min(length, memory cap)``, cached per language object (languages are immutable).
 
     The cap: ``M + 1`` matrices in each layout fit in :data:`POWERS_BYTES` (at least ``M = 1``).
@@ -139,26 +182,22 @@ def language_powers(language: Language, length: int) -> Powers:
         S, V = P.shape[0], 1
         layouts = 2
     M = int(max(1, min(length, POWERS_BYTES // (layouts * 8 * S * S) - 1)))
-    laws_rows = length if V > 1 else 1
-    hit = POWERS_CACHE.get(language, "jumps")
-    if hit is not None and hit.max_power >= M and hit.initial_laws.shape[0] >= laws_rows:
+    hit = POWERS_CACHE.get(language, "jumps",
+                           lambda p: p.max_power >= M and (V == 1 or p.initial_laws.shape[0] >= length))
+    if hit is not None:
         return hit
-    by_token = np.zeros((1, 1, 1, 1))  # the placeholders of the layouts this language does not use
-    blocks = np.zeros((1, 1, 1, 1, 1))
-    stacked = stacked_t = laws = np.zeros((1, 1))
     if V == 1:  # dense HMM
         Pm = _matrix_powers(P, M)
-        stacked = Pm.reshape((M + 1) * S, S)
         stacked_t = np.ascontiguousarray(Pm.transpose(0, 2, 1)).reshape((M + 1) * S, S)
+        return POWERS_CACHE.put(language, "jumps", DensePowers(Pm.reshape((M + 1) * S, S), stacked_t))
+    laws = _initial_laws(np.asarray(language.initial), P, length)
+    if S >= CROSS_MIN_STATES:
+        table = NGramPowers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), _power_blocks(P, M, V), laws)
     else:
-        laws = _initial_laws(np.asarray(language.initial), P, laws_rows)
-        if S >= CROSS_MIN_STATES:
-            Pm = np.zeros((1, 1, 1))
-            blocks = _power_blocks(P, M, V)
-        else:
-            Pm = _matrix_powers(P, M)
-            by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
-    return POWERS_CACHE.put(language, "jumps", Powers(Pm, by_token, blocks, stacked, stacked_t, laws))
+        Pm = _matrix_powers(P, M)
+        by_token = np.ascontiguousarray(Pm.reshape(M + 1, S, S // V, V).transpose(0, 3, 1, 2))
+        table = NGramPowers(Pm, by_token, np.zeros((1, 1, 1, 1, 1)), laws)
+    return POWERS_CACHE.put(language, "jumps", table)
 
 
 def _matrix_powers(P: np.ndarray, M: int) -> np.ndarray:
@@ -196,10 +235,9 @@ def _initial_laws(initial: np.ndarray, P: np.ndarray, length: int) -> np.ndarray
     return laws
 
 
-def no_powers() -> Powers:
-    """The :class:`Powers` of a language that never jumps (``M = 0``; the arrays are never read)."""
-    return Powers(np.zeros((1, 1, 1)), np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1, 1, 1)), np.zeros((1, 1)),
-                  np.zeros((1, 1)), np.zeros((1, 1)))
+def no_powers() -> NoPowers:
+    """The powers of a sparse n-gram (it never jumps)."""
+    return NoPowers()
 
 
 def chain_powers(language: NGram, length: int) -> ChainArrays:

@@ -227,7 +227,7 @@ def _vecmat_dense(vec, M, r0, out):
     which a random zero pattern would mispredict); a ``vec`` without zeros takes the same fours
     as consecutive rows (the same sums). With ``R > 64`` the rows go in consecutive fours,
     skipping the fours that are all zero. The row offset ``r0`` reads a power out of
-    :attr:`~numerics.messages.jumps.Powers.stacked` without making a view.
+    :attr:`~numerics.messages.powers.DensePowers.stacked` without making a view.
 
     Its callers call it at one place each (four expansions in all: the forward and backward steps,
     the chained power product in the two jumps): each place inlines it with its helpers at numba's
@@ -425,60 +425,60 @@ def _initial_windows(initial, out, V, vfix):
 
 
 @jit(nrt=False)
+def _push_to_token_ngram(lang, prev, out, vfix):
+    """``out[successor(s, vfix)] += prev[s] conditional[s, vfix]`` for the windows ``s`` of non-zero ``prev``, ascending:
+    the forward step's product onto the windows ending in the observed token ``vfix`` (the other entries untouched).
+
+    n-gram: over windows ``s = a W + b``, whose successor is ``b V + vfix``; sparse n-gram: over the windows that can
+    emit ``vfix`` (its column), the same terms without the zero ones, in the same order.
+    """
+    cond = lang.conditional
+    V = cond.shape[1]
+    W = out.shape[0] // V
+    for a in range(V):
+        for b in range(W):
+            pa = prev[a * W + b]
+            if pa != 0.0:
+                out[b * V + vfix] += pa * cond[a * W + b, vfix]
+
+
+@jit(nrt=False)
+def _push_to_token_sparse(lang, prev, out, vfix):
+    succ = lang.successor
+    col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
+    vu = np.uint64(vfix)
+    for k in range(col_indptr[vfix], col_indptr[vfix + 1]):
+        s = col_indices[k]
+        pa = prev[s]
+        if pa != 0.0:
+            out[succ[s] + vu] += pa * col_data[k]
+
+
+_push_to_token = by_kind(_push_to_token_ngram, _push_to_token_ngram, _push_to_token_sparse, inline="always")
+
+
+@jit(nrt=False)
 def _forward_step_ngram(lang, ev, prev, out, p):
-    initial, cond = lang.initial, lang.conditional
     tokens = ev.tokens
     S = out.shape[0]
-    V = cond.shape[1]
-    W = S // V
+    V = vocab(lang)
     vfix = tokens[p] if observed(ev, p) else -1
     if p == 0:
-        _initial_windows(initial, out, V, vfix)
+        _initial_windows(lang.initial, out, V, vfix)
         return
-    # push form over windows s = a W + b: alpha[s] cond[s, v] goes to the successor b V + v;
+    # push form over the windows of non-zero alpha (alpha[s] cond[s, v] goes to the successor of s by v);
     # windows inconsistent with the evidence hold alpha = 0 and are skipped
     if vfix >= 0:
         for s in range(S):
             out[s] = 0.0
-        for a in range(V):
-            for b in range(W):
-                pa = prev[a * W + b]
-                if pa != 0.0:
-                    out[b * V + vfix] += pa * cond[a * W + b, vfix]
+        _push_to_token(lang, prev, out, vfix)
         normalize_class(out, vfix, V, S // V)  # the only non-zeros
         return
-    _propagate_ngram(lang, prev, out)
+    propagate(lang, prev, out)
     normalize(out)
 
 
-@jit
-def _forward_step_sparse(lang, ev, prev, out, p):
-    initial, succ = lang.initial, lang.successor
-    col_indptr, col_indices, col_data = lang.col_indptr, lang.col_indices, lang.col_data
-    tokens = ev.tokens
-    S = out.shape[0]
-    V = lang.vocab
-    vfix = tokens[p] if observed(ev, p) else -1
-    if p == 0:
-        _initial_windows(initial, out, V, vfix)
-        return
-    # the dense n-gram step's terms without its zero ones, in its order (ascending window s)
-    if vfix >= 0:
-        for s in range(S):
-            out[s] = 0.0
-        vu = np.uint64(vfix)
-        for k in range(col_indptr[vfix], col_indptr[vfix + 1]):  # the windows that can emit vfix next
-            s = col_indices[k]
-            pa = prev[s]
-            if pa != 0.0:
-                out[succ[s] + vu] += pa * col_data[k]
-        normalize(out)
-        return
-    _propagate_sparse(lang, prev, out)
-    normalize(out)
-
-
-forward_step = by_kind(_forward_step_dense, _forward_step_ngram, _forward_step_sparse)
+forward_step = by_kind(_forward_step_dense, _forward_step_ngram)  # (the n-gram version serves both layouts)
 
 
 # ----- backward step -----------------------------------------------------------------------------

@@ -48,7 +48,7 @@ walk kept), so that the masked position is crossed inside a jump between observe
 masked positions).
 
 Every function here takes the language's arrays (:func:`~numerics.languages.arrays.kernel_arrays`),
-its :class:`~numerics.messages.jumps.Powers`, an :class:`~numerics.messages.steps.Evidence`,
+its :class:`~numerics.messages.powers.Powers`, an :class:`~numerics.messages.steps.Evidence`,
 the :class:`Messages` of the sequence and a :class:`Scratch` of vectors; build the last two
 with :func:`new_messages` and :func:`new_scratch` (inside or outside numba).
 """
@@ -70,6 +70,7 @@ from numerics.messages.jumps import (
     forward_jump_pays,
     jump_backward,
     jump_forward,
+    max_power,
 )
 from numerics.messages.steps import (
     apply_evidence,
@@ -167,7 +168,7 @@ def _cross_forward_dense(lang, powers, ev, vec, scratch, cur, q):
     One jump when that is cheaper than ``q - cur`` single steps (:func:`~numerics.messages.jumps.forward_jump_pays`),
     else single steps. n-gram: the product restricted to the windows consistent with the evidence
     at ``cur`` and ``q`` (those ending in the observed token: the others hold exact zeros), over the
-    blocks of :attr:`~numerics.messages.jumps.Powers.blocks` (the generic jump's product up to
+    blocks of :attr:`~numerics.messages.powers.NGramPowers.blocks` (the generic jump's product up to
     round-off); runs longer than ``M`` take the generic path.
     """
     tmp, tmp2, acc = scratch.tmp, scratch.tmp2, scratch.acc
@@ -263,12 +264,12 @@ def _cross_backward_dense(lang, powers, ev, beta, scratch, cur, k):
     steps (which also write ``beta`` at the positions in between). n-gram: the jump reads
     ``beta[cur]`` only on the windows ending in ``x_cur`` (the evidence there) and computes only the
     rows consistent with the observed run ending at ``k``, over the transposed blocks
-    (:attr:`~numerics.messages.jumps.Powers.blocks`, in dot form; runs longer than ``M`` chain them), and
+    (:attr:`~numerics.messages.powers.NGramPowers.blocks`, in dot form; runs longer than ``M`` chain them), and
     with nothing observed after ``k`` it is ``P^m 1 = 1``, normalized (no product).
     """
     tmp, tmp2 = scratch.tmp, scratch.tmp2
     tokens = ev.tokens
-    M = powers.matrices.shape[0] - 1
+    M = max_power(lang, powers)
     m = cur - k
     rows_observed = observed(ev, k)
     landing = observed(ev, cur)

@@ -204,6 +204,10 @@ class DecoderSpec:
     presets : tuple of (str, mapping)
         Named settings at the reference's documented defaults (``""``: the entry's own name), which
         ``bench decoders`` times as ``NAME`` or ``NAME-SUFFIX``.
+    compiled : bool
+        It has a compiled Monte Carlo path on the oracle of an n-gram, HMM or the interval language
+        (numba kernels: ``sample_oracle``, the adaptive or the decoder kernels) at its defaults; else only the
+        generic path, which calls the denoiser step by step.
     """
 
     name: str
@@ -216,6 +220,7 @@ class DecoderSpec:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     tie_seed: bool = True
     presets: tuple[tuple[str, Mapping[str, Any]], ...] = (("", {}),)
+    compiled: bool = False
 
     def preset_names(self) -> dict[str, Mapping[str, Any]]:
         """``{NAME or NAME-SUFFIX: options}`` of :attr:`presets`."""
@@ -386,35 +391,35 @@ def _specs() -> tuple[DecoderSpec, ...]:
     sched, steps = frozenset({"schedule"}), frozenset({"steps"})
     return (
         DecoderSpec("random", RandomOrder, "random", "i.i.d. reveal steps pi_i = u_i - u_{i-1} of the schedule",
-                    needs=sched, knobs=(_STEPS_KNOB,), tie_seed=False),
+                    needs=sched, knobs=(_STEPS_KNOB,), tie_seed=False, compiled=True),
         DecoderSpec("topk", AdaptiveSampler, "adaptive", "the k_t most confident positions, k_t from the schedule",
-                    (_CONFIDENCE, _BLOCK), sched, (_STEPS_KNOB,), {"rule": "topk"}),
+                    (_CONFIDENCE, _BLOCK), sched, (_STEPS_KNOB,), {"rule": "topk"}, compiled=True),
         DecoderSpec("threshold", AdaptiveSampler, "adaptive",
                     "every position with confidence >= gamma, at least one (fast-dllm --threshold at T = 0)",
                     (replace(_GAMMA, help="reveal confidence >= G"), _CONFIDENCE, _BLOCK), frozenset(),
-                    (Knob("gamma", "more", 0.0, 1.0),), {"rule": "threshold"}),
+                    (Knob("gamma", "more", 0.0, 1.0),), {"rule": "threshold"}, compiled=True),
         DecoderSpec("entropy-sum", AdaptiveSampler, "adaptive",
                     "entropy-ordered prefix with sum H <= gamma nats, at least one (eb without its - max H)",
                     (replace(_GAMMA, help="cumulative entropy <= G nats", low=0), _BLOCK), frozenset(),
-                    (Knob("gamma", "fewer", 0.0, None),), {"rule": "entropy-sum"}),
+                    (Knob("gamma", "fewer", 0.0, None),), {"rule": "entropy-sum"}, compiled=True),
         DecoderSpec("llada", Llada, "decoder", "LLaDA generate: N steps over the blocks, fixed counts per step",
                     (_BLOCK, _TEMPERATURE, _REMASKING, _FLOOR), steps, (_STEPS_KNOB,),
-                    presets=(("", {}), ("random", {"remasking": "random"}))),
+                    presets=(("", {}), ("random", {"remasking": "random"})), compiled=True),
         DecoderSpec("fast-dllm", FastDllm, "decoder", "Fast-dLLM parallel decoding: --threshold or --factor",
                     (_BLOCK, _TEMPERATURE, _THRESHOLD, _FACTOR), frozenset(),
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), Knob("factor", "fewer", 0.0, None,
                                                                               low_open=True)),
-                    presets=(("", {"threshold": 0.9}), ("factor", {"factor": 1.0}))),
+                    presets=(("", {"threshold": 0.9}), ("factor", {"factor": 1.0})), compiled=True),
         DecoderSpec("eb", EntropyBound, "decoder", "EB-Sampler: entropy-ordered prefix, sum H - max H <= gamma nats",
                     (_BLOCK, _TEMPERATURE, replace(_GAMMA, help="entropy bound G (nats)", low=0)), frozenset(),
-                    (Knob("gamma", "fewer", 0.0, None),), presets=(("", {"gamma": 1.0}),)),
+                    (Knob("gamma", "fewer", 0.0, None),), presets=(("", {"gamma": 1.0}),), compiled=True),
         DecoderSpec("remdm", Remdm, "decoder", "ReMDM remasking over N steps of the schedule",
-                    (_TEMPERATURE, _VARIANT, _ETA), sched, (_STEPS_KNOB,), presets=(("", {"eta": 0.05}),)),
+                    (_TEMPERATURE, _VARIANT, _ETA), sched, (_STEPS_KNOB,), presets=(("", {"eta": 0.05}),), compiled=True),
         DecoderSpec("llada2", Llada, "decoder", "LLaDA2.0: llada's counts floored by a threshold, reveal every "
                     "draw of probability > tau if at least the step's count are, else the top count",
                     (_BLOCK, _TEMPERATURE, replace(_FLOOR, default=0.95)), steps,
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
-                    {"remasking": "low-confidence"}),
+                    {"remasking": "low-confidence"}, compiled=True),
         DecoderSpec("dream", Dream, "decoder", "Dream diffusion_generate: N calls on t = linspace(1, 1e-3, N+1); "
                     "origin reveals each masked position with probability 1 - t_{k+1}/t_k, the confidence "
                     "algorithms the top floor(m (1 - t_{k+1}/t_k)) by score (the last step the rest)",
@@ -422,12 +427,12 @@ def _specs() -> tuple[DecoderSpec, ...]:
                     presets=(("", {}), ("entropy", {"alg": "entropy"}))),
         DecoderSpec("dus", Dus, "decoder", "DUS dilated unmasking: in blocks of B = 2^k, round t reveals the offsets "
                     "that are multiples of B/2^t, log2 B calls a block", (_BLOCK, _TEMPERATURE), frozenset(), (),
-                    tie_seed=False),
+                    tie_seed=False, compiled=True),
         DecoderSpec("fast-dllm-v2", FastDllm, "decoder", "Fast-dLLM v2: blocks of 32 in sub-blocks of 8, the threshold "
                     "rule (tau = 0.9, at least one) inside the current sub-block",
                     (replace(_BLOCK, default=32, help="block length B (must divide L)"), _SUB_BLOCK, _TEMPERATURE,
                      replace(_THRESHOLD, default=0.9)), frozenset(),
-                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),), presets=()),
+                    (Knob("threshold", "more", 0.0, 1.0, low_open=True),), presets=(), compiled=True),
         DecoderSpec("sdar", Llada, "decoder", "SDAR low_confidence_dynamic: llada on blocks of 4 with the floored "
                     "threshold tau = 0.85 (--threshold 1: low_confidence_static, the top count)",
                     (replace(_BLOCK, default=4, help="block length B (must divide L; N divisible by L/B)"),
@@ -435,7 +440,7 @@ def _specs() -> tuple[DecoderSpec, ...]:
                                            "value of probability > TAU if at least the step's count are, else the "
                                            "top count (1: the static rule)")), steps,
                     (Knob("threshold", "more", 0.0, 1.0, low_open=True), _STEPS_KNOB),
-                    {"remasking": "low-confidence"}, presets=()),
+                    {"remasking": "low-confidence"}, presets=(), compiled=True),
         DecoderSpec("dinfer", Dinfer, "decoder", "dInfer's hierarchy decoder: in the block, each run of masked "
                     "positions reveals its most confident one above the low threshold, every position above the "
                     "high one, and always the top one",

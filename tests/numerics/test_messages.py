@@ -148,3 +148,52 @@ def test_powers_cache_keeps_the_last_entries_by_identity():
     assert (cache.get(b, "jumps"), cache.get(c, "jumps")) == (2, 3)
     cache.clear()
     assert cache.get(c, "jumps") is None
+
+
+def test_powers_are_typed_by_kind_and_the_sparse_ngram_never_jumps():
+    """One powers type per kind (the n-gram's holds both layouts, module ``powers``); a sparse n-gram has none: its
+    jumps never pay, and a jump called anyway refuses instead of reading powers it does not have."""
+    for name, kind in (("hmm", powers.DensePowers), ("3gram", powers.NGramPowers), ("5gram-blocks", powers.NGramPowers)):
+        language, lang, *_ = _case(name, 15)
+        table = jumps.language_powers(language, 6)
+        assert type(table) is kind
+        assert table.max_power == jumps.max_power(lang, table) == 6
+    _, lang, _, vec, _, _, S, _ = _case("3gram-sparse", 16)
+    none = jumps.no_powers()
+    assert none.max_power == jumps.max_power(lang, none) == 0
+    assert not jumps.forward_jump_pays(lang, vec, 5, True)
+    assert not jumps.backward_jump_pays(lang, 5, True, True)
+    with pytest.raises(ValueError, match="no precomputed powers"):
+        jumps.jump_forward(lang, none, vec, np.empty(S), 5, -1, np.empty(S), np.empty(S))
+
+
+def test_by_kind_takes_a_version_for_any_arguments_with_the_arrays_named_alike():
+    """``(arrays, *args)`` serves steps of any parameters (numba's overloads accept it); a bare ``*args`` or another
+    first name is refused, as are other parameters."""
+    from numerics._jit import jit
+    from numerics.messages.dispatch import by_kind
+
+    @jit
+    def dense(lang, vec, m):
+        return m
+
+    @jit
+    def refuse(lang, *args):
+        return -1
+
+    @jit
+    def bare(*args):
+        return -1
+
+    @jit
+    def renamed(arrays, *args):
+        return -1
+
+    @jit
+    def other(lang, vec):
+        return 0
+
+    assert by_kind(dense, dense, refuse).__name__ == "dense"
+    for wrong in (bare, renamed, other):
+        with pytest.raises(TypeError, match="must have the same parameters"):
+            by_kind(dense, dense, wrong)

@@ -34,6 +34,19 @@ def test_every_entry_builds_its_kind_with_defaults(name):
     assert sampler.kind == s.kind
 
 
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_compiled_field_is_what_the_sampler_runs(name):
+    """``DecoderSpec.compiled`` is the built sampler's own answer: a block decoder's ``compiled(L)`` at its defaults, and
+    always for the random order and the adaptive rules (their oracle paths are the numba kernels, no generic fallback)."""
+    s = spec(name)
+    sampler = s.build(_valid(s), **_needs(s), length=L)
+    if hasattr(sampler, "compiled"):
+        assert s.compiled == sampler.compiled(L)
+    else:
+        assert s.kind in ("random", "adaptive")
+        assert s.compiled
+
+
 @pytest.mark.parametrize("name, option", [(n, o) for n, s in DECODERS.items() for o in s.options
                                           if o.low is not None or o.high is not None])
 def test_declared_range_is_enforced(name, option):

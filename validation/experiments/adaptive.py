@@ -34,6 +34,7 @@ import numerics.sampling.montecarlo as mcm
 from numerics.exact import dp
 from numerics.inference import log_q
 from numerics.languages.interval import IntervalLanguage
+from numerics.sampling.registry import DECODERS, decoder_names
 from theory import related
 
 from ..cache import ResultCache
@@ -43,7 +44,7 @@ from ._base import ExperimentResult, Parts, Plot, point_cache, progress_iter, st
 NAME = "adaptive"
 TITLE = "Beyond random order: adaptive samplers, error vs denoiser calls"
 VERSION = 1
-FAMILIES = ("random", "topk", "threshold", "entropy-sum")
+FAMILIES = decoder_names("random") + decoder_names("adaptive")  # the registry's random order and adaptive rules
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def _specs(cfg: Config, L: int) -> list[tuple[str, float]]:
 
 
 def _sampler(cfg: Config, family: str, param: float):
-    if family in ("random", "topk"):
+    if "schedule" in DECODERS[family].needs:  # random and topk: N steps of the schedule
         return ad.make_sampler(family, schedule=eng.schedule_for(cfg.schedule, int(param)))
     return ad.make_sampler(family, gamma=float(param))
 

@@ -42,7 +42,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from numerics.sampling.registry import DECODERS
+from numerics.sampling.registry import DECODERS, decoder_names
 
 from ..cache import ResultCache
 from . import _engine as eng
@@ -56,6 +56,14 @@ _PALETTE = ("#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c564b", "#
 COLORS = dict(zip(DECODERS, _PALETTE))  # one colour per family of the sampler registry, in its order
 _MARKER_CYCLE = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p", "d", "H", "8", "1")
 MARKERS = dict(zip(DECODERS, _MARKER_CYCLE))  # one marker per family of the sampler registry, in its order
+
+
+#: The registry's decoders drawn at their documented presets: those with a compiled Monte Carlo path
+#: (:attr:`~numerics.sampling.registry.DecoderSpec.compiled`) and ``dream``, whose generic path is as quick;
+#: the other generic ones (dinfer and the history decoders) cost 10-2000x the random point (Config.documented).
+DOCUMENTED = tuple(n for n in decoder_names("decoder") if DECODERS[n].compiled or n == "dream")
+#: The calibrate families of the fronts: the registry's random order and adaptive rules.
+FAMILIES = decoder_names("random") + decoder_names("adaptive")
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,8 @@ class Config:
     lengths: tuple[int, ...] = (64, 256)
     ter_languages: tuple[str, ...] = ("2gram",)
     short_languages: tuple[str, ...] = ("interval-l4",)
-    documented: tuple[str, ...] = ("llada", "fast-dllm", "eb", "remdm", "llada2", "dream", "dus", "fast-dllm-v2", "sdar")
-    families: tuple[str, ...] = ("random", "topk", "threshold", "entropy-sum")
+    documented: tuple[str, ...] = DOCUMENTED
+    families: tuple[str, ...] = FAMILIES
     ser_decoders: tuple[str, ...] = ("llada", "fast-dllm", "eb")
     samples: int = 200
     grid: int = 9
