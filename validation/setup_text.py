@@ -17,22 +17,22 @@ __all__ = ["MAKE_REPORT_MINUTES", "REPORT_TIMING", "SECTION_SECONDS", "quick_sta
 REPORT_TIMING: dict = {
     "date": "2026-11-28",
     "machine": "the project's 2-core development machine (Intel Xeon, Linux x86-64, 24 GiB), idle",
-    "what": "make report in a fresh clone of ba05bb9 (14 sections; mdm-theory report --train --progress --jobs 2: "
+    "what": "make report in a fresh clone of 5eec1d8 (14 sections; mdm-theory report --train --progress --jobs 2: "
             "the learned section in the main process from the start, its training pool of two processes beside "
             "the numba warm-up (one lane in a worker: tiny runs of adaptive, decoders, noise and cost, so each "
             "kernel is compiled once) and the light sections in the other worker, then the sections that read "
             "the compiled kernels two at a time; so the wall seconds below overlap): installation (about 60 s), "
             "numba compilation from an empty cache, and the report from an empty results cache; the progress "
             "lines' CPU and wall seconds per section",
-    "warm_up": (256, 376),
-    "sections": {"learned": (388, 316), "thresholds": (3, 6), "schedules": (2, 4), "lemmas": (20, 41),
-                 "adaptive": (11, 13), "decoders": (3, 4), "ter": (41, 37), "cost": (29, 36), "ser": (27, 26),
-                 "noise": (6, 6), "runtimes": (7, 8), "lossless": (4, 4), "calls": (66, 68), "realtext": (16, 12)},
-    "training_cpu_s": {"2gram MDM": 73, "lee-char-2gram MDM": 35, "lee-char-2gram AR": 10, "interval MDM": 147,
-                       "interval AR": 21, "2gram AR": 21},
-    "whole_s": 564,
+    "warm_up": (248, 362),
+    "sections": {"learned": (378, 305), "thresholds": (3, 5), "schedules": (2, 3), "lemmas": (17, 36),
+                 "adaptive": (12, 12), "decoders": (2, 3), "ter": (49, 48), "cost": (30, 34), "ser": (27, 25),
+                 "noise": (5, 5), "runtimes": (8, 8), "lossless": (3, 3), "calls": (72, 75), "realtext": (15, 10)},
+    "training_cpu_s": {"2gram MDM": 70, "lee-char-2gram MDM": 35, "lee-char-2gram AR": 10, "interval MDM": 147,
+                       "interval AR": 21, "2gram AR": 20},
+    "whole_s": 550,
     "install_s": 60,
-    "previous": "the day before at 5a3d766 (the three processes compiling the same kernels at once, the cost "
+    "previous": "earlier the same day at ba05bb9: 564 s; the day before at 5a3d766 (the three processes compiling the same kernels at once, the cost "
                 "section timing on two threads, the cpu-small 2gram MDM): 767 s; at 7dff539 (11 sections, one at "
                 "a time): 594 s; at fb5a937: 646 s; 2026-11-25, before the cuts of issue 34: 838 s with warm numba "
                 "kernels",
@@ -64,8 +64,8 @@ def quick_start_sentences() -> list[str]:
         "checks every lemma and bound, trains small MDM and AR models and writes `report/index.html`, printing one "
         "line per section and long step. " + run_time_sentence().replace("`make report` (which runs `mdm-theory "
                                                                           "report --train`) takes", "It takes"),
-        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 10 minutes "
-        "on an idle 2-core CPU from a fresh clone (587 s measured on 2026-11-28: the suite 523 s, numba "
+        "`make test` installs the same way, then runs the whole test suite on two cores. It takes about 8 minutes "
+        "on an idle 2-core CPU from a fresh clone (491 s measured on 2026-11-28: the suite 435 s, numba "
         "compilation included).",
     ]
 
