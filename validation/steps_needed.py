@@ -154,7 +154,7 @@ def model_ser(model: Any, language: Any, length: int, schedule_name: str, sample
 def steps_needed(language: str | Any, length: int, metric: str, target: float, sampler: str = "random", *,
                  schedule: str = "linear", method: str = "auto", samples: int = 1000, confidence: float = 0.95,
                  max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0, tie_seed: int = 0, batch_size: int | None = None,
-                 denoiser: Any = None, lossless: str | Sequence[str] = "") -> StepsNeeded:
+                 denoiser: Any = None, lossless: str | Sequence[str] = "", noise: str = "mask") -> StepsNeeded:
     """``mdm-theory steps-needed`` from Python, with its names and defaults: the smallest ``N`` with
     ``metric <= target`` (:class:`StepsNeeded`; ``n_steps`` is ``None`` when no ``N <= max_steps`` meets it).
 
@@ -171,6 +171,9 @@ def steps_needed(language: str | Any, length: int, metric: str, target: float, s
         sequence; ``assd``, ``autospec``, ``self-spec``): :attr:`StepsNeeded.lossless`, one
         :class:`validation.calibrate.Setting` each (the metric of the output law, no steps, ``E[calls]``
         by Monte Carlo with ``samples`` and ``seed``). Needs a preset name or file.
+    noise : ``"mask"`` or ``"uniform"`` (``--noise``): the steps of the factorized uniform-noise reverse process
+        (``sampler="random"``, the oracle, a preset name or file): exact while ``V^L`` fits, beyond that Monte
+        Carlo with the path KL's bound for ``kl`` and ``ter`` (:func:`uniform_noise_metric`).
     """
     from numerics.languages.presets import load_language
     from validation.calibrate import check_lossless_names, lossless_settings
@@ -181,9 +184,11 @@ def steps_needed(language: str | Any, length: int, metric: str, target: float, s
             raise ValueError("lossless decoders are reported for a preset name or an .npz path (they read the "
                              "language's joint density), not a language object")
         check_lossless_names(names, metric)
+    if noise not in ("mask", "uniform"):
+        raise ValueError(f"noise must be 'mask' or 'uniform', got {noise!r}")
     found = _search(language, length, metric, target, sampler=sampler, schedule=schedule, method=method,
                     samples=samples, confidence=confidence, max_steps=max_steps, seed=seed, tie_seed=tie_seed,
-                    batch_size=batch_size, denoiser=denoiser,
+                    batch_size=batch_size, denoiser=denoiser, noise=noise,
                     lang=load_language(language) if isinstance(language, str) else language)
     if names:
         found = replace(found, lossless=tuple(lossless_settings(language, length, metric, target, names,
@@ -192,8 +197,11 @@ def steps_needed(language: str | Any, length: int, metric: str, target: float, s
 
 
 def _search(language, length, metric, target, *, sampler, schedule, method, samples, confidence, max_steps, seed,
-            tie_seed, batch_size, denoiser, lang) -> StepsNeeded:
+            tie_seed, batch_size, denoiser, noise, lang) -> StepsNeeded:
     """:func:`steps_needed`'s search (its lossless rows aside)."""
+    if noise == "uniform" and (sampler != "random" or denoiser is not None or not isinstance(language, str)):
+        raise ValueError("noise='uniform' searches the steps of sampler='random' with the oracle, on a preset name "
+                         "or an .npz path")
     if denoiser is not None:
         if metric != "ser" or sampler != "random":
             raise ValueError("a denoiser of your own is searched for metric='ser' with sampler='random' only "
@@ -206,6 +214,11 @@ def _search(language, length, metric, target, *, sampler, schedule, method, samp
         raise ValueError(f"steps_needed searches the steps of 'random' and 'topk', not {sampler!r}: the other "
                          "samplers' parameter is searched by validation.calibrate.calibrate")
     cfg = PointConfig(language, length, 1, schedule, method, samples, seed, None, batch_size or 1, tie_seed=tie_seed)
+    if noise == "uniform":
+        from validation.sweep import check_costs
+
+        check_costs([replace(cfg, noise="uniform")])  # the chain or a Monte Carlo run beyond its size, refused first
+        return search_steps(uniform_noise_metric(cfg, metric, target, lang, confidence), max_steps)
     if sampler == "random":
         return search_steps(oracle_metric(cfg, metric, target, lang, confidence), max_steps)
     from validation.calibrate import _status, evaluate_setting

@@ -46,6 +46,24 @@ def test_steps_needed_under_uniform_noise_searches_n_of_the_factorized_sampler()
     assert abs(out["at_n"]["estimate"]["value"] - ser(n)) <= RTOL_EXACT * ser(n)
 
 
+def test_the_python_steps_needed_searches_n_under_uniform_noise_and_refuses_what_the_cli_refuses():
+    """validation.api.steps_needed(noise="uniform"): the exact chain's smallest N (kl this time), and the named
+    refusals of a decoder and an unknown noise."""
+    import pytest
+
+    from validation.api import steps_needed
+
+    found = steps_needed("2gram-pruned", 2, "kl", 0.05, noise="uniform")
+    lang = load_language("2gram-pruned")
+    kl = lambda k: uniform_noise_metrics(lang, 2, make_schedule("linear", k)).kl.value  # noqa: E731
+    n = found.n_steps
+    assert n is not None and n > 1 and kl(n) <= 0.05 < kl(n - 1)
+    with pytest.raises(ValueError, match="noise='uniform' searches the steps of sampler='random'"):
+        steps_needed("2gram-pruned", 2, "kl", 0.05, sampler="topk", noise="uniform")
+    with pytest.raises(ValueError, match="noise must be 'mask' or 'uniform', got 'gaussian'"):
+        steps_needed("2gram-pruned", 2, "kl", 0.05, noise="gaussian")
+
+
 def test_calibrate_puts_the_revisers_on_the_front_and_says_when_one_is_cheapest():
     out = _json("calibrate", *LANG, "--metric", "ser", "--target", "0.05", "--sampler", "llada",
                 "--revisers", "llada21,wino", "--grid", "3", "--refine", "2", "--step-cap", "3")
