@@ -79,6 +79,7 @@ __all__ = [
     "family_aup",
     "search_family",
     "check_lossless_names",
+    "lossless_searches",
     "lossless_settings",
 ]
 
@@ -649,8 +650,6 @@ def calibrate(language: str, length: int, metric: str, target: float, samplers: 
     searches = tuple(search_family(f, base, metric, target, lang, confidence, max_steps, on_setting, grid=grid,
                                    refine=refine) for f in fams)
     if lossless:
-        from validation.lossless import lossless_searches
-
         searches += tuple(lossless_searches(language, length, metric, target, lossless, samples=samples, seed=seed))
     every = [s for fs in searches for s in fs.settings]
     if not every:
@@ -679,11 +678,49 @@ def check_lossless_names(names: Sequence[str], metric: str) -> None:
             raise LosslessError(f"self-spec's law is a point mass (greedy left-to-right): its {metric} is not finite")
 
 
+def lossless_searches(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
+                      samples: int = 1000, seed: int = 0) -> list:
+    """One :class:`FamilySearch` per lossless decoder, for ``calibrate --lossless``.
+
+    Its settings are ``(E[calls], metric)``: the metric exact from the output law (``q``: SER = 0,
+    KL = 0, TER = TER(q); self-spec, a point mass on the greedy sequence: SER = 0, KL and TER not
+    finite, refused), the calls by Monte Carlo at each draft length of :func:`draft_length_search`
+    (autospec has none: one setting). The grid records the draft lengths evaluated, the rule, and the
+    one of fewest E[calls] (``chosen``; the smaller on a tie). spiffy (whose law is its base sampler's)
+    is refused here: its metric is its base's at ``N``.
+    """
+    from validation.lossless import DRAFT_GRID_RULE, draft_length_search, lossless_point
+
+    check_lossless_names(names, metric)
+    if metric == "ter":
+        from numerics.languages.presets import load_language
+
+        H = data_entropy(load_language(language), length)
+        if H is None:
+            raise ValueError(f"TER(q) of {language} at L = {length} has no exact value (no chain rule)")
+        value = Estimate(math.exp(H.value / length), 0.0, "lossless: TER(p) = TER(q)")
+    else:
+        value = Estimate(0.0, 0.0, f"lossless: {metric.upper()} = 0 (output law q)")
+    out = []
+    for name in names:
+        if name == "autospec":
+            points = [(0, lossless_point(language, length, name, None, samples=samples, seed=seed))]
+        else:
+            points = draft_length_search(language, length, name, samples=samples, seed=seed)
+        parameter = "draft_length" if name != "autospec" else "none"
+        settings = tuple(Setting(name, parameter, float(k), p.label, p.calls, value, metric, _status(value, target))
+                         for k, p in points)
+        chosen = min(settings, key=lambda s: (s.calls.value, s.value))
+        grid = {"kind": "lossless", "chosen": chosen.value}
+        if name != "autospec":
+            grid |= {"draft_lengths": [k for k, _ in points], "rule": DRAFT_GRID_RULE}
+        out.append(FamilySearch(name, parameter, settings, chosen if chosen.meets else None, grid))
+    return out
+
+
 def lossless_settings(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
                       samples: int = 1000, seed: int = 0) -> list:
-    """One :class:`Setting` per lossless decoder: that of :func:`validation.lossless.lossless_searches` at its
-    chosen draft length (the fewest E[calls])."""
-    from validation.lossless import lossless_searches
-
+    """One :class:`Setting` per lossless decoder: that of :func:`lossless_searches` at its chosen draft length
+    (the fewest E[calls])."""
     return [next(s for s in fs.settings if s.value == fs.grid["chosen"])
             for fs in lossless_searches(language, length, metric, target, names, samples=samples, seed=seed)]

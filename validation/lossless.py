@@ -4,7 +4,7 @@ The lossless decoders (:data:`numerics.sampling.lossless.LOSSLESS`, ``docs/metho
 SER = 0 on the support with the oracle (their output law is ``q``; ``spiffy``'s is its base sampler's)
 and a *random* number of rounds and calls. :func:`lossless_point` estimates both (mean, standard error,
 sample count, quantiles, the SER of the samples as a check); :func:`lossless_exact` gives their exact
-law on a tiny case (:mod:`numerics.exact.lossless`). :func:`validation.calibrate.lossless_settings` puts a decoder on
+law on a tiny case (:mod:`numerics.exact.lossless`). :func:`validation.calibrate.lossless_searches` puts a decoder on
 :func:`validation.calibrate.calibrate`'s Pareto front as ``(E[calls], metric)``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 from numerics.estimate import Estimate
 
 __all__ = ["BENCH_RATIO_TARGET", "DRAFT_GRID_RULE", "SATURATION_SE", "LosslessPoint", "build_lossless",
-           "draft_length_search", "lossless_exact", "lossless_point", "lossless_searches"]
+           "draft_length_search", "lossless_exact", "lossless_point"]
 
 BENCH_RATIO_TARGET = 5.0  # issue 32: a lossless MC point costs at most 5x the random sampler's at N = 64
 #: :func:`draft_length_search` stops once a doubling lowers E[calls] by at most this many standard errors.
@@ -151,46 +151,6 @@ def draft_length_search(language: str | Any, length: int, name: str, *, samples:
             if before.value - now.value <= SATURATION_SE * math.hypot(before.stderr, now.stderr):
                 return points
         k = min(2 * k, length)
-
-
-def lossless_searches(language: str, length: int, metric: str, target: float, names: Sequence[str], *,
-                      samples: int = 1000, seed: int = 0) -> list:
-    """One :class:`validation.calibrate.FamilySearch` per lossless decoder, for ``calibrate --lossless``.
-
-    Its settings are ``(E[calls], metric)``: the metric exact from the output law (``q``: SER = 0,
-    KL = 0, TER = TER(q); self-spec, a point mass on the greedy sequence: SER = 0, KL and TER not
-    finite, refused), the calls by Monte Carlo at each draft length of :func:`draft_length_search`
-    (autospec has none: one setting). The grid records the draft lengths evaluated, the rule, and the
-    one of fewest E[calls] (``chosen``; the smaller on a tie). spiffy (whose law is its base sampler's)
-    is refused here: its metric is its base's at ``N``.
-    """
-    from validation.calibrate import FamilySearch, Setting, _status, check_lossless_names, data_entropy
-
-    check_lossless_names(names, metric)
-    if metric == "ter":
-        from numerics.languages.presets import load_language
-
-        H = data_entropy(load_language(language), length)
-        if H is None:
-            raise ValueError(f"TER(q) of {language} at L = {length} has no exact value (no chain rule)")
-        value = Estimate(math.exp(H.value / length), 0.0, "lossless: TER(p) = TER(q)")
-    else:
-        value = Estimate(0.0, 0.0, f"lossless: {metric.upper()} = 0 (output law q)")
-    out = []
-    for name in names:
-        if name == "autospec":
-            points = [(0, lossless_point(language, length, name, None, samples=samples, seed=seed))]
-        else:
-            points = draft_length_search(language, length, name, samples=samples, seed=seed)
-        parameter = "draft_length" if name != "autospec" else "none"
-        settings = tuple(Setting(name, parameter, float(k), p.label, p.calls, value, metric, _status(value, target))
-                         for k, p in points)
-        chosen = min(settings, key=lambda s: (s.calls.value, s.value))
-        grid = {"kind": "lossless", "chosen": chosen.value}
-        if name != "autospec":
-            grid |= {"draft_lengths": [k for k, _ in points], "rule": DRAFT_GRID_RULE}
-        out.append(FamilySearch(name, parameter, settings, chosen if chosen.meets else None, grid))
-    return out
 
 
 def lossless_exact(language: str | Any, length: int, name: str, options: Mapping[str, Any] | None = None, *,

@@ -19,13 +19,22 @@ from typing import Any
 
 import click
 
-from numerics.sampling.registry import DECODER_FIELDS, DECODERS, OPTIONS, Option, Options, decoder_names, option_takers
+from numerics.sampling.registry import (
+    DECODER_FIELDS,
+    DECODERS,
+    OPTIONS,
+    REVISERS,
+    Option,
+    Options,
+    decoder_names,
+    option_takers,
+)
 
 DECODER_NAMES = decoder_names("decoder")
 BLOCK_RULES = tuple(n for n in decoder_names("adaptive") if "block_length" in DECODERS[n].option_names)
 
 __all__ = ["BLOCK_RULES", "DECODER_FIELDS", "DECODER_NAMES", "DecoderOptions", "check_decoder_method",
-           "decoder_options", "parse_values"]
+           "decoder_options", "parse_values", "reviser_help"]
 
 
 class DecoderOptions(Options):
@@ -66,11 +75,15 @@ def _help(o: Option, revisers: bool = False) -> str:
     limits = "" if o.choices or o.range_text() == "any" else f" Range {o.range_text()}."
     text = "; ".join(f"{', '.join(names)}: {text}" for text, names in said.items()) + "." + limits
     if revisers:
-        from validation.commands._revisers import reviser_help
-
         more = reviser_help(o.name)
         text += f" {more}." if more else ""
     return text
+
+
+def reviser_help(name: str) -> str:
+    """What the revisers that take ``name`` do with it (``llada21: ... [default: 16]``), ``""`` if none does."""
+    takers = ((n, s.option(name)) for n, s in REVISERS.items() if name in s.option_names)
+    return "; ".join(f"{n}: {o.help}" + (f" [default: {o.default}]" if o.default is not None else "") for n, o in takers)
 
 
 def parse_values(o: Option, text: str | None) -> tuple:

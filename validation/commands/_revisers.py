@@ -22,27 +22,14 @@ import click
 
 from numerics.sampling.registry import REVISERS, Option
 from validation.canvas_samplers import REVISER_FIELDS, REVISER_NAMES, check_reviser
-from validation.commands._decoders import parse_values
+from validation.commands._decoders import parse_values, reviser_help
 
 __all__ = ["REVISER_FIELDS", "REVISER_NAMES", "check_reviser_options", "reviser_options", "reviser_point",
            "reviser_summaries"]
 
 
-def _takers(name: str) -> list[str]:
-    return [n for n, s in REVISERS.items() if name in s.option_names]
-
-
 def _option(name: str) -> Option:
     return next(s.option(name) for s in REVISERS.values() if name in s.option_names)
-
-
-def reviser_help(name: str) -> str:
-    """What the revisers that take ``name`` do with it (``llada21: ... [default: 16]``), ``""`` if none does."""
-    parts = []
-    for n in _takers(name):
-        o = REVISERS[n].option(name)
-        parts.append(f"{n}: {o.help}" + (f" [default: {o.default}]" if o.default is not None else ""))
-    return "; ".join(parts)
 
 
 def reviser_summaries() -> str:
