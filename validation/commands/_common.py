@@ -222,3 +222,30 @@ class AliasOption(click.Option):
         finally:
             self.opts = shown
 
+
+
+def bench_names(text: str, allowed: Sequence[str], what: str, flag: str) -> tuple[str, ...]:
+    """The comma-separated names of a ``bench`` command, each one of ``allowed`` (a ``click.BadParameter`` naming
+    ``flag`` otherwise, or when none is given)."""
+    chosen = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [n for n in chosen if n not in allowed]
+    if unknown or not chosen:
+        raise click.BadParameter(f"unknown {what}(s) {unknown or list(chosen)}; choose from {tuple(allowed)}",
+                                 param_hint=flag)
+    return chosen
+
+
+def bench_text(result: dict, chosen: Sequence[str], target: float, random_label: str = "random",
+               extra: Any = None) -> str:
+    """The human text of a bench that times samplers against the random sampler in one run (``bench adaptive``,
+    ``decoders``, ``lossless``, ``revisers``): the random sampler's time, each sampler's ratio against it and
+    the target, ``extra(name)`` after it (``E[calls] ...``), and the machine's load."""
+    sec, cpu = result["seconds"], result["cpu_seconds"]
+    lines = [f"{random_label}: {sec['random']:.2f} s ({cpu['random']:.2f} s CPU)"]
+    lines += [f"{n}: {sec[n]:.2f} s, {result['ratio_to_random'][n]:.2f}x random "
+              f"({'within' if result['within_target'][n] else 'ABOVE'} the {target:g}x target); "
+              f"CPU {result['cpu_ratio_to_random'][n]:.2f}x" + (f"; {extra(n)}" if extra else "") for n in chosen]
+    load = f"load {result['loadavg_before'][0]:.1f} -> {result['loadavg_after'][0]:.1f} on {result['cpu_count']} CPUs"
+    if "threads" in result:
+        load += f", {result['threads']} numba threads (a shared machine: the ratio, measured in one run, is the figure)"
+    return "\n".join([*lines, load])

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import click
 
-from ._common import AliasOption, emit, json_option
+from ._common import AliasOption, bench_text, emit, json_option
 
 __all__ = ["BENCH_COMMANDS", "BENCH_SAMPLERS", "RATIO_TARGET", "BenchSampler", "run_benchmark"]
 
@@ -127,14 +127,7 @@ def bench_adaptive_command(language, length, steps, samples, samplers, gamma, re
         result = run_benchmark(language, length, steps, samples, names, gamma, repeats)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    lines = [f"random: {result['seconds']['random']:.2f} s ({result['cpu_seconds']['random']:.2f} s CPU)"]
-    lines += [f"{n}: {result['seconds'][n]:.2f} s, {result['ratio_to_random'][n]:.2f}x random "
-              f"({'within' if result['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target); "
-              f"CPU {result['cpu_ratio_to_random'][n]:.2f}x" for n in names]
-    lines.append(f"load {result['loadavg_before'][0]:.1f} -> {result['loadavg_after'][0]:.1f} on "
-                 f"{result['cpu_count']} CPUs, {result['threads']} numba threads (a shared machine: the ratio, "
-                 "measured in one run, is the figure)")
-    emit(result, as_json, "\n".join(lines))
+    emit(result, as_json, bench_text(result, names, RATIO_TARGET))
 
 
 BENCH_COMMANDS = (bench_adaptive_command,)

@@ -19,7 +19,7 @@ import time
 
 import click
 
-from ._common import AliasOption, emit, json_option
+from ._common import AliasOption, bench_text, emit, json_option
 
 __all__ = ["BENCH_COMMANDS", "BENCH_DECODERS", "RATIO_TARGET", "run_decoder_benchmark"]
 
@@ -122,14 +122,7 @@ def bench_decoders_command(language, length, steps, samples, names, repeats, as_
         result = run_decoder_benchmark(language, length, steps, samples, chosen, repeats)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    lines = [f"random: {result['seconds']['random']:.2f} s ({result['cpu_seconds']['random']:.2f} s CPU)"]
-    lines += [f"{n}: {result['seconds'][n]:.2f} s, {result['ratio_to_random'][n]:.2f}x random "
-              f"({'within' if result['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target); "
-              f"CPU {result['cpu_ratio_to_random'][n]:.2f}x" for n in chosen]
-    lines.append(f"load {result['loadavg_before'][0]:.1f} -> {result['loadavg_after'][0]:.1f} on "
-                 f"{result['cpu_count']} CPUs, {result['threads']} numba threads (a shared machine: the ratio, "
-                 "measured in one run, is the figure)")
-    emit(result, as_json, "\n".join(lines))
+    emit(result, as_json, bench_text(result, chosen, RATIO_TARGET))
 
 
 BENCH_COMMANDS = (bench_decoders_command,)

@@ -17,7 +17,7 @@ import time
 
 import click
 
-from ._common import emit, json_option
+from ._common import bench_names, bench_text, emit, json_option
 
 __all__ = ["BENCH_COMMANDS", "RATIO_TARGET", "run_reviser_benchmark"]
 
@@ -71,22 +71,13 @@ def bench_revisers_command(language, length, steps, samples, names, block_length
     """Revising decoders vs random sampler Monte Carlo point, same run (target: reviser <= 5x random)."""
     from numerics.sampling.registry import REVISERS
 
-    chosen = tuple(s.strip() for s in names.split(",") if s.strip())
-    unknown = [n for n in chosen if n not in REVISERS]
-    if unknown or not chosen:
-        raise click.BadParameter(f"unknown revising decoder(s) {unknown or chosen}; choose from {tuple(REVISERS)}",
-                                 param_hint="--revisers")
+    chosen = bench_names(names, tuple(REVISERS), "revising decoder", "--revisers")
     try:
         r = run_reviser_benchmark(language, length, steps, samples, chosen, block_length)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    lines = [f"random (N = {steps}): {r['seconds']['random']:.2f} s ({r['cpu_seconds']['random']:.2f} s CPU)"]
-    lines += [f"{n}: {r['seconds'][n]:.2f} s ({r['cpu_seconds'][n]:.2f} s CPU), {r['ratio_to_random'][n]:.2f}x random "
-              f"({'within' if r['within_target'][n] else 'ABOVE'} the {RATIO_TARGET:g}x target); CPU "
-              f"{r['cpu_ratio_to_random'][n]:.2f}x; E[calls] {r['calls'][n]:.4g}" for n in chosen]
-    lines.append(f"load {r['loadavg_before'][0]:.1f} -> {r['loadavg_after'][0]:.1f} on {r['cpu_count']} CPUs, "
-                 f"{r['threads']} numba threads (a shared machine: the ratio, measured in one run, is the figure)")
-    emit(r, as_json, "\n".join(lines))
+    emit(r, as_json, bench_text(r, chosen, RATIO_TARGET, f"random (N = {steps})",
+                                lambda n: f"E[calls] {r['calls'][n]:.4g}"))
 
 
 BENCH_COMMANDS = (bench_revisers_command,)

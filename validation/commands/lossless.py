@@ -14,7 +14,7 @@ import time
 
 import click
 
-from validation.commands._common import emit, format_estimate, json_option
+from validation.commands._common import bench_names, bench_text, emit, format_estimate, json_option
 
 __all__ = ["BENCH_COMMANDS", "bench_lossless_command", "lossless_command"]
 
@@ -161,22 +161,14 @@ def run_lossless_benchmark(language: str = "2gram", length: int = 512, steps: in
 @json_option
 def bench_lossless_command(language, length, steps, samples, names, draft_length, order, as_json):
     """Lossless decoders vs random sampler Monte Carlo point, same run (target: <= 5x random at N = 64)."""
-    chosen = tuple(s.strip() for s in names.split(",") if s.strip())
-    unknown = [n for n in chosen if n not in _NAMES]
-    if unknown or not chosen:
-        raise click.BadParameter(f"unknown lossless decoder(s) {unknown or chosen}; choose from {_NAMES}",
-                                 param_hint="--decoders")
+    chosen = bench_names(names, _NAMES, "lossless decoder", "--decoders")
     try:
         r = run_lossless_benchmark(language, length, steps, samples, chosen, draft_length, order)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    lines = [f"random (N = {steps}): {r['seconds']['random']:.2f} s ({r['cpu_seconds']['random']:.2f} s CPU)"]
-    lines += [f"{n}: {r['seconds'][n]:.2f} s, {r['ratio_to_random'][n]:.2f}x random "
-              f"({'within' if r['within_target'][n] else 'ABOVE'} the {r['target_ratio']:g}x target); CPU "
-              f"{r['cpu_ratio_to_random'][n]:.2f}x; E[rounds] {r['points'][n]['rounds'].value:.4g}, "
-              f"E[calls] {r['points'][n]['calls'].value:.4g}" for n in chosen]
-    lines.append(f"load {r['loadavg_before'][0]:.1f} -> {r['loadavg_after'][0]:.1f} on {r['cpu_count']} CPUs")
-    emit(r, as_json, "\n".join(lines))
+    emit(r, as_json, bench_text(r, chosen, r["target_ratio"], f"random (N = {steps})",
+                                lambda n: f"E[rounds] {r['points'][n]['rounds'].value:.4g}, "
+                                          f"E[calls] {r['points'][n]['calls'].value:.4g}"))
 
 
 BENCH_COMMANDS = (bench_lossless_command,)
